@@ -1,0 +1,26 @@
+# hindsight: `make run` serves the embedded backend on 127.0.0.1; `make test` runs every test.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+.PHONY: run test install bench clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(PY) -m chalicelib.server
+
+test: install
+	$(PY) -m pytest
+
+bench: install
+	$(PY) bench/recall_latency.py
+	$(PY) bench/ingest_throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

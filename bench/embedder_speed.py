@@ -1,0 +1,58 @@
+"""Throughput of the offline ONNX embedder: sentences/s at batch sizes 1 and 32.
+
+Usage: python bench/embedder_speed.py [--threads N] [--n 200]
+Prints numbers only; it is not a pass/fail test.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from chalicelib.adapters.onnx_embedder import OnnxMiniLMEmbedder  # noqa: E402
+
+WORDS = (
+    "agent tool call failed retried succeeded user asked order status refund database password "
+    "reset memory trajectory review experience weather forecast deploy server disk full latency "
+    "timeout customer invoice shipping address payment card search results summary the a of to "
+    "in on with for after before because quickly again"
+).split()
+
+
+def sentences(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(6, 30))) + "." for _ in range(n)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
+    parser.add_argument("--n", type=int, default=200, help="number of sentences")
+    args = parser.parse_args()
+
+    texts = sentences(args.n)
+    t0 = time.perf_counter()
+    warm = OnnxMiniLMEmbedder(threads=args.threads)
+    warm.embed(["warm up"])
+    print(f"model load + first embed: {time.perf_counter() - t0:.2f} s")
+
+    for batch_size in (1, 32):
+        embedder = OnnxMiniLMEmbedder(threads=args.threads, batch_size=batch_size)
+        embedder.embed(texts[:batch_size])  # load outside the timing
+        t0 = time.perf_counter()
+        if batch_size == 1:
+            for text in texts:  # one call per sentence: the request-path pattern
+                embedder.embed([text])
+        else:
+            embedder.embed(texts)
+        elapsed = time.perf_counter() - t0
+        rate = len(texts) / elapsed
+        print(f"batch {batch_size:>2}: {rate:7.1f} sentences/s ({elapsed:.2f} s for {len(texts)})")
+
+
+if __name__ == "__main__":
+    main()

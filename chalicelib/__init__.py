@@ -1,0 +1,6 @@
+"""hindsight: experience memory for LLM agents.
+
+Layers (dependencies point inward): ``domain`` (pure logic, no SDKs) <- ``ports``
+(typed interfaces) <- ``services`` (use cases) <- ``adapters`` (SQLite, numpy, ONNX, ...)
+and entrypoints (``app.py``, ``chalicelib.server``), wired in ``chalicelib.container``.
+"""

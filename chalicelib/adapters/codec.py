@@ -1,0 +1,55 @@
+"""Domain objects <-> JSON-ready dicts, shared by every persistent adapter."""
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from enum import Enum
+from typing import Any, TypeVar
+
+from ..domain.models import Event, Experience, ExperienceStatus, Source, Trajectory, TrajectoryStatus
+
+T = TypeVar("T")
+
+
+
+def to_doc(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, Enum):
+            value = value.value
+        out[f.name] = value
+    return out
+
+
+def _from_doc(cls: type[T], doc: dict[str, Any], datetimes: tuple[str, ...], enums: dict[str, type[Enum]]) -> T:
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs = {k: v for k, v in doc.items() if k in names}
+    for key in datetimes:
+        if kwargs.get(key) is not None:
+            kwargs[key] = datetime.fromisoformat(kwargs[key])
+    for key, enum in enums.items():
+        if kwargs.get(key) is not None:
+            kwargs[key] = enum(kwargs[key])
+    return cls(**kwargs)
+
+
+def trajectory_from_doc(doc: dict[str, Any]) -> Trajectory:
+    return _from_doc(
+        Trajectory, doc, ("created_at", "updated_at", "finalized_at"), {"status": TrajectoryStatus}
+    )
+
+
+def event_from_doc(doc: dict[str, Any]) -> Event:
+    return _from_doc(Event, doc, ("timestamp",), {})
+
+
+def experience_from_doc(doc: dict[str, Any]) -> Experience:
+    return _from_doc(
+        Experience,
+        doc,
+        ("created_at", "updated_at", "renewed_at"),
+        {"status": ExperienceStatus, "source": Source},
+    )

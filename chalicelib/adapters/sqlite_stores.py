@@ -1,0 +1,305 @@
+"""SQLite implementations of the tenant, trajectory, experience stores and the review queue."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import replace
+from datetime import datetime
+from typing import Sequence
+
+from ..domain.errors import Conflict, InvalidInput, NotFound
+from ..domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
+from ..ports import AppendResult, Page, ReviewJob
+from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
+from .sqlite_db import SqliteDatabase, decode_cursor, dumps, encode_cursor, to_us
+
+
+class SqliteTenantStore:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO tenants(tenant_id, name, created_us) VALUES (?,?,?)",
+                (tenant.tenant_id, tenant.name, to_us(tenant.created_at)),
+            )
+            conn.execute(
+                "INSERT INTO api_keys(key_hash, tenant_id, created_us) VALUES (?,?,?)",
+                (key_hash, tenant.tenant_id, to_us(tenant.created_at)),
+            )
+
+    def tenant_for_key(self, key_hash: str) -> str | None:
+        row = self.db.read().execute(
+            "SELECT tenant_id FROM api_keys WHERE key_hash=? AND revoked=0", (key_hash,)
+        ).fetchone()
+        return row["tenant_id"] if row else None
+
+    def add_key(self, tenant_id: str, key_hash: str, now: datetime) -> None:
+        with self.db.write() as conn:
+            if conn.execute("SELECT 1 FROM tenants WHERE tenant_id=?", (tenant_id,)).fetchone() is None:
+                raise NotFound("tenant not found")
+            conn.execute(
+                "INSERT INTO api_keys(key_hash, tenant_id, created_us) VALUES (?,?,?)",
+                (key_hash, tenant_id, to_us(now)),
+            )
+
+    def revoke_keys(self, tenant_id: str, keep: str | None = None) -> int:
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "UPDATE api_keys SET revoked=1 WHERE tenant_id=? AND revoked=0 AND key_hash IS NOT ?",
+                (tenant_id, keep),
+            )
+            return cur.rowcount
+
+
+class SqliteTrajectoryStore:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    def _row(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str) -> Trajectory:
+        row = conn.execute(
+            "SELECT doc, status, event_count FROM trajectories WHERE tenant_id=? AND trajectory_id=?",
+            (tenant_id, trajectory_id),
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"trajectory {trajectory_id} not found")
+        traj = trajectory_from_doc(json.loads(row["doc"]))
+        return replace(traj, status=TrajectoryStatus(row["status"]), event_count=row["event_count"])
+
+    @staticmethod
+    def _save(conn: sqlite3.Connection, traj: Trajectory) -> None:
+        conn.execute(
+            "UPDATE trajectories SET status=?, event_count=?, doc=?, updated_us=? WHERE tenant_id=? AND trajectory_id=?",
+            (traj.status.value, traj.event_count, dumps(to_doc(traj)), to_us(traj.updated_at), traj.tenant_id, traj.trajectory_id),
+        )
+
+    def create(self, traj: Trajectory) -> tuple[Trajectory, bool]:
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO trajectories(tenant_id, trajectory_id, status, event_count, doc, updated_us)"
+                " VALUES (?,?,?,?,?,?)",
+                (traj.tenant_id, traj.trajectory_id, traj.status.value, 0, dumps(to_doc(traj)), to_us(traj.updated_at)),
+            )
+            if cur.rowcount == 1:
+                return traj, True
+            return self._row(conn, traj.tenant_id, traj.trajectory_id), False
+
+    def get(self, tenant_id: str, trajectory_id: str) -> Trajectory:
+        return self._row(self.db.read(), tenant_id, trajectory_id)
+
+    def append_events(self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime) -> AppendResult:
+        with self.db.write() as conn:
+            traj = self._row(conn, tenant_id, trajectory_id)
+            if traj.status is not TrajectoryStatus.OPEN:
+                raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
+            seq = traj.event_count
+            accepted = 0
+            for event in events:
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO events(tenant_id, trajectory_id, seq, event_id, doc) VALUES (?,?,?,?,?)",
+                    (tenant_id, trajectory_id, seq + 1, event.event_id, dumps(to_doc(replace(event, seq=seq + 1)))),
+                )
+                if cur.rowcount == 1:
+                    seq += 1
+                    accepted += 1
+            if accepted:
+                conn.execute(
+                    "UPDATE trajectories SET event_count=?, updated_us=? WHERE tenant_id=? AND trajectory_id=?",
+                    (seq, to_us(now), tenant_id, trajectory_id),
+                )
+            return AppendResult(accepted=accepted, duplicates=len(events) - accepted)
+
+    def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
+        rows = self.db.read().execute(
+            "SELECT doc FROM events WHERE tenant_id=? AND trajectory_id=? ORDER BY seq", (tenant_id, trajectory_id)
+        ).fetchall()
+        return [event_from_doc(json.loads(r["doc"])) for r in rows]
+
+    def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
+        with self.db.write() as conn:
+            traj = self._row(conn, tenant_id, trajectory_id)
+            if traj.status is not TrajectoryStatus.OPEN:
+                raise Conflict(f"trajectory {trajectory_id} is already {traj.status.value}")
+            traj = replace(
+                traj, status=TrajectoryStatus.FINALIZED, outcome=outcome, feedback=feedback, finalized_at=now, updated_at=now
+            )
+            self._save(conn, traj)
+            return traj
+
+    def save_review(
+        self, tenant_id: str, trajectory_id: str, status: str, experience_ids: list[str], review: dict, now: datetime
+    ) -> Trajectory:
+        with self.db.write() as conn:
+            traj = self._row(conn, tenant_id, trajectory_id)
+            traj = replace(
+                traj, status=TrajectoryStatus(status), experience_ids=list(experience_ids), review=review, updated_at=now
+            )
+            self._save(conn, traj)
+            return traj
+
+    def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
+        rows = self.db.read().execute(
+            "SELECT tenant_id, trajectory_id FROM trajectories WHERE status=? LIMIT ?",
+            (TrajectoryStatus.FINALIZED.value, limit),
+        ).fetchall()
+        return [(r["tenant_id"], r["trajectory_id"]) for r in rows]
+
+
+class SqliteExperienceStore:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def put(self, exp: Experience) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO experiences(tenant_id, experience_id, agent_id, user_id, status, fingerprint,"
+                " created_us, doc) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    exp.tenant_id,
+                    exp.experience_id,
+                    exp.agent_id,
+                    exp.user_id,
+                    exp.status.value,
+                    exp.fingerprint,
+                    to_us(exp.created_at),
+                    dumps(to_doc(exp)),
+                ),
+            )
+
+    def get(self, tenant_id: str, experience_id: str) -> Experience:
+        row = self.db.read().execute(
+            "SELECT doc FROM experiences WHERE tenant_id=? AND experience_id=?", (tenant_id, experience_id)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"experience {experience_id} not found")
+        return experience_from_doc(json.loads(row["doc"]))
+
+    def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Experience]:
+        out: dict[str, Experience] = {}
+        ids = list(dict.fromkeys(ids))
+        conn = self.db.read()
+        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(
+                f"SELECT doc FROM experiences WHERE tenant_id=? AND experience_id IN ({marks})", (tenant_id, *chunk)
+            ):
+                exp = experience_from_doc(json.loads(row["doc"]))
+                out[exp.experience_id] = exp
+        return out
+
+    def list(
+        self,
+        tenant_id: str,
+        *,
+        agent_id: str | None = None,
+        status: ExperienceStatus | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        where, args = ["tenant_id=?"], [tenant_id]
+        if agent_id is not None:
+            where.append("agent_id=?")
+            args.append(agent_id)
+        if status is not None:
+            where.append("status=?")
+            args.append(status.value)
+        if cursor:
+            try:
+                created_us, last_id = decode_cursor(cursor)
+                where.append("(created_us < ? OR (created_us = ? AND experience_id < ?))")
+                args += [int(created_us), int(created_us), str(last_id)]
+            except (ValueError, TypeError) as exc:
+                raise InvalidInput("invalid cursor") from exc
+        rows = self.db.read().execute(
+            f"SELECT created_us, experience_id, doc FROM experiences WHERE {' AND '.join(where)}"
+            " ORDER BY created_us DESC, experience_id DESC LIMIT ?",
+            (*args, limit + 1),
+        ).fetchall()
+        items = [experience_from_doc(json.loads(r["doc"])) for r in rows[:limit]]
+        next_cursor = encode_cursor(rows[limit - 1]["created_us"], rows[limit - 1]["experience_id"]) if len(rows) > limit else None
+        return Page(items, next_cursor)
+
+    def find_active_by_fingerprint(
+        self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
+    ) -> Experience | None:
+        row = self.db.read().execute(
+            "SELECT doc FROM experiences WHERE tenant_id=? AND fingerprint=? AND status='active'"
+            " AND agent_id IS ? AND user_id IS ? LIMIT 1",
+            (tenant_id, fingerprint, agent_id, user_id),
+        ).fetchone()
+        return experience_from_doc(json.loads(row["doc"])) if row else None
+
+    def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
+        after = ("", "")
+        if cursor:
+            try:
+                tenant_id, exp_id = decode_cursor(cursor)
+                after = (str(tenant_id), str(exp_id))
+            except (ValueError, TypeError) as exc:
+                raise InvalidInput("invalid cursor") from exc
+        rows = self.db.read().execute(
+            "SELECT tenant_id, experience_id, doc FROM experiences WHERE status='active'"
+            " AND (tenant_id > ? OR (tenant_id = ? AND experience_id > ?)) ORDER BY tenant_id, experience_id LIMIT ?",
+            (after[0], after[0], after[1], limit),
+        ).fetchall()
+        items = [experience_from_doc(json.loads(r["doc"])) for r in rows]
+        next_cursor = encode_cursor(rows[-1]["tenant_id"], rows[-1]["experience_id"]) if len(rows) == limit else None
+        return Page(items, next_cursor)
+
+
+class SqliteReviewQueue:
+    """The review outbox: jobs live in the same database as the trajectories they review."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def enqueue(self, tenant_id: str, trajectory_id: str, kind: str, now: datetime) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO review_jobs(tenant_id, trajectory_id, kind, state, due_us) VALUES (?,?,?,'pending',?)"
+                " ON CONFLICT(tenant_id, trajectory_id, kind) DO UPDATE SET state='pending', due_us=excluded.due_us"
+                " WHERE review_jobs.state IN ('done', 'dead')",
+                (tenant_id, trajectory_id, kind, to_us(now)),
+            )
+
+    def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
+        now_us = to_us(now)
+        with self.db.write() as conn:
+            rows = conn.execute(
+                "SELECT tenant_id, trajectory_id, kind, attempts FROM review_jobs"
+                " WHERE state IN ('pending', 'leased') AND due_us <= ? ORDER BY due_us LIMIT ?",
+                (now_us, limit),
+            ).fetchall()
+            jobs = []
+            for r in rows:
+                conn.execute(
+                    "UPDATE review_jobs SET state='leased', attempts=attempts+1, due_us=?"
+                    " WHERE tenant_id=? AND trajectory_id=? AND kind=?",
+                    (now_us + int(lease_seconds * 1_000_000), r["tenant_id"], r["trajectory_id"], r["kind"]),
+                )
+                jobs.append(ReviewJob(r["tenant_id"], r["trajectory_id"], r["kind"], r["attempts"] + 1))
+            return jobs
+
+    def _set(self, job: ReviewJob, state: str, error: str | None, due_us: int | None = None) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE review_jobs SET state=?, last_error=?, due_us=COALESCE(?, due_us)"
+                " WHERE tenant_id=? AND trajectory_id=? AND kind=?",
+                (state, error, due_us, job.tenant_id, job.trajectory_id, job.kind),
+            )
+
+    def complete(self, job: ReviewJob) -> None:
+        self._set(job, "done", None)
+
+    def retry_later(self, job: ReviewJob, error: str, now: datetime, delay_seconds: float) -> None:
+        self._set(job, "pending", error, to_us(now) + int(delay_seconds * 1_000_000))
+
+    def dead(self, job: ReviewJob, error: str) -> None:
+        self._set(job, "dead", error)
+
+    def pending(self) -> int:
+        row = self.db.read().execute("SELECT COUNT(*) AS n FROM review_jobs WHERE state IN ('pending','leased')").fetchone()
+        return int(row["n"])

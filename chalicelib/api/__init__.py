@@ -1,0 +1,1 @@
+"""The HTTP surface: request/response schemas (which also generate the OpenAPI document)."""

@@ -1,0 +1,300 @@
+"""Request and response models of HTTP API v1. They validate input and generate /v1/openapi.json."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+Id = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]*$")]
+Name = Annotated[str, Field(min_length=1, max_length=128)]
+Text = Annotated[str, Field(max_length=8000)]
+NameList = Annotated[list[Name], Field(max_length=100)]
+MAX_METADATA_BYTES = 16_384
+
+
+def _to_utc(value: Any) -> Any:
+    """Requests may send ISO-8601 or epoch milliseconds; naive times are taken as UTC."""
+    if isinstance(value, bool):
+        raise ValueError("expected ISO-8601 text or epoch milliseconds")
+    if isinstance(value, (int, float)):
+        if not 0 <= value < 253402300800000:
+            raise ValueError("epoch milliseconds out of range")
+        return datetime.fromtimestamp(value / 1000.0, tz=timezone.utc)
+    return value
+
+
+def _aware(value: datetime) -> datetime:
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+Time = Annotated[datetime, BeforeValidator(_to_utc), AfterValidator(_aware)]
+
+
+def _small_json(value: dict[str, Any]) -> dict[str, Any]:
+    if len(json.dumps(value, default=str)) > MAX_METADATA_BYTES:
+        raise ValueError(f"must serialize to at most {MAX_METADATA_BYTES} bytes")
+    return value
+
+
+SmallObject = Annotated[dict[str, Any], AfterValidator(_small_json)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+# --- tenants ---------------------------------------------------------------------------------
+
+
+class TenantIn(Strict):
+    name: Name
+
+
+class TenantOut(BaseModel):
+    tenant_id: str
+    name: str
+    api_key: str = Field(description="Shown once; only its hash is stored.")
+
+
+# --- trajectories ----------------------------------------------------------------------------
+
+
+class TrajectoryIn(Strict):
+    agent_id: Id
+    goal: Annotated[str, Field(min_length=1, max_length=4000)]
+    user_id: Id | None = None
+    trajectory_id: Id | None = Field(default=None, description="Client-chosen id; a repeat is idempotent.")
+    task_type: Name | None = Field(default=None, description="e.g. query | operation | analysis")
+    tools: NameList = []
+    intent: Annotated[str, Field(max_length=500)] | None = None
+    tags: NameList = []
+    metadata: SmallObject = {}
+
+
+class EventContext(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    goal: Text | None = None
+    subtask: Text | None = None
+    last_user_input: Text | None = None
+
+
+class ToolCallContent(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    tool: Name
+    params: dict[str, Any] = {}
+    status: Literal["ok", "error"] = "ok"
+    result: Any = None
+    error: Any = None
+    available_tools: NameList = []
+
+
+class TextContent(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    text: str
+
+
+class FeedbackContent(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    text: str = ""
+    sentiment: Literal["positive", "negative"] | None = None
+
+
+class StateChangeContent(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    key: Name
+    value: Any = None
+
+
+CONTENT_MODELS: dict[str, type[BaseModel]] = {
+    "user_input": TextContent,
+    "llm_reasoning": TextContent,
+    "tool_call": ToolCallContent,
+    "feedback": FeedbackContent,
+    "state_change": StateChangeContent,
+}
+
+
+class EventIn(Strict):
+    type: Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback"]
+    event_id: Id | None = Field(default=None, description="Client-chosen; a repeat is a duplicate, not an error.")
+    timestamp: Time | None = None
+    node_id: Id | None = None
+    parent_id: Id | None = Field(default=None, description="Decision-graph parent; default: the previous event.")
+    context: EventContext = EventContext()
+    content: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _content_matches_type(self) -> "EventIn":
+        model = CONTENT_MODELS[self.type]
+        self.content = model.model_validate(self.content).model_dump(exclude_none=True)
+        return self
+
+
+class EventsIn(Strict):
+    events: Annotated[list[EventIn], Field(min_length=1)]
+
+
+class EventsOut(BaseModel):
+    accepted: int
+    duplicates: int
+
+
+class FinalizeIn(Strict):
+    outcome: Literal["success", "failure", "partial"]
+    feedback: Annotated[str, Field(max_length=4000)] | None = None
+
+
+class TrajectoryOut(BaseModel):
+    trajectory_id: str
+    status: Literal["open", "finalized", "reviewed", "review_failed"]
+    agent_id: str
+    user_id: str | None = None
+    goal: str
+    task_type: str | None = None
+    tools: list[str] = []
+    intent: str | None = None
+    tags: list[str] = []
+    metadata: dict[str, Any] = {}
+    event_count: int
+    outcome: str | None = None
+    experience_ids: list[str] = []
+    review: dict[str, Any] | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+# --- experiences -----------------------------------------------------------------------------
+
+
+class ExperienceIn(Strict):
+    situation: Annotated[str, Field(min_length=1, max_length=4000)]
+    lesson: Annotated[str, Field(max_length=4000)] = ""
+    advice: Annotated[str, Field(max_length=4000)] = ""
+    action: Annotated[str, Field(max_length=4000)] = ""
+    result: Annotated[str, Field(max_length=4000)] = ""
+    experience_id: Id | None = Field(default=None, description="Client-chosen id; a repeat is idempotent.")
+    tags: NameList = []
+    task_type: Name | None = None
+    tools: NameList = []
+    agent_id: Id | None = None
+    user_id: Id | None = None
+    source: Literal["human", "agent", "simulation"] = "human"
+    sources: Annotated[list[Id], Field(max_length=100)] = []
+    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> "ExperienceIn":
+        if not (self.lesson or self.advice):
+            raise ValueError("give a lesson or advice (or both)")
+        return self
+
+
+class ExperienceOut(BaseModel):
+    experience_id: str
+    situation: str
+    action: str
+    result: str
+    lesson: str
+    advice: str
+    tags: list[str]
+    task_type: str | None
+    tools: list[str]
+    agent_id: str | None
+    user_id: str | None
+    source: Literal["human", "agent", "simulation"]
+    sources: list[str]
+    confidence: float
+    freshness: float
+    utility: float
+    status: Literal["active", "archived", "forgotten"]
+    status_reason: str | None = None
+    support: int
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ExperienceList(BaseModel):
+    items: list[ExperienceOut]
+    cursor: str | None = Field(description="Pass as ?cursor= for the next page; null on the last page.")
+
+
+class ListQuery(Strict):
+    agent_id: Id | None = None
+    status: Literal["active", "archived", "forgotten"] | None = None
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+    cursor: Annotated[str, Field(max_length=1000)] | None = None
+
+
+class ForgetIn(Strict):
+    reason: Annotated[str, Field(max_length=1000)] | None = None
+
+
+class FeedbackIn(Strict):
+    signal: Literal["adopted", "ignored", "succeeded", "failed"]
+
+
+# --- recall ----------------------------------------------------------------------------------
+
+
+class RecallIn(Strict):
+    query: Annotated[str, Field(min_length=1, max_length=4000)]
+    agent_id: Id | None = None
+    user_id: Id | None = None
+    task_type: Name | None = None
+    tools: NameList = []
+    intent: Annotated[str, Field(max_length=500)] | None = None
+    tags: NameList = []
+    top_k: Annotated[int, Field(ge=1, le=50)] = 5
+    min_score: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+
+class ExplanationOut(BaseModel):
+    semantic: float
+    tag_match: float
+    freshness: float
+    utility: float
+    confidence: float
+    matched_tools: list[str]
+    matched_tags: list[str]
+    task_type_match: bool | None
+
+
+class HitOut(BaseModel):
+    experience: ExperienceOut
+    score: float
+    explanation: ExplanationOut
+
+
+class RecallOut(BaseModel):
+    hits: list[HitOut]
+    advice: str = Field(description="The hits rendered as one block to place in the agent's prompt.")
+
+
+# --- maintenance and misc --------------------------------------------------------------------
+
+
+class DecayIn(Strict):
+    as_of: Time | None = None
+
+
+class DecayOut(BaseModel):
+    decayed: int
+    archived: int
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    backend: str
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody

@@ -1,0 +1,116 @@
+"""The composition root: reads settings once, builds adapters lazily, hands out ``Deps``.
+
+Entry points call ``get_deps()``; tests install their own with ``set_deps()``.
+Heavy modules (numpy, onnxruntime) are imported here only when a backend is built.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from pathlib import Path
+
+from .settings import Settings
+from .services.deps import Deps
+
+_lock = threading.Lock()
+_deps: Deps | None = None
+_settings: Settings | None = None
+
+
+def get_settings() -> Settings:
+    global _settings
+    if _settings is None:
+        _settings = Settings()
+    return _settings
+
+
+def admin_key_path(settings: Settings) -> Path:
+    return Path(settings.data_dir) / "admin_key"
+
+
+def resolve_admin_key(settings: Settings) -> str:
+    """The admin key from the environment, else the one kept (0600) in the data directory."""
+    if settings.admin_key:
+        return settings.admin_key
+    path = admin_key_path(settings)
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = "hsadmin_" + secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(key + "\n")
+    return key
+
+
+def build_embedder(settings: Settings):
+    if settings.embedder == "hash":
+        from .adapters.hash_embedder import HashEmbedder
+
+        return HashEmbedder()
+    from .adapters.onnx_embedder import OnnxMiniLMEmbedder
+
+    return OnnxMiniLMEmbedder(threads=settings.embedder_threads)
+
+
+def build_embedded(settings: Settings) -> Deps:
+    from .adapters.clock import SystemClock
+    from .adapters.deterministic_reviewer import DeterministicReviewer
+    from .adapters.numpy_index import NumpyVectorIndex
+    from .adapters.sqlite_db import SqliteDatabase
+    from .adapters.sqlite_stores import (
+        SqliteExperienceStore,
+        SqliteReviewQueue,
+        SqliteTenantStore,
+        SqliteTrajectoryStore,
+    )
+    from .domain.scoring import DecayPolicy, ScoringWeights
+
+    data = Path(settings.data_dir)
+    data.mkdir(parents=True, exist_ok=True)
+    db = SqliteDatabase(str(data / "hindsight.db"))
+    embedder = build_embedder(settings)
+    return Deps(
+        tenants=SqliteTenantStore(db),
+        trajectories=SqliteTrajectoryStore(db),
+        experiences=SqliteExperienceStore(db),
+        index=NumpyVectorIndex(SqliteDatabase(str(data / "vectors.db")), embedder.dim),
+        embedder=embedder,
+        reviewer=DeterministicReviewer(),
+        queue=SqliteReviewQueue(db),
+        clock=SystemClock(),
+        weights=ScoringWeights(
+            semantic=settings.weight_semantic,
+            tag_match=settings.weight_tag_match,
+            freshness=settings.weight_freshness,
+            utility=settings.weight_utility,
+            confidence=settings.weight_confidence,
+        ),
+        decay=DecayPolicy(
+            half_life_days=settings.half_life_days,
+            archive_below=settings.archive_below,
+            min_age_days=settings.archive_min_age_days,
+        ),
+        admin_key=resolve_admin_key(settings),
+        recall_candidates=settings.recall_candidates,
+        review_max_attempts=settings.review_max_attempts,
+        review_lease_seconds=settings.review_lease_seconds,
+    )
+
+
+def get_deps() -> Deps:
+    global _deps
+    if _deps is None:
+        with _lock:
+            if _deps is None:
+                _deps = build_embedded(get_settings())
+    return _deps
+
+
+def set_deps(deps: Deps | None, settings: Settings | None = None) -> None:
+    """Install a prebuilt ``Deps`` (tests, the embedded server); None resets to lazy building."""
+    global _deps, _settings
+    _deps = deps
+    if settings is not None:
+        _settings = settings

@@ -1,0 +1,26 @@
+"""Render recalled lessons as one block of text an agent puts in its prompt."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .models import Hit
+
+MAX_ITEMS = 5
+HEADER = "<hindsight>\nLessons from your past runs of similar tasks (most relevant first):"
+FOOTER = "</hindsight>"
+
+
+def render_advice(hits: Sequence[Hit], max_items: int = MAX_ITEMS) -> str:
+    """A marked block of second-person advice; empty when there is nothing worth saying.
+
+    Lessons learned from failures that match closely are flagged as warnings.
+    """
+    if not hits:
+        return ""
+    lines = [HEADER]
+    for n, hit in enumerate(hits[:max_items], start=1):
+        exp = hit.experience
+        warn = "WARNING: " if exp.polarity == "warning" and hit.explanation.semantic >= 0.5 else ""
+        lines.append(f"{n}. {warn}{exp.advice.strip()}")
+    lines.append(FOOTER)
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""From reviewed lessons to experiences: quality gate and merge into what is already known."""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import replace
+from datetime import datetime
+
+from .models import Experience, Source, Trajectory
+from .review import LessonDraft
+
+_GENERIC = re.compile(r"^\s*(be careful|try again|do better|pay attention|double[- ]check)\b", re.I)
+MIN_ADVICE_CHARS = 20
+
+
+def passes_quality_gate(draft: LessonDraft) -> tuple[bool, str]:
+    """Keep only lessons an agent can act on: specific situation, named tool, concrete advice."""
+    if len(draft.advice) < MIN_ADVICE_CHARS:
+        return False, "advice too short"
+    if _GENERIC.search(draft.advice):
+        return False, "generic advice"
+    if draft.kind != "negative_feedback" and not draft.tools:
+        return False, "names no tool"
+    return True, ""
+
+
+def experience_id_for(tenant_id: str, trajectory_id: str, fingerprint: str) -> str:
+    """Deterministic, so a review that runs twice writes the same experience, not a second one."""
+    digest = hashlib.sha256(f"{tenant_id}|{trajectory_id}|{fingerprint}".encode()).hexdigest()
+    return f"exp_{digest[:24]}"
+
+
+def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime) -> Experience:
+    return Experience(
+        tenant_id=traj.tenant_id,
+        experience_id=experience_id_for(traj.tenant_id, traj.trajectory_id, draft.fingerprint),
+        situation=draft.situation,
+        action=draft.action,
+        result=draft.result,
+        lesson=draft.lesson,
+        advice=draft.advice,
+        created_at=now,
+        updated_at=now,
+        renewed_at=now,
+        tags=sorted(set(traj.tags) | set(draft.tags)),
+        task_type=traj.task_type,
+        tools=list(draft.tools),
+        agent_id=traj.agent_id,
+        user_id=traj.user_id,
+        source=Source.AGENT,
+        sources=[traj.trajectory_id],
+        confidence=0.6 if traj.outcome == "success" else 0.5,
+        polarity=draft.polarity,
+        fingerprint=draft.fingerprint,
+    )
+
+
+def merge_into(existing: Experience, new: Experience, now: datetime) -> Experience:
+    """Fold a repeat of a known lesson into it: more support, more confidence, renewed.
+
+    A source already counted (a review delivered twice) changes nothing.
+    """
+    added = [s for s in new.sources if s not in existing.sources]
+    if not added:
+        return existing
+    support = existing.support + len(added)
+    confidence = min(0.95, existing.confidence + (1 - existing.confidence) * 0.2 * len(added))
+    # Keep the more specific wording: the longer advice says more (names more of the fix).
+    wording = new if len(new.advice) > len(existing.advice) else existing
+    return replace(
+        existing,
+        situation=wording.situation,
+        action=wording.action,
+        result=wording.result,
+        lesson=wording.lesson,
+        advice=wording.advice,
+        sources=existing.sources + added,
+        support=support,
+        confidence=round(confidence, 6),
+        tags=sorted(set(existing.tags) | set(new.tags)),
+        renewed_at=now,
+        freshness=1.0,
+        updated_at=now,
+        version=existing.version + 1,
+    )

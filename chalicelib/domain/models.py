@@ -1,0 +1,182 @@
+"""Domain objects. Plain dataclasses: persistence schemas live in the adapters."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+
+class TrajectoryStatus(str, Enum):
+    OPEN = "open"
+    FINALIZED = "finalized"
+    REVIEWED = "reviewed"
+    REVIEW_FAILED = "review_failed"
+
+
+class ExperienceStatus(str, Enum):
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    FORGOTTEN = "forgotten"
+
+
+class Source(str, Enum):
+    HUMAN = "human"
+    AGENT = "agent"
+    SIMULATION = "simulation"
+
+
+class Signal(str, Enum):
+    ADOPTED = "adopted"
+    IGNORED = "ignored"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+EVENT_TYPES = ("user_input", "llm_reasoning", "tool_call", "state_change", "feedback")
+OUTCOMES = ("success", "failure", "partial")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who a memory belongs to inside a tenant. ``None`` means shared at that level."""
+
+    tenant_id: str
+    agent_id: str | None = None
+    user_id: str | None = None
+
+    def sees(self, agent_id: str | None, user_id: str | None) -> bool:
+        """A reader for agent A sees memories of A and those with no agent; same for users."""
+        return agent_id in (None, self.agent_id) and user_id in (None, self.user_id)
+
+
+@dataclass
+class Tenant:
+    tenant_id: str
+    name: str
+    created_at: datetime
+
+
+@dataclass
+class Trajectory:
+    tenant_id: str
+    trajectory_id: str
+    agent_id: str
+    goal: str
+    created_at: datetime
+    updated_at: datetime
+    user_id: str | None = None
+    task_type: str | None = None
+    tools: list[str] = field(default_factory=list)
+    intent: str | None = None
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    status: TrajectoryStatus = TrajectoryStatus.OPEN
+    event_count: int = 0
+    outcome: str | None = None
+    feedback: str | None = None
+    experience_ids: list[str] = field(default_factory=list)
+    review: dict[str, Any] | None = None
+    finalized_at: datetime | None = None
+
+
+@dataclass
+class Event:
+    """One step of a trajectory. ``seq`` is the order of arrival, assigned by the store."""
+
+    event_id: str
+    type: str
+    timestamp: datetime
+    content: dict[str, Any] = field(default_factory=dict)
+    node_id: str | None = None
+    parent_id: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    seq: int = 0
+
+    @property
+    def is_tool_call(self) -> bool:
+        return self.type == "tool_call"
+
+    @property
+    def tool(self) -> str | None:
+        return self.content.get("tool") if self.is_tool_call else None
+
+    @property
+    def failed(self) -> bool:
+        return self.is_tool_call and self.content.get("status") == "error"
+
+    @property
+    def succeeded(self) -> bool:
+        return self.is_tool_call and self.content.get("status", "ok") == "ok"
+
+
+@dataclass
+class Experience:
+    tenant_id: str
+    experience_id: str
+    situation: str
+    action: str
+    result: str
+    lesson: str
+    advice: str
+    created_at: datetime
+    updated_at: datetime
+    renewed_at: datetime
+    tags: list[str] = field(default_factory=list)
+    task_type: str | None = None
+    tools: list[str] = field(default_factory=list)
+    agent_id: str | None = None
+    user_id: str | None = None
+    source: Source = Source.AGENT
+    sources: list[str] = field(default_factory=list)
+    confidence: float = 0.5
+    freshness: float = 1.0
+    utility: float = 0.5
+    status: ExperienceStatus = ExperienceStatus.ACTIVE
+    version: int = 1
+    support: int = 1
+    fingerprint: str | None = None
+    polarity: str = "neutral"
+    status_reason: str | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.tenant_id, self.agent_id, self.user_id)
+
+    def embedding_text(self) -> str:
+        """What recall matches a query against: the situation and what to do about it."""
+        tools = f" Tools: {', '.join(self.tools)}." if self.tools else ""
+        return f"{self.situation} {self.lesson}{tools}".strip()
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    tenant_id: str
+    query: str
+    agent_id: str | None = None
+    user_id: str | None = None
+    task_type: str | None = None
+    tools: tuple[str, ...] = ()
+    intent: str | None = None
+    tags: tuple[str, ...] = ()
+    top_k: int = 5
+    min_score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Explanation:
+    semantic: float
+    tag_match: float
+    freshness: float
+    utility: float
+    confidence: float
+    matched_tools: tuple[str, ...] = ()
+    matched_tags: tuple[str, ...] = ()
+    task_type_match: bool | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    experience: Experience
+    score: float
+    explanation: Explanation

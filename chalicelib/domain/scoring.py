@@ -1,0 +1,150 @@
+"""How much a lesson is worth now: freshness, utility, confidence and the recall score.
+
+Everything here is a pure function of its arguments; ``now`` is always passed in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Signal
+
+
+@dataclass(frozen=True)
+class ScoringWeights:
+    """Weights of the recall score; they are normalised, so only their ratios matter."""
+
+    semantic: float = 0.65
+    tag_match: float = 0.15
+    freshness: float = 0.08
+    utility: float = 0.07
+    confidence: float = 0.05
+
+
+@dataclass(frozen=True)
+class DecayPolicy:
+    half_life_days: float = 30.0
+    archive_below: float = 0.2  # of the keep score below
+    min_age_days: float = 7.0  # nothing younger than this is archived
+
+
+def freshness_at(renewed_at: datetime, now: datetime, half_life_days: float) -> float:
+    """Exponential decay since the lesson was last written or used: 1.0 now, 0.5 per half-life."""
+    age_days = max(0.0, (now - renewed_at).total_seconds() / 86400.0)
+    return 0.5 ** (age_days / half_life_days)
+
+
+def keep_score(freshness: float, utility: float, confidence: float) -> float:
+    """Whether a lesson still earns its place: stale lessons survive only if they proved useful."""
+    return 0.5 * freshness + 0.3 * utility + 0.2 * confidence
+
+
+# (utility target, confidence target, renews freshness) per feedback signal
+_SIGNAL_EFFECT = {
+    Signal.ADOPTED: (1.0, None, True),
+    Signal.SUCCEEDED: (1.0, 1.0, True),
+    Signal.IGNORED: (0.0, None, False),
+    Signal.FAILED: (0.0, 0.0, False),
+}
+_SIGNAL_RATE = {Signal.ADOPTED: 0.1, Signal.SUCCEEDED: 0.25, Signal.IGNORED: 0.1, Signal.FAILED: 0.25}
+
+
+def apply_feedback(exp: Experience, signal: Signal, now: datetime, policy: DecayPolicy) -> Experience:
+    """Move utility and confidence towards the signal's target; use renews freshness.
+
+    A lesson whose keep score falls below the archive threshold is archived at once.
+    """
+    utility_target, confidence_target, renews = _SIGNAL_EFFECT[signal]
+    rate = _SIGNAL_RATE[signal]
+    utility = exp.utility + rate * (utility_target - exp.utility)
+    confidence = exp.confidence
+    if confidence_target is not None:
+        confidence = exp.confidence + rate * (confidence_target - exp.confidence)
+    renewed_at = now if renews else exp.renewed_at
+    freshness = freshness_at(renewed_at, now, policy.half_life_days)
+    updated = replace(
+        exp,
+        utility=round(utility, 6),
+        confidence=round(confidence, 6),
+        renewed_at=renewed_at,
+        freshness=round(freshness, 6),
+        updated_at=now,
+    )
+    if updated.status is ExperienceStatus.ACTIVE and keep_score(freshness, utility, confidence) < policy.archive_below:
+        updated = replace(updated, status=ExperienceStatus.ARCHIVED, status_reason=f"feedback:{signal.value}")
+    return updated
+
+
+def decay(exp: Experience, now: datetime, policy: DecayPolicy) -> Experience:
+    """Freshness as of ``now``; archive lessons that are old, stale and not useful."""
+    freshness = round(freshness_at(exp.renewed_at, now, policy.half_life_days), 6)
+    updated = replace(exp, freshness=freshness)
+    age_days = (now - exp.created_at).total_seconds() / 86400.0
+    if (
+        exp.status is ExperienceStatus.ACTIVE
+        and age_days >= policy.min_age_days
+        and keep_score(freshness, exp.utility, exp.confidence) < policy.archive_below
+    ):
+        updated = replace(updated, status=ExperienceStatus.ARCHIVED, status_reason="decayed", updated_at=now)
+    return updated
+
+
+def _norm(values) -> set[str]:
+    return {v.strip().lower() for v in values if v and v.strip()}
+
+
+def tag_match(exp: Experience, query: RecallQuery) -> tuple[float | None, tuple[str, ...], tuple[str, ...], bool | None]:
+    """How well the lesson's tools, tags and task type fit the query, in [0, 1].
+
+    Only what the query names counts; ``None`` when it names nothing comparable.
+    """
+    parts: list[float] = []
+    q_tools, e_tools = _norm(query.tools), _norm(exp.tools)
+    matched_tools = tuple(sorted(q_tools & e_tools))
+    if q_tools and e_tools:
+        parts.append(len(matched_tools) / len(e_tools))
+    q_tags, e_tags = _norm(query.tags), _norm(exp.tags)
+    matched_tags = tuple(sorted(q_tags & e_tags))
+    if q_tags and e_tags:
+        parts.append(len(matched_tags) / len(q_tags))
+    task_match = None
+    if query.task_type and exp.task_type:
+        task_match = query.task_type.strip().lower() == exp.task_type.strip().lower()
+        parts.append(1.0 if task_match else 0.0)
+    score = sum(parts) / len(parts) if parts else None
+    return score, matched_tools, matched_tags, task_match
+
+
+def score_hit(
+    exp: Experience,
+    similarity: float,
+    query: RecallQuery,
+    now: datetime,
+    weights: ScoringWeights,
+    policy: DecayPolicy,
+) -> tuple[float, Explanation]:
+    """The recall score in [0, 1] and its parts. Cosine similarity below 0 counts as 0."""
+    semantic = min(1.0, max(0.0, similarity))
+    tags, matched_tools, matched_tags, task_match = tag_match(exp, query)
+    freshness = freshness_at(exp.renewed_at, now, policy.half_life_days)
+    parts = {
+        "semantic": (weights.semantic, semantic),
+        "freshness": (weights.freshness, freshness),
+        "utility": (weights.utility, exp.utility),
+        "confidence": (weights.confidence, exp.confidence),
+    }
+    if tags is not None:
+        parts["tag_match"] = (weights.tag_match, tags)
+    total_weight = sum(w for w, _ in parts.values())
+    score = sum(w * v for w, v in parts.values()) / total_weight if total_weight else 0.0
+    explanation = Explanation(
+        semantic=round(semantic, 4),
+        tag_match=round(tags if tags is not None else 0.0, 4),
+        freshness=round(freshness, 4),
+        utility=round(exp.utility, 4),
+        confidence=round(exp.confidence, 4),
+        matched_tools=matched_tools,
+        matched_tags=matched_tags,
+        task_type_match=task_match,
+    )
+    return round(score, 4), explanation

@@ -1,0 +1,186 @@
+"""Ports: the typed interfaces the services need. Adapters implement them.
+
+Every backend of a port passes the same contract suite in ``tests/contract``.
+Stores raise ``domain.errors.NotFound`` / ``Conflict``; they never leak SDK exceptions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from .domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory
+from .domain.review import Review
+
+if TYPE_CHECKING:  # numpy only for typing: keep cold starts short
+    import numpy as np
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+
+
+class TenantStore(Protocol):
+    def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
+        """Store a tenant and the hash of its first API key."""
+
+    def tenant_for_key(self, key_hash: str) -> str | None:
+        """The tenant id a key hash belongs to, or None for an unknown or revoked key."""
+
+    def add_key(self, tenant_id: str, key_hash: str, now: datetime) -> None:
+        """Another key for the tenant (rotation). Raises NotFound for an unknown tenant."""
+
+    def revoke_keys(self, tenant_id: str, keep: str | None = None) -> int:
+        """Revoke every key of the tenant except ``keep``; returns how many were revoked."""
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    accepted: int
+    duplicates: int
+
+
+class TrajectoryStore(Protocol):
+    def create(self, traj: Trajectory) -> tuple[Trajectory, bool]:
+        """Store a new trajectory; if (tenant, id) exists, return the stored one and False."""
+
+    def get(self, tenant_id: str, trajectory_id: str) -> Trajectory:
+        """Raises NotFound, also for another tenant's id."""
+
+    def append_events(self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime) -> AppendResult:
+        """Append in order, atomically. An event_id already stored counts as a duplicate.
+
+        Raises NotFound, or Conflict once the trajectory is finalized.
+        """
+
+    def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
+        """All events in arrival order (``seq`` ascending)."""
+
+    def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
+        """Open -> finalized. Raises NotFound, or Conflict if it is not open."""
+
+    def save_review(
+        self,
+        tenant_id: str,
+        trajectory_id: str,
+        status: str,
+        experience_ids: list[str],
+        review: dict,
+        now: datetime,
+    ) -> Trajectory:
+        """Record the outcome of a review (reviewed or review_failed)."""
+
+    def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
+        """(tenant_id, trajectory_id) of finalized trajectories: the outbox swept at start-up."""
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Experience]
+    cursor: str | None
+
+
+class ExperienceStore(Protocol):
+    """The source of truth for every experience, archived and forgotten ones included."""
+
+    def put(self, exp: Experience) -> None:
+        """Insert or replace by (tenant_id, experience_id)."""
+
+    def get(self, tenant_id: str, experience_id: str) -> Experience:
+        """Raises NotFound, also for another tenant's id."""
+
+    def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Experience]:
+        """The ones that exist in this tenant, by id."""
+
+    def list(
+        self,
+        tenant_id: str,
+        *,
+        agent_id: str | None = None,
+        status: ExperienceStatus | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        """Newest first; ``cursor`` is opaque and comes from the previous page."""
+
+    def find_active_by_fingerprint(
+        self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
+    ) -> Experience | None:
+        """The active experience with this lesson fingerprint in exactly this scope."""
+
+    def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
+        """Active experiences of every tenant, for maintenance; resumable with ``cursor``."""
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    experience_id: str
+    vector: "np.ndarray"
+    agent_id: str | None = None
+    user_id: str | None = None
+    tools: tuple[str, ...] = ()
+    task_type: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class IndexFilter:
+    """Scope rules of recall: a reader sees its own agent/user and the shared (None) ones.
+
+    ``tools``: when given, entries that name tools must share at least one with it.
+    """
+
+    agent_id: str | None = None
+    user_id: str | None = None
+    tools: tuple[str, ...] = field(default_factory=tuple)
+
+
+class VectorIndex(Protocol):
+    """k-NN over active experiences, partitioned by tenant. Higher score = more similar (cosine)."""
+
+    def upsert(self, tenant_id: str, entries: Sequence[IndexEntry]) -> None: ...
+
+    def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
+        """Ids not in the index are ignored."""
+
+    def search(self, tenant_id: str, vector: "np.ndarray", flt: IndexFilter, k: int) -> list[tuple[str, float]]:
+        """At most k (id, cosine) pairs matching the filter, best first."""
+
+    def count(self, tenant_id: str) -> int: ...
+
+
+class Embedder(Protocol):
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        """float32 array (len(texts), dim), rows L2-normalised."""
+
+
+class Reviewer(Protocol):
+    def review(self, traj: Trajectory, events: Sequence[Event], kind: str) -> Review: ...
+
+
+@dataclass(frozen=True)
+class ReviewJob:
+    tenant_id: str
+    trajectory_id: str
+    kind: str
+    attempts: int
+
+
+class ReviewQueue(Protocol):
+    def enqueue(self, tenant_id: str, trajectory_id: str, kind: str, now: datetime) -> None:
+        """Idempotent per (tenant, trajectory, kind) while the job is pending."""
+
+    def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
+        """Lease due jobs; a job whose lease runs out (crashed worker) is claimed again."""
+
+    def complete(self, job: ReviewJob) -> None: ...
+
+    def retry_later(self, job: ReviewJob, error: str, now: datetime, delay_seconds: float) -> None: ...
+
+    def dead(self, job: ReviewJob, error: str) -> None:
+        """Give up on the job (kept for an operator to see and redrive)."""
+
+    def pending(self) -> int: ...

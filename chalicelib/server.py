@@ -1,0 +1,115 @@
+"""The embedded server behind ``make run``: the Chalice app on a threaded WSGI server (waitress).
+
+Requests go through Chalice's own API Gateway emulation (``chalice.local.LocalGateway``), so the
+routes behave as they do behind API Gateway; waitress gives a pool of threads, keep-alive and
+request-size limits that ``chalice local`` does not. Not part of the Lambda package's code path.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any, Callable, Iterable
+
+from chalice.config import Config
+from chalice.local import LocalGateway, LocalGatewayException
+
+log = logging.getLogger("hindsight.server")
+
+_STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 400: "Bad Request",
+                401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
+                413: "Payload Too Large", 422: "Unprocessable Entity", 429: "Too Many Requests",
+                500: "Internal Server Error"}
+
+
+def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    return status, {"Content-Type": "application/json"}, body
+
+
+def _translate_chalice_error(status: int, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Chalice's own errors (405, 415, ...) come as {"Code", "Message"}: give them the contract's shape."""
+    if status >= 400 and body[:1] == b"{":
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return status, headers, body
+        if isinstance(doc, dict) and "Code" in doc and "error" not in doc:
+            code = {405: "method_not_allowed", 415: "unsupported_media_type"}.get(status, "error")
+            return _error(status, code, str(doc.get("Message", "request refused")))
+    return status, headers, body
+
+
+def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
+    gateway = LocalGateway(chalice_app, Config.create(chalice_stage="local", app_name=chalice_app.app_name))
+
+    def wsgi(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        method = environ["REQUEST_METHOD"]
+        path = environ.get("PATH_INFO") or "/"
+        query = environ.get("QUERY_STRING")
+        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+        if environ.get("CONTENT_TYPE"):
+            headers["content-type"] = environ["CONTENT_TYPE"]
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            status, out_headers, body = _error(400, "malformed_request", "invalid Content-Length")
+        elif length > max_body_bytes:
+            status, out_headers, body = _error(413, "payload_too_large", f"request body is larger than {max_body_bytes} bytes")
+        else:
+            raw = environ["wsgi.input"].read(length) if length else None
+            status, out_headers, body = _dispatch(gateway, method, path + (f"?{query}" if query else ""), headers, raw)
+        start_response(f"{status} {_STATUS_TEXT.get(status, 'Status')}", [*out_headers.items(), ("Content-Length", str(len(body)))])
+        return [body]
+
+    return wsgi
+
+
+def _dispatch(gateway: LocalGateway, method: str, path: str, headers: dict, raw: bytes | None):
+    try:
+        resp = gateway.handle_request(method, path, headers, raw)
+    except LocalGatewayException:  # Chalice raises this when no route matches
+        return _error(404, "not_found", f"no route for {method} {path.split('?')[0]}")
+    except Exception:
+        log.exception("request failed")
+        return _error(500, "internal_error", "an internal error occurred; it has been logged")
+    body = resp.get("body") or ""
+    body_bytes = body.encode() if isinstance(body, str) else body
+    headers_out = {k: v for k, v in (resp.get("headers") or {}).items()}
+    return _translate_chalice_error(int(resp["statusCode"]), headers_out, body_bytes)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import waitress
+
+    from .container import admin_key_path, get_deps, get_settings
+    from .worker import BackgroundWorker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = get_settings()
+    deps = get_deps()
+    deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
+    if settings.worker:
+        BackgroundWorker(deps, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
+    from app import app as chalice_app
+
+    url = f"http://{settings.host}:{settings.port}"
+    key_src = "HINDSIGHT_ADMIN_KEY" if settings.admin_key else str(admin_key_path(settings).resolve())
+    print(f"hindsight is serving {url} (backend: {settings.backend}, data: {settings.data_dir})", flush=True)
+    print(f"admin key: {key_src}", flush=True)
+    waitress.serve(
+        make_wsgi_app(chalice_app, settings.max_body_bytes),
+        host=settings.host,
+        port=settings.port,
+        threads=settings.threads,
+        max_request_body_size=64 * 1024 * 1024,  # our own check answers 413 in JSON below this
+        expose_tracebacks=False,
+        ident="hindsight",
+        _quiet=True,
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

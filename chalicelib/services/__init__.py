@@ -1,0 +1,1 @@
+"""Use cases. Plain functions taking a ``Deps`` bundle of ports and primitives."""

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..domain.scoring import DecayPolicy, ScoringWeights
+from ..ports import Clock, Embedder, ExperienceStore, ReviewQueue, Reviewer, TenantStore, TrajectoryStore, VectorIndex
+
+
+@dataclass
+class Deps:
+    """The ports a service needs, built once by the composition root (or by a test)."""
+
+    tenants: TenantStore
+    trajectories: TrajectoryStore
+    experiences: ExperienceStore
+    index: VectorIndex
+    embedder: Embedder
+    reviewer: Reviewer
+    queue: ReviewQueue
+    clock: Clock
+    weights: ScoringWeights = field(default_factory=ScoringWeights)
+    decay: DecayPolicy = field(default_factory=DecayPolicy)
+    admin_key: str | None = None
+    recall_candidates: int = 50
+    review_max_attempts: int = 5
+    review_lease_seconds: float = 60.0
+    notify_review: Callable[[], None] = lambda: None  # wakes a local worker; no-op in the cloud

@@ -1,0 +1,49 @@
+"""Forgetting over time: decay freshness, archive what no longer earns its place; reindex."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..domain.models import ExperienceStatus
+from ..domain.scoring import decay
+from .deps import Deps
+from .review import index_experiences
+
+
+@dataclass(frozen=True)
+class DecayReport:
+    decayed: int
+    archived: int
+
+
+def run_decay(deps: Deps, as_of: datetime | None = None, page_size: int = 500) -> DecayReport:
+    """Safe to run twice: the result depends only on the stored state and ``as_of``."""
+    now = as_of or deps.clock.now()
+    decayed = archived = 0
+    cursor = None
+    while True:
+        page = deps.experiences.scan_active(limit=page_size, cursor=cursor)
+        for exp in page.items:
+            updated = decay(exp, now, deps.decay)
+            if updated == exp:
+                continue
+            deps.experiences.put(updated)
+            decayed += 1
+            if updated.status is ExperienceStatus.ARCHIVED:
+                deps.index.delete(exp.tenant_id, [exp.experience_id])
+                archived += 1
+        if page.cursor is None:
+            return DecayReport(decayed, archived)
+        cursor = page.cursor
+
+
+def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
+    """Rebuild a tenant's vector entries from the store, so a lost index loses nothing."""
+    count, cursor = 0, None
+    while True:
+        page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
+        index_experiences(deps, tenant_id, page.items)
+        count += len(page.items)
+        if page.cursor is None:
+            return count
+        cursor = page.cursor

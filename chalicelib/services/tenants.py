@@ -1,0 +1,66 @@
+"""Tenants and API keys. Keys are random, shown once, stored only as a SHA-256 hash."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import uuid
+
+from ..domain.errors import Unauthorized
+from ..domain.models import Tenant
+from .deps import Deps
+
+KEY_PREFIX = "hs_"
+
+
+def hash_key(key: str) -> str:
+    # Keys carry 256 random bits, so a fast hash is enough; a slow KDF would only cost latency.
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def create_tenant(deps: Deps, name: str) -> tuple[Tenant, str]:
+    tenant = Tenant(tenant_id="t_" + uuid.uuid4().hex[:20], name=name, created_at=deps.clock.now())
+    key = new_key()
+    deps.tenants.create_tenant(tenant, hash_key(key))
+    return tenant, key
+
+
+def rotate_key(deps: Deps, tenant_id: str, revoke_old: bool = True) -> str:
+    key = new_key()
+    deps.tenants.add_key(tenant_id, hash_key(key), deps.clock.now())
+    if revoke_old:
+        deps.tenants.revoke_keys(tenant_id, keep=hash_key(key))
+    return key
+
+
+def bearer(authorization: str | None) -> str:
+    if not authorization:
+        raise Unauthorized("missing Authorization header (expected 'Bearer <key>')")
+    scheme, _, key = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise Unauthorized("malformed Authorization header (expected 'Bearer <key>')")
+    return key.strip()
+
+
+def is_admin(deps: Deps, key: str) -> bool:
+    return deps.admin_key is not None and hmac.compare_digest(key.encode(), deps.admin_key.encode())
+
+
+def require_admin(deps: Deps, authorization: str | None) -> None:
+    if not is_admin(deps, bearer(authorization)):
+        raise Unauthorized("this operation needs the admin key")
+
+
+def authenticate(deps: Deps, authorization: str | None) -> str:
+    """The tenant id of a tenant key. The admin key manages tenants, it reads no tenant's data."""
+    key = bearer(authorization)
+    if is_admin(deps, key):
+        raise Unauthorized("the admin key cannot read or write tenant data; use a tenant key")
+    tenant_id = deps.tenants.tenant_for_key(hash_key(key))
+    if tenant_id is None:
+        raise Unauthorized("unknown or revoked API key")
+    return tenant_id

@@ -1,0 +1,47 @@
+"""All configuration, read from the environment (prefix ``HINDSIGHT_``) in one place."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore")
+
+    backend: Literal["embedded"] = "embedded"
+    data_dir: str = "./.hindsight"
+    admin_key: str | None = None
+    embedder: Literal["minilm", "hash"] = "minilm"
+    embedder_threads: int | None = None
+
+    # Review worker (embedded backend)
+    worker: bool = True
+    worker_poll_seconds: float = 0.25
+    review_lease_seconds: float = 60.0
+    review_max_attempts: int = 5
+
+    # Forgetting
+    half_life_days: float = 30.0
+    archive_below: float = 0.2
+    archive_min_age_days: float = 7.0
+    decay_interval_seconds: float = 3600.0
+
+    # Recall
+    weight_semantic: float = 0.65
+    weight_tag_match: float = 0.15
+    weight_freshness: float = 0.08
+    weight_utility: float = 0.07
+    weight_confidence: float = 0.05
+    recall_candidates: int = Field(default=50, ge=1)
+
+    # Limits of the HTTP API
+    max_body_bytes: int = 1_048_576
+    max_events_per_call: int = 100
+    max_event_bytes: int = 65_536
+
+    # Embedded server
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, validation_alias=AliasChoices("HINDSIGHT_PORT", "PORT"))
+    threads: int = 16

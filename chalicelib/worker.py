@@ -1,0 +1,55 @@
+"""Background work of the embedded server: the review worker and the decay timer.
+
+In the cloud the DynamoDB stream and a schedule do this; here one daemon thread does both.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from .services.deps import Deps
+from .services.maintenance import run_decay
+from .services.review import process_review_jobs, requeue_unreviewed
+
+log = logging.getLogger(__name__)
+
+
+class BackgroundWorker:
+    def __init__(self, deps: Deps, poll_seconds: float = 0.25, decay_interval_seconds: float = 3600.0) -> None:
+        self.deps = deps
+        self.poll_seconds = poll_seconds
+        self.decay_interval_seconds = decay_interval_seconds
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        deps.notify_review = self._wake.set
+
+    def start(self) -> "BackgroundWorker":
+        requeued = requeue_unreviewed(self.deps)
+        if requeued:
+            log.info("requeued %d finalized trajectories for review", requeued)
+        self._thread = threading.Thread(target=self._loop, name="hindsight-worker", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        next_decay = time.monotonic() + self.decay_interval_seconds
+        while not self._stop.is_set():
+            try:
+                while process_review_jobs(self.deps) and not self._stop.is_set():
+                    pass
+                if time.monotonic() >= next_decay:
+                    report = run_decay(self.deps)
+                    log.info("decay: %d decayed, %d archived", report.decayed, report.archived)
+                    next_decay = time.monotonic() + self.decay_interval_seconds
+            except Exception:  # the worker must outlive any one failure; jobs are retried
+                log.exception("background worker iteration failed")
+            self._wake.wait(self.poll_seconds)
+            self._wake.clear()
