@@ -45,9 +45,10 @@ class Scope:
     agent_id: str | None = None
     user_id: str | None = None
 
-    def sees(self, agent_id: str | None, user_id: str | None) -> bool:
-        """A reader for agent A sees memories of A and those with no agent; same for users."""
-        return agent_id in (None, self.agent_id) and user_id in (None, self.user_id)
+    def visible_to(self, agent_id: str | None, user_id: str | None) -> bool:
+        """A memory is seen by a reader of its own agent, and by everyone if it has no agent;
+        the same for users."""
+        return self.agent_id in (None, agent_id) and self.user_id in (None, user_id)
 
 
 @dataclass

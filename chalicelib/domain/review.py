@@ -59,7 +59,7 @@ class Review:
         }
 
 
-_NUM = re.compile(r"\b\d+(?:\.\d+)?\b")
+_NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\d.])")
 _HEXID = re.compile(r"\b(?=[0-9a-f-]*\d)[0-9a-f]{8,}(?:-[0-9a-f]{4,})*\b", re.I)
 
 

@@ -35,8 +35,14 @@ def freshness_at(renewed_at: datetime, now: datetime, half_life_days: float) -> 
 
 
 def keep_score(freshness: float, utility: float, confidence: float) -> float:
-    """Whether a lesson still earns its place: stale lessons survive only if they proved useful."""
-    return 0.5 * freshness + 0.3 * utility + 0.2 * confidence
+    """Whether a lesson still earns its place, in [0, 1].
+
+    A lesson lives on freshness while it is neutral (utility 0.5), loses it quickly when it keeps
+    failing (utility and confidence fall), and outlives its freshness once it has proven useful.
+    """
+    trust = min(1.0, 2 * utility) * min(1.0, 2 * confidence)
+    proven = max(0.0, (utility - 0.5) * 2) * confidence
+    return max(freshness * trust, proven)
 
 
 # (utility target, confidence target, renews freshness) per feedback signal

@@ -26,7 +26,7 @@ def recall(deps: Deps, q: RecallQuery) -> tuple[list[Hit], str]:
     for exp_id, similarity in candidates:
         exp = stored.get(exp_id)
         # The store is the source of truth: an index entry it no longer backs is never returned.
-        if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.sees(q.agent_id, q.user_id):
+        if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
             continue
         score, explanation = score_hit(exp, similarity, q, now, deps.weights, deps.decay)
         if score >= q.min_score:

@@ -1,0 +1,181 @@
+"""Shared helpers of the benchmarks: start/stop the real server, percentiles, in-process WSGI calls.
+
+Nothing here changes the service; it only drives it. Every wait is bounded in time.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+HOST = "127.0.0.1"  # the benchmarks never talk to anything else
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (linear interpolation); NaN for no values."""
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def proc_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process (Linux /proc), or None if unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def proc_rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class Server:
+    """``python -m chalicelib.server`` on a free 127.0.0.1 port; a context manager that always kills it."""
+
+    def __init__(self, data_dir: str, env: dict[str, str] | None = None, log_path: str | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.admin_key = "hsadmin_bench_" + secrets.token_hex(8)
+        self.extra_env = env or {}
+        self.log_path = log_path or os.path.join(data_dir, "server.log")
+        self.proc: subprocess.Popen | None = None
+        self._log: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def start(self, timeout: float = 120.0) -> "Server":
+        import httpx
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+        env.update(
+            {
+                "HINDSIGHT_DATA_DIR": self.data_dir,
+                "HINDSIGHT_PORT": str(self.port),
+                "PORT": str(self.port),
+                "HINDSIGHT_HOST": HOST,
+                "HINDSIGHT_ADMIN_KEY": self.admin_key,
+                "HINDSIGHT_WORKER": "false",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        env.update(self.extra_env)
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "chalicelib.server"],
+            cwd=str(ROOT),
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + timeout
+        with httpx.Client(base_url=self.url, trust_env=False, timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_tail()}")
+                try:
+                    if client.get("/v1/health").status_code == 200:
+                        return self
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"server not healthy within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 30) -> str:
+        try:
+            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> "Server":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def make_inprocess_wsgi(deps: Any, settings: Any) -> Callable[[str, str, dict[str, str], bytes], tuple[int, bytes]]:
+    """The server's own WSGI app (Chalice LocalGateway + routes) called in this process: no socket.
+
+    Installs ``deps`` as the container's dependencies of this process.
+    """
+    from chalicelib import container
+    from chalicelib.server import make_wsgi_app
+
+    container.set_deps(deps, settings)
+    from app import app as chalice_app
+
+    wsgi = make_wsgi_app(chalice_app, settings.max_body_bytes)
+
+    def call(method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, bytes]:
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            "QUERY_STRING": "",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(body)),
+            "wsgi.input": io.BytesIO(body),
+            "SERVER_NAME": HOST,
+            "SERVER_PORT": "0",
+            "wsgi.url_scheme": "http",
+            **{"HTTP_" + k.upper().replace("-", "_"): v for k, v in headers.items()},
+        }
+        status_line: list[str] = []
+
+        def start_response(status: str, _headers: list) -> None:
+            status_line.append(status)
+
+        out = b"".join(wsgi(environ, start_response))
+        return int(status_line[0].split()[0]), out
+
+    return call
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()

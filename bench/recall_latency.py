@@ -1,0 +1,463 @@
+"""Recall latency at 1k / 10k / 100k active experiences in one tenant, against the numpy floor.
+
+Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--queries 200]
+
+For each size the data directory is seeded directly through the adapters (SQLite experience
+store + NumpyVectorIndex; vectors are real MiniLM embeddings of a few hundred lesson texts,
+perturbed, so queries have realistic neighbours), then the real server process is started on it
+(``python -m chalicelib.server``, real MiniLM embedder) and the same queries are timed, interleaved
+query by query so that noise on this shared machine hits every method alike:
+
+  http      POST /v1/recall on the server process (client: httpx keep-alive, 127.0.0.1)
+  wsgi      the server's own WSGI app (Chalice LocalGateway + route) called in this process
+  service   chalicelib.services.recall.recall in this process (same data, same embedder)
+  svc-noemb the same service call with the query vector precomputed (no embedding)
+  search    NumpyVectorIndex.search alone (filters, k = recall candidates)
+  floor     numpy: one float32 (N x 384) @ (384,) product + argpartition top-k + sort of k
+  embed     the query embedding alone (MiniLM, one sentence)
+
+Prints numbers only; it is not a pass/fail test. Compare ratios, not absolute times: the machine
+is shared and noisy, and every ratio is between numbers measured in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import random
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from bench._harness import Server, dumps, make_inprocess_wsgi, pct, proc_cpu_seconds, proc_rss_mb  # noqa: E402
+
+# --- synthetic but realistic lessons and queries ----------------------------------------------
+
+SYSTEMS = [
+    ("orders API", ["http.get", "orders.lookup"], "look up the status of a customer's order"),
+    ("Postgres database", ["sql.query"], "count last month's signups"),
+    ("payments service", ["payments.refund", "http.post"], "refund a duplicate card charge"),
+    ("shipping carrier API", ["shipping.track"], "track a parcel for the customer"),
+    ("search index", ["search.query"], "find documents about the new pricing"),
+    ("CRM", ["crm.get_contact", "crm.update_contact"], "update a customer's billing address"),
+    ("calendar service", ["calendar.create_event"], "book a meeting for next Tuesday"),
+    ("email sender", ["email.send"], "send the weekly report to the team"),
+    ("file storage bucket", ["storage.get", "storage.put"], "upload the exported CSV"),
+    ("weather API", ["weather.forecast"], "get tomorrow's forecast for Berlin"),
+    ("deployment pipeline", ["ci.trigger", "ci.status"], "deploy the hotfix to production"),
+    ("inventory service", ["inventory.check"], "check stock for a product before promising delivery"),
+    ("translation API", ["translate.text"], "translate the support answer into Spanish"),
+    ("analytics warehouse", ["sql.query", "warehouse.export"], "compute the churn rate by cohort"),
+    ("ticketing system", ["tickets.create", "tickets.search"], "open a support ticket for a failed login"),
+    ("identity provider", ["auth.reset_password"], "reset a user's password"),
+]
+PROBLEMS = [
+    ("timed out after 30 seconds", "split the request into smaller pages and retry with exponential backoff"),
+    ("returned HTTP 429 rate limited", "wait for the Retry-After interval instead of retrying immediately"),
+    ("returned an empty result", "check the filters and the date range; widen them before concluding nothing exists"),
+    ("failed with a permission error", "ask the user to confirm the account scope before calling it again"),
+    ("returned stale data from a cache", "pass the no-cache flag or read from the primary"),
+    ("rejected the payload because of a schema mismatch", "fetch the current schema first and map the fields to it"),
+    ("returned results in the wrong time zone", "convert every timestamp to UTC before comparing"),
+    ("succeeded but the user said the answer was wrong", "confirm the exact entity and identifier with the user first"),
+    ("returned a 500 error intermittently", "retry once, then fall back to the secondary endpoint and tell the user"),
+    ("needed an id the agent did not have", "look the id up with a search call instead of guessing it"),
+]
+QUERY_TEMPLATES = [
+    "How should I {goal}? Last time the {system} {problem}.",
+    "The {system} {problem} while I tried to {goal}. What should I do?",
+    "User wants me to {goal}.",
+    "{goal} - any known pitfalls with the {system}?",
+    "I need to {goal} but I am worried the {system} {problem}.",
+    "What worked before when the {system} {problem}?",
+]
+TAGS = ["billing", "latency", "auth", "data-quality", "support", "ops", "reporting", "customer", "retry", "schema"]
+TASK_TYPES = ["query", "operation", "analysis"]
+AGENTS = [f"agent-{i}" for i in range(10)]
+
+
+def base_lessons(n: int, rng: random.Random) -> list[dict]:
+    combos = [(s, p, v) for s in range(len(SYSTEMS)) for p in range(len(PROBLEMS)) for v in range(2)]
+    rng.shuffle(combos)
+    out = []
+    for s, p, v in combos[:n]:
+        system, tools, goal = SYSTEMS[s]
+        problem, fix = PROBLEMS[p]
+        situation = f"The agent called the {system} to {goal} and it {problem}."
+        if v:
+            situation = f"While trying to {goal}, the {system} {problem}."
+        out.append({"system": s, "problem": p, "situation": situation, "lesson": f"{fix[0].upper()}{fix[1:]}.",
+                    "tools": tools, "goal": goal})
+    return out
+
+
+def make_experiences(tenant_id: str, start: int, count: int, bases: list[dict], base_vecs: np.ndarray,
+                     rng: random.Random, nrng: np.random.Generator, now: datetime):
+    from chalicelib.domain.models import Experience, Source
+
+    exps, vecs = [], np.empty((count, base_vecs.shape[1]), dtype=np.float32)
+    picks = nrng.integers(0, len(bases), size=count)
+    sigmas = nrng.uniform(0.02, 0.06, size=count).astype(np.float32)
+    noise = nrng.standard_normal((count, base_vecs.shape[1]), dtype=np.float32) * sigmas[:, None]
+    raw = base_vecs[picks] + noise
+    vecs[:] = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    for j in range(count):
+        i = start + j
+        b = bases[int(picks[j])]
+        created = now - timedelta(days=rng.uniform(0, 90))
+        renewed = min(now, created + timedelta(days=rng.uniform(0, 20)))
+        tools = list(b["tools"]) if rng.random() > 0.15 else []
+        exps.append(
+            Experience(
+                tenant_id=tenant_id,
+                experience_id=f"exp_{i:08d}",
+                situation=f"{b['situation']} (case {i})",
+                action=f"Called {tools[0] if tools else 'the service'} with the default parameters.",
+                result=f"It {PROBLEMS[b['problem']][0]}.",
+                lesson=b["lesson"],
+                advice=f"When you need to {b['goal']}: {b['lesson'][0].lower()}{b['lesson'][1:]}",
+                created_at=created,
+                updated_at=renewed,
+                renewed_at=renewed,
+                tags=rng.sample(TAGS, rng.randint(1, 3)),
+                task_type=rng.choice(TASK_TYPES),
+                tools=tools,
+                agent_id=rng.choice(AGENTS) if rng.random() < 0.7 else None,
+                user_id=f"user-{rng.randrange(50)}" if rng.random() < 0.1 else None,
+                source=Source.AGENT,
+                sources=[f"traj_{rng.getrandbits(64):016x}"],
+                confidence=round(rng.uniform(0.4, 0.9), 3),
+                freshness=1.0,
+                utility=round(rng.uniform(0.2, 0.9), 3),
+                support=rng.randint(1, 5),
+                fingerprint=f"fp_{b['system']}_{b['problem']}",
+            )
+        )
+    return exps, vecs
+
+
+def make_queries(n: int, rng: random.Random) -> list[dict]:
+    out = []
+    for i in range(n):
+        system, tools, goal = SYSTEMS[rng.randrange(len(SYSTEMS))]
+        problem, _ = PROBLEMS[rng.randrange(len(PROBLEMS))]
+        text = rng.choice(QUERY_TEMPLATES).format(system=system, goal=goal, problem=problem)
+        q: dict = {"query": text[0].upper() + text[1:], "top_k": 5}
+        if i % 3 == 1:
+            q["tools"] = rng.sample(tools, rng.randint(1, len(tools)))
+        if i % 5 == 2:
+            q["agent_id"] = rng.choice(AGENTS)
+        if i % 4 == 3:
+            q["task_type"] = rng.choice(TASK_TYPES)
+            q["tags"] = rng.sample(TAGS, 2)
+        out.append(q)
+    return out
+
+
+# --- seeding through the adapters -----------------------------------------------------------
+
+EXPERIENCE_SQL = (  # the same statement as SqliteExperienceStore.put, executed many times in one transaction
+    "INSERT OR REPLACE INTO experiences(tenant_id, experience_id, agent_id, user_id, status, fingerprint,"
+    " created_us, doc) VALUES (?,?,?,?,?,?,?,?)"
+)
+
+
+def bulk_put(store, exps) -> None:
+    from chalicelib.adapters.codec import to_doc
+    from chalicelib.adapters.sqlite_db import dumps as db_dumps, to_us
+
+    rows = [
+        (e.tenant_id, e.experience_id, e.agent_id, e.user_id, e.status.value, e.fingerprint, to_us(e.created_at),
+         db_dumps(to_doc(e)))
+        for e in exps
+    ]
+    with store.db.write() as conn:
+        conn.executemany(EXPERIENCE_SQL, rows)
+
+
+class Seeder:
+    def __init__(self, deps, tenant_id: str, bases, base_vecs, seed: int) -> None:
+        self.deps, self.tenant_id, self.bases, self.base_vecs = deps, tenant_id, bases, base_vecs
+        self.rng, self.nrng = random.Random(seed), np.random.default_rng(seed)
+        self.now = datetime.now(timezone.utc)
+        self.n = 0
+        self.put_rate: float | None = None
+        self.samples: list = []
+
+    def grow_to(self, target: int, chunk: int = 5000) -> dict:
+        from chalicelib.ports import IndexEntry
+
+        t_store = t_index = t_gen = 0.0
+        while self.n < target:
+            count = min(chunk, target - self.n)
+            t0 = time.perf_counter()
+            exps, vecs = make_experiences(self.tenant_id, self.n, count, self.bases, self.base_vecs, self.rng,
+                                          self.nrng, self.now)
+            t1 = time.perf_counter()
+            if self.put_rate is None:  # the real per-row path for the first rows, to report its rate
+                few = min(300, len(exps))
+                for e in exps[:few]:
+                    self.deps.experiences.put(e)
+                self.put_rate = few / (time.perf_counter() - t1)
+                bulk_put(self.deps.experiences, exps[few:])
+            else:
+                bulk_put(self.deps.experiences, exps)
+            t2 = time.perf_counter()
+            self.deps.index.upsert(
+                self.tenant_id,
+                [IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags))
+                 for e, v in zip(exps, vecs)],
+            )
+            t3 = time.perf_counter()
+            t_gen, t_store, t_index = t_gen + t1 - t0, t_store + t2 - t1, t_index + t3 - t2
+            self.samples.extend(exps[:: max(1, count // 5)][:5])
+            self.n += count
+        return {"gen": t_gen, "store": t_store, "index": t_index}
+
+    def check(self) -> None:
+        """What the bulk path wrote reads back equal through the store, and the index agrees on N."""
+        got = self.deps.experiences.get_many(self.tenant_id, [e.experience_id for e in self.samples])
+        for e in self.samples:
+            if got.get(e.experience_id) != e:
+                raise RuntimeError(f"seeded experience {e.experience_id} does not read back equal")
+        if self.deps.index.count(self.tenant_id) != self.n:
+            raise RuntimeError(f"index holds {self.deps.index.count(self.tenant_id)} vectors, expected {self.n}")
+
+
+# --- measurement ------------------------------------------------------------------------------
+
+
+class FixedEmbedder:
+    """Returns precomputed vectors: the service call without its embedding cost."""
+
+    def __init__(self, dim: int, table: dict[str, np.ndarray]) -> None:
+        self.dim, self.table = dim, table
+
+    def embed(self, texts):
+        return np.stack([self.table[t] for t in texts])
+
+
+def recall_query(tenant_id: str, q: dict):
+    from chalicelib.domain.models import RecallQuery
+
+    return RecallQuery(tenant_id=tenant_id, query=q["query"], agent_id=q.get("agent_id"), task_type=q.get("task_type"),
+                       tools=tuple(q.get("tools", ())), tags=tuple(q.get("tags", ())), top_k=q["top_k"])
+
+
+def floor_search(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
+    sims = matrix @ q
+    top = np.argpartition(-sims, k - 1)[:k]
+    return top[np.argsort(-sims[top])]
+
+
+METHODS = ["http", "wsgi", "service", "svc-noemb", "search", "floor", "embed"]
+
+
+def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], data_dir: str, warmup: int,
+                 max_seconds: float) -> dict:
+    import httpx
+
+    from chalicelib.ports import IndexFilter
+    from chalicelib.services import recall as recall_svc
+    from chalicelib.services.recall import query_text
+
+    qobjs = [recall_query(tenant_id, q) for q in queries]
+    qtexts = [query_text(q) for q in qobjs]
+    qvecs = deps.embedder.embed(qtexts)
+    table = {t: v for t, v in zip(qtexts, qvecs)}
+    deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table))
+    part = deps.index._partition(tenant_id)  # the same N x 384 float32 matrix the index searches
+    matrix = part.vecs[: part.n]
+    assert matrix.shape[0] == n and matrix.dtype == np.float32 and matrix.flags["C_CONTIGUOUS"]
+    k = max(deps.recall_candidates, 5 * 4)
+    filters = [IndexFilter(agent_id=q.agent_id, user_id=q.user_id, tools=q.tools) for q in qobjs]
+    bodies = [dumps(q) for q in queries]
+    auth = {"authorization": f"Bearer {key}"}
+    from chalicelib.container import get_settings
+
+    wsgi = make_inprocess_wsgi(deps, get_settings())
+
+    times: dict[str, list[float]] = {m: [] for m in METHODS}
+    agree = compared = empty = 0
+    with Server(data_dir, {"HINDSIGHT_EMBEDDER": "minilm"}) as server, \
+            httpx.Client(base_url=server.url, trust_env=False, timeout=120.0,
+                         headers={"content-type": "application/json", **auth}) as client:
+        rss_before = proc_rss_mb(server.proc.pid)
+        t0 = time.perf_counter()
+        r = client.post("/v1/recall", content=bodies[0])  # loads the tenant's partition from vectors.db
+        cold_ms = (time.perf_counter() - t0) * 1000
+        if r.status_code != 200:
+            raise RuntimeError(f"recall answered {r.status_code}: {r.text[:300]}")
+        for i in range(warmup):
+            j = i % len(queries)
+            client.post("/v1/recall", content=bodies[j])
+            wsgi("POST", "/v1/recall", auth, bodies[j])
+            recall_svc.recall(deps, qobjs[j])
+            recall_svc.recall(deps_noemb, qobjs[j])
+            deps.index.search(tenant_id, qvecs[j], filters[j], k)
+            floor_search(matrix, qvecs[j], k)
+        cpu0 = proc_cpu_seconds(server.proc.pid)
+        http_wall = 0.0
+        deadline = time.monotonic() + max_seconds
+        pc = time.perf_counter
+        for j, q in enumerate(qobjs):
+            if time.monotonic() > deadline:
+                print(f"  (N={n}: stopped after {j} queries: --max-seconds reached)", flush=True)
+                break
+            t = pc(); r = client.post("/v1/recall", content=bodies[j]); dt = pc() - t
+            times["http"].append(dt * 1000); http_wall += dt
+            if r.status_code != 200:
+                raise RuntimeError(f"recall answered {r.status_code}: {r.text[:300]}")
+            t = pc(); status, _ = wsgi("POST", "/v1/recall", auth, bodies[j]); times["wsgi"].append((pc() - t) * 1000)
+            if status != 200:
+                raise RuntimeError(f"in-process WSGI recall answered {status}")
+            t = pc(); hits, _ = recall_svc.recall(deps, q); times["service"].append((pc() - t) * 1000)
+            t = pc(); recall_svc.recall(deps_noemb, q); times["svc-noemb"].append((pc() - t) * 1000)
+            t = pc(); deps.index.search(tenant_id, qvecs[j], filters[j], k); times["search"].append((pc() - t) * 1000)
+            t = pc(); floor_search(matrix, qvecs[j], k); times["floor"].append((pc() - t) * 1000)
+            t = pc(); deps.embedder.embed([qtexts[j]]); times["embed"].append((pc() - t) * 1000)
+            http_ids = [h["experience"]["experience_id"] for h in r.json()["hits"]]
+            svc_ids = [h.experience.experience_id for h in hits]
+            compared += 1
+            agree += http_ids == svc_ids
+            empty += not http_ids
+        cpu1 = proc_cpu_seconds(server.proc.pid)
+        rss_after = proc_rss_mb(server.proc.pid)
+    server_cpu = (cpu1 - cpu0) / http_wall if cpu0 is not None and cpu1 is not None and http_wall else None
+    return {"n": n, "times": times, "cold_ms": cold_ms, "agree": agree, "compared": compared, "empty": empty,
+            "rss": (rss_before, rss_after), "server_cpu": server_cpu, "wsgi": wsgi, "bodies": bodies, "auth": auth}
+
+
+def profile_wsgi(result: dict, deps, tenant_id: str, queries: list[dict], count: int = 30) -> None:
+    """cProfile of the server's WSGI app in this process (same code path as the server minus waitress)."""
+    from chalicelib.services import recall as recall_svc
+
+    wsgi, bodies, auth = result["wsgi"], result["bodies"], result["auth"]
+    prof = cProfile.Profile()
+    prof.enable()
+    for j in range(min(count, len(bodies))):
+        wsgi("POST", "/v1/recall", auth, bodies[j])
+    prof.disable()
+    s = io.StringIO()
+    pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(25)
+    print(f"\ncProfile of {min(count, len(bodies))} recalls through the WSGI app in-process at N={result['n']}"
+          " (cumulative; cProfile inflates Python-level costs):")
+    print("\n".join(line for line in s.getvalue().splitlines() if line.strip())[:6000])
+    del recall_svc, queries, deps, tenant_id
+
+
+def fmt(x: float) -> str:
+    return f"{x:8.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated N of active experiences")
+    parser.add_argument("--queries", type=int, default=200, help="measured queries per size")
+    parser.add_argument("--warmup", type=int, default=20, help="warm-up queries per size and method")
+    parser.add_argument("--bases", type=int, default=300, help="real MiniLM embeddings perturbed into the N vectors")
+    parser.add_argument("--max-seconds", type=float, default=600.0, help="time bound of the measurement per size")
+    parser.add_argument("--profile", action="store_true",
+                        help="always profile the WSGI path at the largest N (default: only if HTTP p50 > 3x service p50)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    if not sizes or sizes[0] < 1 or args.queries < 1:
+        parser.error("sizes and queries must be positive")
+
+    from chalicelib.container import build_embedded, set_deps
+    from chalicelib.services.tenants import create_tenant
+    from chalicelib.settings import Settings
+
+    tmp = tempfile.mkdtemp(prefix="hindsight-bench-recall-")
+    try:
+        settings = Settings(data_dir=tmp, embedder="minilm", worker=False, admin_key="hsadmin_bench_inprocess")
+        t0 = time.perf_counter()
+        deps = build_embedded(settings)
+        set_deps(deps, settings)
+        deps.embedder.embed(["warm up"])
+        tenant, key = create_tenant(deps, "bench")
+        rng = random.Random(args.seed)
+        bases = base_lessons(args.bases, rng)
+        base_vecs = deps.embedder.embed([f"{b['situation']} {b['lesson']} Tools: {', '.join(b['tools'])}." for b in bases])
+        print(f"setup: model load + {len(bases)} base embeddings: {time.perf_counter() - t0:.1f} s; data dir {tmp}",
+              flush=True)
+        queries = make_queries(args.queries, random.Random(args.seed + 1))
+        seeder = Seeder(deps, tenant.tenant_id, bases, base_vecs, args.seed + 2)
+        results = []
+        for n in sizes:
+            t0 = time.perf_counter()
+            parts = seeder.grow_to(n)
+            seeder.check()
+            print(f"seeded N={n}: {time.perf_counter() - t0:.1f} s (generate {parts['gen']:.1f}, store "
+                  f"{parts['store']:.1f}, index {parts['index']:.1f}); SqliteExperienceStore.put loop rate "
+                  f"{seeder.put_rate:.0f}/s", flush=True)
+            t0 = time.perf_counter()
+            res = measure_size(n, deps, tenant.tenant_id, key, queries, tmp, args.warmup, args.max_seconds)
+            print(f"measured N={n}: {time.perf_counter() - t0:.1f} s", flush=True)
+            results.append(res)
+
+        print("\nRecall latency, ms (top_k=5; same queries, interleaved; "
+              f"{results[0]['compared']} queries per size; 1/3 with a tools filter)")
+        print(f"{'N':>8} | {'HTTP p50':>8} {'p99':>8} | {'svc p50':>8} {'p99':>8} | {'floor p50':>9} {'p99':>8} |"
+              f" {'HTTP/floor p50':>14}")
+        for r in results:
+            t = r["times"]
+            h50, s50, f50 = pct(t["http"], 50), pct(t["service"], 50), pct(t["floor"], 50)
+            print(f"{r['n']:>8} | {fmt(h50)} {fmt(pct(t['http'], 99))} | {fmt(s50)} {fmt(pct(t['service'], 99))} |"
+                  f" {h50 and fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {h50 / f50:14.1f}")
+
+        print("\nWhere the time goes, p50 ms (p99 in brackets)")
+        print(f"{'N':>8} | {'embed':>15} | {'floor':>15} | {'index.search':>15} | {'svc-no-embed':>15} |"
+              f" {'service':>15} | {'wsgi in-proc':>15} | {'HTTP':>15}")
+        for r in results:
+            t = r["times"]
+            cells = [f"{pct(t[m], 50):6.2f} [{pct(t[m], 99):6.2f}]" for m in
+                     ("embed", "floor", "search", "svc-noemb", "service", "wsgi", "http")]
+            print(f"{r['n']:>8} | " + " | ".join(f"{c:>15}" for c in cells))
+
+        print("\nRatios of p50 (same run)")
+        print(f"{'N':>8} | {'HTTP/svc':>8} | {'HTTP/wsgi':>9} | {'wsgi/svc':>8} | {'search/floor':>12} |"
+              f" {'(svc-noemb)-search ms':>21} | {'embed share of svc':>18}")
+        for r in results:
+            p = {m: pct(r["times"][m], 50) for m in METHODS}
+            print(f"{r['n']:>8} | {p['http'] / p['service']:8.2f} | {p['http'] / p['wsgi']:9.2f} |"
+                  f" {p['wsgi'] / p['service']:8.2f} | {p['search'] / p['floor']:12.2f} |"
+                  f" {p['svc-noemb'] - p['search']:21.2f} | {p['embed'] / p['service']:17.0%}")
+
+        print("\nServer process")
+        print(f"{'N':>8} | {'cold 1st recall ms':>18} | {'RSS MB before->after':>20} | {'CPU s per wall s':>16} |"
+              f" {'HTTP==service top-5':>19} | {'empty':>5}")
+        for r in results:
+            rss = r["rss"]
+            rss_s = f"{rss[0]:.0f} -> {rss[1]:.0f}" if rss[0] and rss[1] else "n/a"
+            cpu = f"{r['server_cpu']:.2f}" if r["server_cpu"] is not None else "n/a"
+            print(f"{r['n']:>8} | {r['cold_ms']:18.1f} | {rss_s:>20} | {cpu:>16} |"
+                  f" {r['agree']:>9}/{r['compared']:<9} | {r['empty']:>5}")
+
+        last = results[-1]
+        h50, s50 = pct(last["times"]["http"], 50), pct(last["times"]["service"], 50)
+        if args.profile or any(pct(r["times"]["http"], 50) > 3 * pct(r["times"]["service"], 50) for r in results):
+            profile_wsgi(last, deps, tenant.tenant_id, queries)
+        else:
+            print(f"\n(no profile: HTTP p50 {h50:.2f} ms is within 3x of service p50 {s50:.2f} ms at every N;"
+                  " --profile forces one)")
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

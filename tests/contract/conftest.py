@@ -1,0 +1,163 @@
+"""Backends for the contract suites: every port implementation runs the same tests.
+
+A backend is a small factory that builds each port over one shared storage. To put a new backend
+(DynamoDB, OpenSearch, SQS...) through the contracts, write its factory and add it to
+``BACKENDS``: every ``test_*_contract.py`` then runs against it too.
+
+``reopen()`` builds fresh adapter instances over the same storage (a process restart); a backend
+that keeps nothing across instances says so with ``durable = False`` and the persistence tests skip.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from chalicelib.adapters.numpy_index import NumpyVectorIndex
+from chalicelib.adapters.sqlite_db import SqliteDatabase
+from chalicelib.adapters.sqlite_stores import (
+    SqliteExperienceStore,
+    SqliteReviewQueue,
+    SqliteTenantStore,
+    SqliteTrajectoryStore,
+)
+from chalicelib.ports import ExperienceStore, ReviewQueue, TenantStore, TrajectoryStore, VectorIndex
+from tests.fakes import (
+    InMemoryExperienceStore,
+    InMemoryReviewQueue,
+    InMemoryTenantStore,
+    InMemoryTrajectoryStore,
+    InMemoryVectorIndex,
+)
+
+DIM = 8  # vector dimension of every index under contract
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+class Backend:
+    name: str
+    durable: bool
+
+    def tenants(self) -> TenantStore: ...
+    def trajectories(self) -> TrajectoryStore: ...
+    def experiences(self) -> ExperienceStore: ...
+    def index(self, dim: int = DIM) -> VectorIndex: ...
+    def queue(self) -> ReviewQueue: ...
+
+    def reopen(self) -> "Backend":
+        """New adapter instances over the same storage, as after a restart."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class MemoryBackend(Backend):
+    name, durable = "memory", False
+
+    def __init__(self, tmp_path: Path) -> None:
+        pass
+
+    def tenants(self) -> TenantStore:
+        return InMemoryTenantStore()
+
+    def trajectories(self) -> TrajectoryStore:
+        return InMemoryTrajectoryStore()
+
+    def experiences(self) -> ExperienceStore:
+        return InMemoryExperienceStore()
+
+    def index(self, dim: int = DIM) -> VectorIndex:
+        return InMemoryVectorIndex(dim)
+
+    def queue(self) -> ReviewQueue:
+        return InMemoryReviewQueue()
+
+
+class SqliteBackend(Backend):
+    name, durable = "sqlite", True
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self._dbs: list[SqliteDatabase] = []
+        self.db = self._open("hindsight.db")
+        self.vectors_db = self._open("vectors.db")  # separate file, as the container builds it
+
+    def _open(self, name: str) -> SqliteDatabase:
+        db = SqliteDatabase(str(self.tmp_path / name))
+        self._dbs.append(db)
+        return db
+
+    def tenants(self) -> TenantStore:
+        return SqliteTenantStore(self.db)
+
+    def trajectories(self) -> TrajectoryStore:
+        return SqliteTrajectoryStore(self.db)
+
+    def experiences(self) -> ExperienceStore:
+        return SqliteExperienceStore(self.db)
+
+    def index(self, dim: int = DIM) -> VectorIndex:
+        return NumpyVectorIndex(self.vectors_db, dim)
+
+    def queue(self) -> ReviewQueue:
+        return SqliteReviewQueue(self.db)
+
+    def reopen(self) -> "SqliteBackend":
+        again = SqliteBackend.__new__(SqliteBackend)
+        again.tmp_path, again._dbs = self.tmp_path, self._dbs  # closed together with this one
+        again.db, again.vectors_db = again._open("hindsight.db"), again._open("vectors.db")
+        return again
+
+    def close(self) -> None:
+        for db in self._dbs:
+            conn = getattr(db._local, "conn", None)
+            if conn is not None:
+                conn.close()
+
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "memory": MemoryBackend,
+    "sqlite": SqliteBackend,
+}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def backend(request: pytest.FixtureRequest, tmp_path: Path):
+    b = BACKENDS[request.param](tmp_path)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def durable_backend(backend: Backend) -> Backend:
+    if not backend.durable:
+        pytest.skip(f"the {backend.name} backend keeps nothing across instances")
+    return backend
+
+
+@pytest.fixture
+def tenant_store(backend: Backend) -> TenantStore:
+    return backend.tenants()
+
+
+@pytest.fixture
+def trajectory_store(backend: Backend) -> TrajectoryStore:
+    return backend.trajectories()
+
+
+@pytest.fixture
+def experience_store(backend: Backend) -> ExperienceStore:
+    return backend.experiences()
+
+
+@pytest.fixture
+def vector_index(backend: Backend) -> VectorIndex:
+    return backend.index()
+
+
+@pytest.fixture
+def review_queue(backend: Backend) -> ReviewQueue:
+    return backend.queue()

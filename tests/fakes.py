@@ -1,0 +1,402 @@
+"""In-memory implementations of every port, for service tests.
+
+Small and honest: plain dicts behind one lock, objects copied in and out (so a caller mutating
+what it got back never changes the store), and the behaviour the docstrings of
+``chalicelib.ports`` promise. Each fake passes the same contract suite as the real adapters
+(``tests/contract``), which is what makes a service test against them worth something.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import threading
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from typing import Any, Sequence
+
+import numpy as np
+
+from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer
+from chalicelib.adapters.hash_embedder import HashEmbedder
+from chalicelib.domain.errors import Conflict, InvalidInput, NotFound
+from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
+from chalicelib.ports import AppendResult, IndexEntry, IndexFilter, Page, ReviewJob
+from chalicelib.services.deps import Deps
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+DEFAULT_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def _us(dt: datetime) -> int:
+    """Exact integer microseconds since the epoch (no float rounding)."""
+    return (dt - _EPOCH) // timedelta(microseconds=1)
+
+
+def _encode_cursor(*parts: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(parts)).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, types: tuple[type, ...]) -> tuple[Any, ...]:
+    """The parts of a cursor this module made; InvalidInput for anything else."""
+    try:
+        parts = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
+    except Exception as exc:
+        raise InvalidInput("invalid cursor") from exc
+    if (
+        not isinstance(parts, list)
+        or len(parts) != len(types)
+        or not all(isinstance(p, t) and not isinstance(p, bool) for p, t in zip(parts, types))
+    ):
+        raise InvalidInput("invalid cursor")
+    return tuple(parts)
+
+
+class FakeClock:
+    """``ports.Clock`` that only moves when told to."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        start = start or DEFAULT_START
+        if start.tzinfo is None:
+            raise ValueError("FakeClock needs a timezone-aware start")
+        self._now = start.astimezone(timezone.utc)
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, **kwargs: float) -> datetime:
+        """Move forward by ``timedelta(**kwargs)``; returns the new time."""
+        with self._lock:
+            self._now += timedelta(**kwargs)
+            return self._now
+
+
+class InMemoryTenantStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._tenants: dict[str, Tenant] = {}
+        self._keys: dict[str, dict[str, Any]] = {}  # key_hash -> {"tenant_id", "revoked"}
+
+    def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
+        with self._lock:
+            if tenant.tenant_id in self._tenants:
+                raise Conflict(f"tenant {tenant.tenant_id} already exists")
+            if key_hash in self._keys:
+                raise Conflict("key already in use")
+            self._tenants[tenant.tenant_id] = copy.deepcopy(tenant)
+            self._keys[key_hash] = {"tenant_id": tenant.tenant_id, "revoked": False}
+
+    def tenant_for_key(self, key_hash: str) -> str | None:
+        with self._lock:
+            key = self._keys.get(key_hash)
+            return None if key is None or key["revoked"] else key["tenant_id"]
+
+    def add_key(self, tenant_id: str, key_hash: str, now: datetime) -> None:
+        with self._lock:
+            if tenant_id not in self._tenants:
+                raise NotFound("tenant not found")
+            if key_hash in self._keys:
+                raise Conflict("key already in use")
+            self._keys[key_hash] = {"tenant_id": tenant_id, "revoked": False}
+
+    def revoke_keys(self, tenant_id: str, keep: str | None = None) -> int:
+        with self._lock:
+            revoked = 0
+            for key_hash, key in self._keys.items():
+                if key["tenant_id"] == tenant_id and not key["revoked"] and key_hash != keep:
+                    key["revoked"] = True
+                    revoked += 1
+            return revoked
+
+
+class InMemoryTrajectoryStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._trajs: dict[tuple[str, str], Trajectory] = {}
+        self._events: dict[tuple[str, str], list[Event]] = {}
+        self._event_ids: dict[tuple[str, str], set[str]] = {}
+
+    def _stored(self, tenant_id: str, trajectory_id: str) -> Trajectory:
+        traj = self._trajs.get((tenant_id, trajectory_id))
+        if traj is None:
+            raise NotFound(f"trajectory {trajectory_id} not found")
+        return traj
+
+    def create(self, traj: Trajectory) -> tuple[Trajectory, bool]:
+        key = (traj.tenant_id, traj.trajectory_id)
+        with self._lock:
+            if key in self._trajs:
+                return copy.deepcopy(self._trajs[key]), False
+            stored = copy.deepcopy(replace(traj, event_count=0))
+            self._trajs[key] = stored
+            self._events[key] = []
+            self._event_ids[key] = set()
+            return copy.deepcopy(stored), True
+
+    def get(self, tenant_id: str, trajectory_id: str) -> Trajectory:
+        with self._lock:
+            return copy.deepcopy(self._stored(tenant_id, trajectory_id))
+
+    def append_events(self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime) -> AppendResult:
+        key = (tenant_id, trajectory_id)
+        with self._lock:
+            traj = self._stored(tenant_id, trajectory_id)
+            if traj.status is not TrajectoryStatus.OPEN:
+                raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
+            stored, seen = self._events[key], self._event_ids[key]
+            accepted = 0
+            for event in events:
+                if event.event_id in seen:
+                    continue
+                seen.add(event.event_id)
+                stored.append(copy.deepcopy(replace(event, seq=len(stored) + 1)))
+                accepted += 1
+            if accepted:
+                traj.event_count = len(stored)
+                traj.updated_at = now
+            return AppendResult(accepted=accepted, duplicates=len(events) - accepted)
+
+    def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
+        with self._lock:
+            return copy.deepcopy(self._events.get((tenant_id, trajectory_id), []))
+
+    def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
+        with self._lock:
+            traj = self._stored(tenant_id, trajectory_id)
+            if traj.status is not TrajectoryStatus.OPEN:
+                raise Conflict(f"trajectory {trajectory_id} is already {traj.status.value}")
+            traj.status = TrajectoryStatus.FINALIZED
+            traj.outcome = outcome
+            traj.feedback = feedback
+            traj.finalized_at = now
+            traj.updated_at = now
+            return copy.deepcopy(traj)
+
+    def save_review(
+        self, tenant_id: str, trajectory_id: str, status: str, experience_ids: list[str], review: dict, now: datetime
+    ) -> Trajectory:
+        with self._lock:
+            traj = self._stored(tenant_id, trajectory_id)
+            traj.status = TrajectoryStatus(status)
+            traj.experience_ids = list(experience_ids)
+            traj.review = copy.deepcopy(review)
+            traj.updated_at = now
+            return copy.deepcopy(traj)
+
+    def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
+        with self._lock:
+            found = [key for key, t in self._trajs.items() if t.status is TrajectoryStatus.FINALIZED]
+            return found[:limit]
+
+
+class InMemoryExperienceStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._exps: dict[tuple[str, str], Experience] = {}
+
+    def put(self, exp: Experience) -> None:
+        with self._lock:
+            self._exps[(exp.tenant_id, exp.experience_id)] = copy.deepcopy(exp)
+
+    def get(self, tenant_id: str, experience_id: str) -> Experience:
+        with self._lock:
+            exp = self._exps.get((tenant_id, experience_id))
+            if exp is None:
+                raise NotFound(f"experience {experience_id} not found")
+            return copy.deepcopy(exp)
+
+    def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Experience]:
+        with self._lock:
+            return {
+                i: copy.deepcopy(self._exps[(tenant_id, i)]) for i in dict.fromkeys(ids) if (tenant_id, i) in self._exps
+            }
+
+    def list(
+        self,
+        tenant_id: str,
+        *,
+        agent_id: str | None = None,
+        status: ExperienceStatus | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        after = _decode_cursor(cursor, (int, str)) if cursor else None
+
+        def key(e: Experience) -> tuple[int, str]:
+            return (_us(e.created_at), e.experience_id)
+
+        with self._lock:
+            matching = [
+                e
+                for (t, _), e in self._exps.items()
+                if t == tenant_id
+                and (agent_id is None or e.agent_id == agent_id)
+                and (status is None or e.status is status)
+                and (after is None or key(e) < after)
+            ]
+            matching.sort(key=key, reverse=True)
+            items = [copy.deepcopy(e) for e in matching[:limit]]
+        more = len(matching) > limit and limit > 0
+        return Page(items, _encode_cursor(*key(items[-1])) if more else None)
+
+    def find_active_by_fingerprint(
+        self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
+    ) -> Experience | None:
+        with self._lock:
+            for (t, _), e in self._exps.items():
+                if (
+                    t == tenant_id
+                    and e.fingerprint == fingerprint
+                    and e.status is ExperienceStatus.ACTIVE
+                    and e.agent_id == agent_id
+                    and e.user_id == user_id
+                ):
+                    return copy.deepcopy(e)
+            return None
+
+    def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
+        after = _decode_cursor(cursor, (str, str)) if cursor else ("", "")
+        with self._lock:
+            keys = sorted(k for k, e in self._exps.items() if e.status is ExperienceStatus.ACTIVE and k > after)
+            items = [copy.deepcopy(self._exps[k]) for k in keys[:limit]]
+        last_page = len(items) < limit or not items
+        return Page(items, None if last_page else _encode_cursor(items[-1].tenant_id, items[-1].experience_id))
+
+
+class InMemoryVectorIndex:
+    """Exact cosine k-NN, with the filter semantics of ``NumpyVectorIndex``."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._lock = threading.RLock()
+        self._parts: dict[str, dict[str, IndexEntry]] = {}  # insertion-ordered per tenant
+
+    def _checked(self, vector: np.ndarray) -> np.ndarray:
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if vec.shape[0] != self.dim:
+            raise ValueError(f"vector has {vec.shape[0]} dimensions, the index {self.dim}")
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm > 0 else vec
+
+    def upsert(self, tenant_id: str, entries: Sequence[IndexEntry]) -> None:
+        checked = [replace(e, vector=self._checked(e.vector), tools=tuple(t.lower() for t in e.tools)) for e in entries]
+        with self._lock:
+            part = self._parts.setdefault(tenant_id, {})
+            for e in checked:
+                part[e.experience_id] = e  # a replaced entry keeps its place (tie order)
+
+    def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
+        with self._lock:
+            part = self._parts.get(tenant_id, {})
+            for i in experience_ids:
+                part.pop(i, None)
+
+    @staticmethod
+    def _matches(e: IndexEntry, flt: IndexFilter, tools: set[str]) -> bool:
+        if e.agent_id is not None and e.agent_id != flt.agent_id:
+            return False
+        if e.user_id is not None and e.user_id != flt.user_id:
+            return False
+        return not tools or not e.tools or bool(tools.intersection(e.tools))
+
+    def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        q = self._checked(vector)
+        tools = {t.lower() for t in flt.tools}
+        with self._lock:
+            found = [e for e in self._parts.get(tenant_id, {}).values() if self._matches(e, flt, tools)]
+        scored = [(e.experience_id, float(e.vector @ q)) for e in found]
+        scored.sort(key=lambda pair: -pair[1])  # stable: ties keep insertion order
+        return scored[:k]
+
+    def count(self, tenant_id: str) -> int:
+        with self._lock:
+            return len(self._parts.get(tenant_id, {}))
+
+
+class InMemoryReviewQueue:
+    """Jobs keyed by (tenant, trajectory, kind); states pending, leased, done, dead."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._jobs: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def enqueue(self, tenant_id: str, trajectory_id: str, kind: str, now: datetime) -> None:
+        key = (tenant_id, trajectory_id, kind)
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                self._jobs[key] = {"state": "pending", "attempts": 0, "due": now, "error": None}
+            elif job["state"] in ("done", "dead"):
+                job.update(state="pending", due=now)  # attempts are kept, as in the SQLite queue
+            # pending or leased: already on its way, nothing to do
+
+    def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
+        with self._lock:
+            due = [
+                (job["due"], key)
+                for key, job in self._jobs.items()
+                if job["state"] in ("pending", "leased") and job["due"] <= now
+            ]
+            due.sort(key=lambda pair: pair[0])
+            claimed = []
+            for _, key in due[: max(limit, 0)]:
+                job = self._jobs[key]
+                job.update(state="leased", attempts=job["attempts"] + 1, due=now + timedelta(seconds=lease_seconds))
+                claimed.append(ReviewJob(key[0], key[1], key[2], job["attempts"]))
+            return claimed
+
+    def _set(self, job: ReviewJob, state: str, error: str | None, due: datetime | None = None) -> None:
+        with self._lock:
+            stored = self._jobs.get((job.tenant_id, job.trajectory_id, job.kind))
+            if stored is None:
+                return
+            stored.update(state=state, error=error)
+            if due is not None:
+                stored["due"] = due
+
+    def complete(self, job: ReviewJob) -> None:
+        self._set(job, "done", None)
+
+    def retry_later(self, job: ReviewJob, error: str, now: datetime, delay_seconds: float) -> None:
+        self._set(job, "pending", error, now + timedelta(seconds=delay_seconds))
+
+    def dead(self, job: ReviewJob, error: str) -> None:
+        self._set(job, "dead", error)
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(1 for job in self._jobs.values() if job["state"] in ("pending", "leased"))
+
+    def last_error(self, tenant_id: str, trajectory_id: str, kind: str) -> str | None:
+        """For tests: the error recorded by ``retry_later`` or ``dead``."""
+        with self._lock:
+            job = self._jobs.get((tenant_id, trajectory_id, kind))
+            return None if job is None else job["error"]
+
+    def state(self, tenant_id: str, trajectory_id: str, kind: str) -> str | None:
+        """For tests: pending, leased, done, dead, or None for a job never enqueued."""
+        with self._lock:
+            job = self._jobs.get((tenant_id, trajectory_id, kind))
+            return None if job is None else job["state"]
+
+
+def fake_deps(clock: FakeClock | None = None, embedder: Any = None, **overrides: Any) -> Deps:
+    """``Deps`` wired with the in-memory fakes; keyword overrides go straight to ``Deps``."""
+    embedder = embedder if embedder is not None else HashEmbedder()
+    kwargs: dict[str, Any] = dict(
+        tenants=InMemoryTenantStore(),
+        trajectories=InMemoryTrajectoryStore(),
+        experiences=InMemoryExperienceStore(),
+        index=InMemoryVectorIndex(embedder.dim),
+        embedder=embedder,
+        reviewer=DeterministicReviewer(),
+        queue=InMemoryReviewQueue(),
+        clock=clock if clock is not None else FakeClock(),
+        admin_key="admin-test-key",
+    )
+    kwargs.update(overrides)
+    return Deps(**kwargs)

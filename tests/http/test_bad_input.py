@@ -1,0 +1,161 @@
+"""Bad input gets a clear 4xx JSON error in the contract's shape: never a 500, never a trace."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .test_api import WEATHER_EVENTS, start
+
+
+def assert_error(resp, status: int, code: str | None = None):
+    assert resp.status_code == status, resp.body
+    body = resp.json_body
+    assert set(body) == {"error"} and body["error"]["message"]
+    assert "Traceback" not in json.dumps(body)
+    if code:
+        assert body["error"]["code"] == code
+
+
+@pytest.mark.parametrize("header", [None, "", "Bearer", "Basic abc", "Bearer nope", "Token hs_x"])
+def test_missing_or_wrong_keys_get_401(api, header):
+    headers = {"Content-Type": "application/json"}
+    if header is not None:
+        headers["Authorization"] = header
+    resp = api.client.http.post("/v1/recall", headers=headers, body=json.dumps({"query": "x"}))
+    assert_error(resp, 401, "unauthorized")
+
+
+@pytest.mark.parametrize("raw", ["{", "not json", '{"query": }', "\xff\xfe", "[1, 2"])
+def test_malformed_json_gets_400(api, raw):
+    key = api.tenant()
+    assert_error(api.call("POST", "/v1/recall", key, raw=raw), 400, "malformed_request")
+
+
+def test_an_empty_body_gets_400(api):
+    key = api.tenant()
+    assert_error(api.call("POST", "/v1/recall", key, raw=""), 400)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        "text",
+        {"query": 5},
+        {"query": ""},
+        {"query": "x", "top_k": 0},
+        {"query": "x", "top_k": "many"},
+        {"query": "x", "min_score": 2},
+        {"query": "x", "tools": "get_weather"},
+        {"query": "x", "unknown_field": 1},
+        {"query": "x" * 5000},
+    ],
+)
+def test_wrong_types_and_values_get_422_naming_the_field(api, body):
+    key = api.tenant()
+    resp = api.call("POST", "/v1/recall", key, body)
+    assert_error(resp, 422, "invalid_input")
+
+
+def test_a_422_says_which_field_is_wrong(api):
+    key = api.tenant()
+    resp = api.call("POST", "/v1/trajectories", key, {"goal": "g"})
+    assert_error(resp, 422)
+    assert any(d["field"] == "agent_id" for d in resp.json_body["error"]["details"])
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "teleport", "content": {}},
+        {"type": "tool_call", "content": {"params": {}}},
+        {"type": "tool_call", "content": {"tool": "t", "status": "maybe"}},
+        {"type": "feedback", "content": {"text": "meh", "sentiment": "angry"}},
+        {"type": "user_input", "content": {}},
+        {"type": "user_input", "content": {"text": "hi"}, "timestamp": "yesterday"},
+        {"type": "user_input", "content": {"text": "hi"}, "timestamp": True},
+        {"type": "user_input", "content": {"text": "hi"}, "event_id": "has spaces"},
+    ],
+)
+def test_invalid_events_get_422(api, event):
+    key = api.tenant()
+    start(api, key)
+    assert_error(api.call("POST", "/v1/trajectories/tr1/events", key, {"events": [event]}), 422)
+
+
+def test_timestamps_may_be_iso_or_epoch_milliseconds(api):
+    key = api.tenant()
+    start(api, key)
+    events = [
+        {"event_id": "a", "type": "user_input", "content": {"text": "hi"}, "timestamp": "2026-11-29T10:00:00Z"},
+        {"event_id": "b", "type": "user_input", "content": {"text": "hi"}, "timestamp": 1764410400000},
+    ]
+    resp = api.call("POST", "/v1/trajectories/tr1/events", key, {"events": events})
+    assert resp.status_code == 202
+
+
+def test_more_than_100_events_per_call_get_413(api):
+    key = api.tenant()
+    start(api, key)
+    events = [{"event_id": f"e{i}", "type": "user_input", "content": {"text": "x"}} for i in range(101)]
+    assert_error(api.call("POST", "/v1/trajectories/tr1/events", key, {"events": events}), 413, "payload_too_large")
+    assert api.call("POST", "/v1/trajectories/tr1/events", key, {"events": events[:100]}).status_code == 202
+
+
+def test_an_oversized_event_gets_413(api):
+    key = api.tenant()
+    start(api, key)
+    big = {"type": "tool_call", "content": {"tool": "t", "result": "x" * 70_000}}
+    assert_error(api.call("POST", "/v1/trajectories/tr1/events", key, {"events": [big]}), 413)
+
+
+def test_an_oversized_body_gets_413(api):
+    key = api.tenant()
+    assert_error(api.call("POST", "/v1/recall", key, raw='{"query": "' + "x" * 1_100_000 + '"}'), 413)
+
+
+def test_oversized_metadata_gets_422(api):
+    key = api.tenant()
+    resp = api.call("POST", "/v1/trajectories", key, {"agent_id": "a", "goal": "g", "metadata": {"blob": "x" * 20_000}})
+    assert_error(resp, 422)
+
+
+def test_unknown_ids_get_404(api):
+    key = api.tenant()
+    assert_error(api.call("GET", "/v1/trajectories/nope", key), 404, "not_found")
+    assert_error(api.call("POST", "/v1/trajectories/nope/events", key, {"events": WEATHER_EVENTS[:1]}), 404)
+    assert_error(api.call("POST", "/v1/trajectories/nope/finalize", key, {"outcome": "success"}), 404)
+    assert_error(api.call("GET", "/v1/experiences/nope", key), 404)
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=abc", "limit=1000", "status=gone", "cursor=%%%", "cursor=bm9wZQ"])
+def test_bad_list_parameters_get_4xx(api, query):
+    key = api.tenant()
+    resp = api.call("GET", f"/v1/experiences?{query}", key)
+    assert resp.status_code in (400, 422) and "error" in resp.json_body
+
+
+def test_a_bad_outcome_or_signal_gets_422(api):
+    key = api.tenant()
+    start(api, key)
+    assert_error(api.call("POST", "/v1/trajectories/tr1/finalize", key, {"outcome": "meh"}), 422)
+    exp = api.call("POST", "/v1/experiences", key, {"situation": "s", "advice": "Use the v2 endpoint of billing."}).json_body
+    assert_error(api.call("POST", f"/v1/experiences/{exp['experience_id']}/feedback", key, {"signal": "love"}), 422)
+
+
+def test_an_experience_needs_a_lesson_or_advice(api):
+    key = api.tenant()
+    assert_error(api.call("POST", "/v1/experiences", key, {"situation": "s"}), 422)
+
+
+def test_an_internal_failure_is_a_json_500_without_a_trace(api, monkeypatch):
+    key = api.tenant()
+
+    def boom(*a, **k):
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(api.deps.embedder, "embed", boom)
+    resp = api.call("POST", "/v1/recall", key, {"query": "x"})
+    assert_error(resp, 500, "internal_error")
+    assert "secret" not in resp.body.decode()

@@ -1,0 +1,63 @@
+from datetime import timedelta
+
+from chalicelib.domain.advice import render_advice
+from chalicelib.domain.distill import draft_to_experience, experience_id_for, merge_into, passes_quality_gate
+from chalicelib.domain.models import Explanation, Hit
+from chalicelib.domain.review import LessonDraft
+
+from .builders import T0, experience, traj
+
+
+def draft(**kw) -> LessonDraft:
+    base = dict(
+        situation="Task: weather.", action="asked", result="ok", lesson="ask first",
+        advice="Call `ask_user` before `get_weather` when the city is unknown.", tools=("get_weather",),
+        kind="recovery", fingerprint="fp1",
+    )
+    return LessonDraft(**(base | kw))
+
+
+def test_generic_or_empty_advice_is_rejected():
+    assert passes_quality_gate(draft(advice="Be careful with the weather tool next time.")) == (False, "generic advice")
+    assert passes_quality_gate(draft(advice="Retry."))[0] is False
+    assert passes_quality_gate(draft(tools=()))[0] is False
+    assert passes_quality_gate(draft()) == (True, "")
+
+
+def test_experience_ids_are_deterministic_per_trajectory_and_lesson():
+    assert experience_id_for("t", "tr", "fp") == experience_id_for("t", "tr", "fp")
+    assert experience_id_for("t", "tr", "fp") != experience_id_for("t2", "tr", "fp")
+
+
+def test_a_drafted_experience_keeps_scope_and_provenance():
+    exp = draft_to_experience(draft(), traj(user_id="u1"), T0)
+    assert (exp.agent_id, exp.user_id, exp.sources) == ("a1", "u1", ["tr1"])
+    assert exp.fingerprint == "fp1" and exp.task_type == "query"
+
+
+def test_merge_adds_support_and_confidence_once_per_source():
+    old = experience(sources=["tr1"], confidence=0.5)
+    new = experience(experience_id="x2", sources=["tr2"], advice="Ask the user for the city before calling `get_weather`, it fails otherwise.")
+    merged = merge_into(old, new, T0 + timedelta(days=1))
+    assert merged.experience_id == "x1" and merged.support == 2 and merged.sources == ["tr1", "tr2"]
+    assert merged.confidence > 0.5 and merged.version == 2
+    assert merged.advice == new.advice  # the more specific wording is kept
+    assert merge_into(merged, new, T0 + timedelta(days=2)) == merged  # same source again: no change
+
+
+def test_advice_is_a_marked_block_with_warnings_for_close_failures():
+    hits = [
+        Hit(experience(polarity="warning"), 0.9, Explanation(0.8, 1, 1, 0.5, 0.5)),
+        Hit(experience(experience_id="x2", advice="Prefer the metric system."), 0.5, Explanation(0.3, 0, 1, 0.5, 0.5)),
+    ]
+    text = render_advice(hits)
+    assert text.startswith("<hindsight>") and text.endswith("</hindsight>")
+    assert "1. WARNING: Ask the user for the city" in text
+    assert "2. Prefer the metric system." in text
+    assert render_advice([]) == ""
+
+
+def test_advice_is_capped_to_a_handful():
+    hits = [Hit(experience(experience_id=f"x{i}"), 0.5, Explanation(0.5, 0, 1, 0.5, 0.5)) for i in range(9)]
+    items = [line for line in render_advice(hits).splitlines() if line[:1].isdigit()]
+    assert [line.split(".")[0] for line in items] == ["1", "2", "3", "4", "5"]

@@ -1,0 +1,82 @@
+from chalicelib.domain.review import error_class, generalize, review_trajectory
+
+from .builders import call, said, traj
+
+
+def test_a_failure_fixed_by_calling_another_tool_first_teaches_the_order():
+    events = [
+        call("get_weather", {"date": "tomorrow"}, ok=False, error="MissingParameter: city is required"),
+        call("ask_user", {"question": "Which city?"}, result="Paris"),
+        call("get_weather", {"date": "tomorrow", "city": "Paris"}, result="sunny"),
+    ]
+    review = review_trajectory(traj(), events)
+    assert [l.kind for l in review.lessons] == ["recovery"]
+    lesson = review.lessons[0]
+    assert "Call `ask_user` before `get_weather`" in lesson.advice
+    assert "city is required" in lesson.advice
+    assert set(lesson.tools) == {"get_weather", "ask_user"}
+
+
+def test_a_failure_fixed_by_changing_a_parameter_names_the_parameter():
+    events = [
+        call("search_flights", {"from": "Paris", "date": "2026-05-01"}, ok=False, error="ValueError: airport code expected"),
+        call("search_flights", {"from": "CDG", "date": "2026-05-01"}, result=["AF12"]),
+    ]
+    lesson = review_trajectory(traj(tools=["search_flights"]), events).lessons[0]
+    assert lesson.kind == "recovery"
+    assert "`from`" in lesson.advice and "CDG" in lesson.advice
+    assert "ValueError" in lesson.lesson
+
+
+def test_a_failure_fixed_by_another_tool_alone_teaches_the_swap():
+    events = [
+        call("web_search", {"q": "EUR USD"}, ok=False, error="TimeoutError: upstream"),
+        call("fx_rate", {"pair": "EURUSD"}, result=1.08),
+    ]
+    lesson = review_trajectory(traj(), events).lessons[0]
+    assert lesson.advice.startswith("Use `fx_rate` instead of `web_search`")
+
+
+def test_identical_failures_teach_not_to_retry_blindly():
+    events = [call("db_query", {"sql": "select 1"}, ok=False, error="PermissionError: denied") for _ in range(3)]
+    review = review_trajectory(traj(outcome="failure"), events)
+    assert [l.kind for l in review.lessons] == ["blind_retry"]
+    assert review.wasted_calls == 2
+    assert "Do not retry `db_query` with the same parameters" in review.lessons[0].advice
+
+
+def test_a_transient_error_that_passes_on_identical_retry_teaches_nothing():
+    events = [call("api", {"x": 1}, ok=False, error="503 busy"), call("api", {"x": 1})]
+    assert review_trajectory(traj(), events).lessons == []
+
+
+def test_negative_feedback_points_at_the_step_before_it():
+    events = [
+        call("book_table", {"time": "19:00"}),
+        said("No, I said no restaurants near the station", kind="feedback", sentiment="negative"),
+    ]
+    lesson = review_trajectory(traj(), events).lessons[0]
+    assert lesson.kind == "negative_feedback"
+    assert "book_table" in lesson.advice and "no restaurants near the station" in lesson.advice
+
+
+def test_a_clean_success_yields_no_lesson_and_says_why():
+    review = review_trajectory(traj(), [call("get_weather", {"city": "Paris"})])
+    assert review.lessons == [] and review.notes
+
+
+def test_the_same_input_always_gives_the_same_lessons():
+    events = [call("a", {"k": 1}, ok=False, error="KeyError: k"), call("a", {"k": 2})]
+    first = review_trajectory(traj(), events)
+    second = review_trajectory(traj(), list(reversed(events)))  # order comes from seq, not the list
+    assert first.lessons == second.lessons
+
+
+def test_error_class_prefers_exception_names_then_http_status():
+    assert error_class(call("t", ok=False, error="ValueError: bad")) == "ValueError"
+    assert error_class(call("t", ok=False, error="got HTTP 404 from upstream")) == "404"
+    assert error_class(call("t", ok=False, error={"type": "RateLimit", "message": "slow down"})) == "RateLimit"
+
+
+def test_generalize_replaces_ids_and_numbers():
+    assert generalize("order 12345 of user 9f8e7d6c5b4a failed after 3.5s") == "order <n> of user <id> failed after <n>s"

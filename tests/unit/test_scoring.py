@@ -1,0 +1,94 @@
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from chalicelib.domain.models import ExperienceStatus, RecallQuery, Signal
+from chalicelib.domain.scoring import DecayPolicy, ScoringWeights, apply_feedback, decay, freshness_at, score_hit
+
+from .builders import T0, experience
+
+POLICY = DecayPolicy(half_life_days=30, archive_below=0.2, min_age_days=7)
+
+
+def test_freshness_halves_every_half_life():
+    assert freshness_at(T0, T0, 30) == 1.0
+    assert freshness_at(T0, T0 + timedelta(days=30), 30) == pytest.approx(0.5)
+    assert freshness_at(T0, T0 + timedelta(days=90), 30) == pytest.approx(0.125)
+
+
+def test_adoption_renews_freshness_and_raises_utility():
+    old = experience(renewed_at=T0, freshness=0.1)
+    now = T0 + timedelta(days=100)
+    new = apply_feedback(old, Signal.ADOPTED, now, POLICY)
+    assert new.freshness == 1.0 and new.renewed_at == now
+    assert new.utility > old.utility
+
+
+def test_failure_lowers_utility_and_confidence_without_renewing():
+    old = experience()
+    new = apply_feedback(old, Signal.FAILED, T0 + timedelta(days=1), POLICY)
+    assert new.utility < old.utility and new.confidence < old.confidence
+    assert new.renewed_at == old.renewed_at
+
+
+def test_a_lesson_that_keeps_failing_is_archived():
+    exp = experience()
+    now = T0 + timedelta(days=60)
+    for _ in range(10):
+        exp = apply_feedback(exp, Signal.FAILED, now, POLICY)
+    assert exp.status is ExperienceStatus.ARCHIVED
+    assert exp.status_reason == "feedback:failed"
+
+
+def test_decay_archives_old_unhelpful_lessons_but_keeps_useful_ones():
+    now = T0 + timedelta(days=120)
+    stale = decay(experience(utility=0.1, confidence=0.3), now, POLICY)
+    useful = decay(experience(utility=0.95, confidence=0.9), now, POLICY)
+    assert stale.status is ExperienceStatus.ARCHIVED and stale.status_reason == "decayed"
+    assert useful.status is ExperienceStatus.ACTIVE
+    assert useful.freshness == pytest.approx(0.0625)
+
+
+def test_decay_spares_young_lessons():
+    young = decay(experience(utility=0.0, confidence=0.0), T0 + timedelta(days=3), POLICY)
+    assert young.status is ExperienceStatus.ACTIVE
+
+
+def test_score_is_weighted_and_explained():
+    q = RecallQuery(tenant_id="t1", query="weather", tools=("get_weather",), task_type="query")
+    score, why = score_hit(experience(), 0.8, q, T0, ScoringWeights(), POLICY)
+    assert 0 < score <= 1
+    assert why.semantic == 0.8 and why.tag_match == 1.0 and why.task_type_match is True
+    assert why.matched_tools == ("get_weather",)
+
+
+def test_tool_and_task_match_lift_the_score_at_equal_similarity():
+    q = RecallQuery(tenant_id="t1", query="weather", tools=("get_weather",), task_type="query")
+    matching, _ = score_hit(experience(), 0.6, q, T0, ScoringWeights(), POLICY)
+    other, _ = score_hit(experience(tools=["send_email"], task_type="operation"), 0.6, q, T0, ScoringWeights(), POLICY)
+    assert matching > other
+
+
+def test_negative_similarity_counts_as_zero():
+    q = RecallQuery(tenant_id="t1", query="x")
+    _, why = score_hit(experience(), -0.4, q, T0, ScoringWeights(), POLICY)
+    assert why.semantic == 0.0
+
+
+def test_a_fresher_lesson_wins_a_tie():
+    q = RecallQuery(tenant_id="t1", query="x")
+    now = T0 + timedelta(days=60)
+    fresh, _ = score_hit(replace(experience(), renewed_at=now), 0.7, q, now, ScoringWeights(), POLICY)
+    stale, _ = score_hit(experience(), 0.7, q, now, ScoringWeights(), POLICY)
+    assert fresh > stale
+
+
+def test_a_memory_without_agent_or_user_is_visible_to_every_reader_of_the_tenant():
+    from chalicelib.domain.models import Scope
+
+    assert Scope("t", None, None).visible_to("a1", "u1")
+    assert Scope("t", "a1", None).visible_to("a1", None)
+    assert not Scope("t", "a1", None).visible_to("a2", None)
+    assert not Scope("t", "a1", "u1").visible_to("a1", None)
+    assert not Scope("t", "a1", None).visible_to(None, None)
