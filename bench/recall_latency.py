@@ -337,10 +337,8 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
             "rss": (rss_before, rss_after), "server_cpu": server_cpu, "wsgi": wsgi, "bodies": bodies, "auth": auth}
 
 
-def profile_wsgi(result: dict, deps, tenant_id: str, queries: list[dict], count: int = 30) -> None:
+def profile_wsgi(result: dict, count: int = 30) -> None:
     """cProfile of the server's WSGI app in this process (same code path as the server minus waitress)."""
-    from chalicelib.services import recall as recall_svc
-
     wsgi, bodies, auth = result["wsgi"], result["bodies"], result["auth"]
     prof = cProfile.Profile()
     prof.enable()
@@ -352,7 +350,6 @@ def profile_wsgi(result: dict, deps, tenant_id: str, queries: list[dict], count:
     print(f"\ncProfile of {min(count, len(bodies))} recalls through the WSGI app in-process at N={result['n']}"
           " (cumulative; cProfile inflates Python-level costs):")
     print("\n".join(line for line in s.getvalue().splitlines() if line.strip())[:6000])
-    del recall_svc, queries, deps, tenant_id
 
 
 def fmt(x: float) -> str:
@@ -415,7 +412,7 @@ def main() -> None:
             t = r["times"]
             h50, s50, f50 = pct(t["http"], 50), pct(t["service"], 50), pct(t["floor"], 50)
             print(f"{r['n']:>8} | {fmt(h50)} {fmt(pct(t['http'], 99))} | {fmt(s50)} {fmt(pct(t['service'], 99))} |"
-                  f" {h50 and fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {h50 / f50:14.1f}")
+                  f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {h50 / f50:14.1f}")
 
         print("\nWhere the time goes, p50 ms (p99 in brackets)")
         print(f"{'N':>8} | {'embed':>15} | {'floor':>15} | {'index.search':>15} | {'svc-no-embed':>15} |"
@@ -448,7 +445,7 @@ def main() -> None:
         last = results[-1]
         h50, s50 = pct(last["times"]["http"], 50), pct(last["times"]["service"], 50)
         if args.profile or any(pct(r["times"]["http"], 50) > 3 * pct(r["times"]["service"], 50) for r in results):
-            profile_wsgi(last, deps, tenant.tenant_id, queries)
+            profile_wsgi(last)
         else:
             print(f"\n(no profile: HTTP p50 {h50:.2f} ms is within 3x of service p50 {s50:.2f} ms at every N;"
                   " --profile forces one)")

@@ -184,3 +184,7 @@ class ReviewQueue(Protocol):
         """Give up on the job (kept for an operator to see and redrive)."""
 
     def pending(self) -> int: ...
+
+    def release_leases(self, now: datetime) -> int:
+        """Make leased jobs due now. Only for the start-up of the single consumer of a local queue,
+        whose previous process died holding them; returns how many were released."""

@@ -26,6 +26,9 @@ class BackgroundWorker:
         deps.notify_review = self._wake.set
 
     def start(self) -> "BackgroundWorker":
+        released = self.deps.queue.release_leases(self.deps.clock.now())  # held by a process that died
+        if released:
+            log.info("released %d review jobs leased before a restart", released)
         requeued = requeue_unreviewed(self.deps)
         if requeued:
             log.info("requeued %d finalized trajectories for review", requeued)

@@ -300,6 +300,10 @@ class SqliteReviewQueue:
     def dead(self, job: ReviewJob, error: str) -> None:
         self._set(job, "dead", error)
 
+    def release_leases(self, now: datetime) -> int:
+        with self.db.write() as conn:
+            return conn.execute("UPDATE review_jobs SET state='pending', due_us=? WHERE state='leased'", (to_us(now),)).rowcount
+
     def pending(self) -> int:
         row = self.db.read().execute("SELECT COUNT(*) AS n FROM review_jobs WHERE state IN ('pending','leased')").fetchone()
         return int(row["n"])

@@ -1,0 +1,370 @@
+"""Contract of ``ports.ExperienceStore``: the source of truth for every experience."""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from chalicelib.domain.errors import InvalidInput, NotFound
+from chalicelib.domain.models import Experience, ExperienceStatus, Source
+
+from .conftest import T0
+
+ACTIVE, ARCHIVED, FORGOTTEN = ExperienceStatus.ACTIVE, ExperienceStatus.ARCHIVED, ExperienceStatus.FORGOTTEN
+
+
+def exp(experience_id: str, tenant_id: str = "t1", minute: int = 0, **kw) -> Experience:
+    created = T0 + timedelta(minutes=minute)
+    fields = dict(
+        tenant_id=tenant_id,
+        experience_id=experience_id,
+        situation=f"situation of {experience_id}",
+        action="ran the migration",
+        result="it failed",
+        lesson="take a backup first",
+        advice="back up before migrating",
+        created_at=created,
+        updated_at=created,
+        renewed_at=created,
+    )
+    fields.update(kw)
+    return Experience(**fields)
+
+
+def ids(items: list[Experience]) -> list[str]:
+    return [e.experience_id for e in items]
+
+
+def all_pages(store, tenant_id: str, limit: int, **filters) -> tuple[list[str], int]:
+    """Every id the listing yields, following cursors; and how many pages it took."""
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = store.list(tenant_id, limit=limit, cursor=cursor, **filters)
+        pages += 1
+        assert len(page.items) <= limit
+        seen += ids(page.items)
+        if page.cursor is None:
+            return seen, pages
+        assert pages < 100, "the cursor never ends"
+        cursor = page.cursor
+
+
+def all_active(store, limit: int) -> list[tuple[str, str]]:
+    seen, cursor = [], None
+    for _ in range(100):
+        page = store.scan_active(limit=limit, cursor=cursor)
+        assert len(page.items) <= limit
+        seen += [(e.tenant_id, e.experience_id) for e in page.items]
+        if page.cursor is None:
+            return seen
+        cursor = page.cursor
+    raise AssertionError("the cursor never ends")
+
+
+# --- put / get / get_many -----------------------------------------------------------------------
+
+
+def test_a_stored_experience_reads_back_equal(experience_store):
+    full = exp(
+        "x1",
+        tags=["db", "migration"],
+        task_type="ops",
+        tools=["psql"],
+        agent_id="a1",
+        user_id="u1",
+        source=Source.HUMAN,
+        sources=["tr1", "tr2"],
+        confidence=0.75,
+        freshness=0.5,
+        utility=0.625,
+        status=ARCHIVED,
+        version=3,
+        support=2,
+        fingerprint="fp-1",
+        polarity="negative",
+        status_reason="decayed",
+        updated_at=T0 + timedelta(days=1, microseconds=7),
+    )
+    experience_store.put(full)
+    assert experience_store.get("t1", "x1") == full
+
+
+def test_put_of_an_existing_id_replaces_it(experience_store):
+    experience_store.put(exp("x1", fingerprint="fp"))
+    experience_store.put(exp("x1", lesson="a better lesson", version=2, status=FORGOTTEN, fingerprint="fp"))
+    got = experience_store.get("t1", "x1")
+    assert (got.lesson, got.version, got.status) == ("a better lesson", 2, FORGOTTEN)
+    assert ids(experience_store.list("t1").items) == ["x1"]
+    assert experience_store.find_active_by_fingerprint("t1", "fp", None, None) is None
+
+
+def test_getting_an_unknown_experience_raises_not_found(experience_store):
+    with pytest.raises(NotFound):
+        experience_store.get("t1", "nope")
+
+
+def test_getting_another_tenants_experience_raises_not_found(experience_store):
+    experience_store.put(exp("x1", tenant_id="t1"))
+    with pytest.raises(NotFound):
+        experience_store.get("t2", "x1")
+
+
+def test_the_same_id_in_two_tenants_is_two_experiences(experience_store):
+    experience_store.put(exp("x1", tenant_id="t1", lesson="one"))
+    experience_store.put(exp("x1", tenant_id="t2", lesson="two"))
+    assert experience_store.get("t1", "x1").lesson == "one"
+    assert experience_store.get("t2", "x1").lesson == "two"
+
+
+def test_get_many_returns_the_ones_that_exist_in_the_tenant(experience_store):
+    experience_store.put(exp("x1", tenant_id="t1"))
+    experience_store.put(exp("x2", tenant_id="t1"))
+    experience_store.put(exp("x3", tenant_id="t2"))
+    got = experience_store.get_many("t1", ["x1", "x3", "missing", "x2", "x1"])
+    assert set(got) == {"x1", "x2"}
+    assert got["x1"] == exp("x1", tenant_id="t1")
+
+
+def test_get_many_of_no_ids_is_empty(experience_store):
+    experience_store.put(exp("x1"))
+    assert experience_store.get_many("t1", []) == {}
+
+
+def test_get_many_includes_experiences_that_are_not_active(experience_store):
+    experience_store.put(exp("x1", status=ARCHIVED))
+    experience_store.put(exp("x2", status=FORGOTTEN))
+    assert set(experience_store.get_many("t1", ["x1", "x2"])) == {"x1", "x2"}
+
+
+# --- list ---------------------------------------------------------------------------------------
+
+
+def test_list_is_newest_first(experience_store):
+    for i, minute in enumerate([3, 1, 4, 0, 2]):
+        experience_store.put(exp(f"x{i}", minute=minute))
+    assert ids(experience_store.list("t1").items) == ["x2", "x0", "x4", "x1", "x3"]
+
+
+def test_list_breaks_ties_of_created_at_by_id_descending(experience_store):
+    for i in [2, 0, 1]:
+        experience_store.put(exp(f"x{i}", minute=5))
+    experience_store.put(exp("y", minute=6))
+    assert ids(experience_store.list("t1").items) == ["y", "x2", "x1", "x0"]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 7, 8])
+def test_paging_with_distinct_created_at_yields_every_experience_once_in_order(experience_store, limit):
+    for i in range(7):
+        experience_store.put(exp(f"x{i}", minute=(i * 5) % 7))  # created out of id order
+    expected = ids(experience_store.list("t1", limit=100).items)
+    assert len(expected) == 7
+    seen, pages = all_pages(experience_store, "t1", limit)
+    assert seen == expected
+    assert pages == -(-7 // limit)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 7])
+def test_paging_with_equal_created_at_yields_every_experience_once_in_order(experience_store, limit):
+    for i in [4, 1, 6, 0, 3, 5, 2]:
+        experience_store.put(exp(f"x{i}", minute=0))
+    seen, _ = all_pages(experience_store, "t1", limit)
+    assert seen == [f"x{i}" for i in range(6, -1, -1)]
+
+
+def test_paging_with_mixed_created_at_yields_every_experience_once_in_order(experience_store):
+    minutes = {"a": 1, "b": 1, "c": 2, "d": 1, "e": 0, "f": 2, "g": 0}
+    for experience_id, minute in minutes.items():
+        experience_store.put(exp(experience_id, minute=minute))
+    seen, _ = all_pages(experience_store, "t1", 2)
+    assert seen == ["f", "c", "d", "b", "a", "g", "e"]
+
+
+def test_created_at_one_microsecond_apart_still_orders(experience_store):
+    experience_store.put(exp("older-but-bigger-id", created_at=T0 + timedelta(microseconds=1)))
+    experience_store.put(exp("newer", created_at=T0 + timedelta(microseconds=2)))
+    seen, _ = all_pages(experience_store, "t1", 1)
+    assert seen == ["newer", "older-but-bigger-id"]
+
+
+def test_the_last_page_has_no_cursor_even_when_full(experience_store):
+    for i in range(4):
+        experience_store.put(exp(f"x{i}", minute=i))
+    first = experience_store.list("t1", limit=2)
+    assert first.cursor is not None
+    second = experience_store.list("t1", limit=2, cursor=first.cursor)
+    assert ids(second.items) == ["x1", "x0"]
+    assert second.cursor is None
+
+
+def test_an_empty_tenant_lists_nothing(experience_store):
+    experience_store.put(exp("x1", tenant_id="t1"))
+    page = experience_store.list("t2")
+    assert page.items == [] and page.cursor is None
+
+
+def test_list_filters_by_agent(experience_store):
+    experience_store.put(exp("x1", agent_id="a1", minute=1))
+    experience_store.put(exp("x2", agent_id="a2", minute=2))
+    experience_store.put(exp("x3", agent_id=None, minute=3))
+    experience_store.put(exp("x4", agent_id="a1", minute=4))
+    assert ids(experience_store.list("t1", agent_id="a1").items) == ["x4", "x1"]
+    assert ids(experience_store.list("t1").items) == ["x4", "x3", "x2", "x1"]
+
+
+def test_list_filters_by_status(experience_store):
+    experience_store.put(exp("x1", status=ACTIVE, minute=1))
+    experience_store.put(exp("x2", status=ARCHIVED, minute=2))
+    experience_store.put(exp("x3", status=FORGOTTEN, minute=3))
+    experience_store.put(exp("x4", status=ACTIVE, minute=4))
+    assert ids(experience_store.list("t1", status=ACTIVE).items) == ["x4", "x1"]
+    assert ids(experience_store.list("t1", status=ARCHIVED).items) == ["x2"]
+    assert ids(experience_store.list("t1", status=FORGOTTEN).items) == ["x3"]
+
+
+def test_filtered_paging_yields_every_match_once(experience_store):
+    for i in range(9):
+        experience_store.put(
+            exp(f"x{i}", minute=i % 3, agent_id="a1" if i % 2 else "a2", status=ACTIVE if i % 3 else ARCHIVED)
+        )
+    expected = [
+        e.experience_id
+        for e in experience_store.list("t1", limit=100).items
+        if e.agent_id == "a1" and e.status is ACTIVE
+    ]
+    seen, _ = all_pages(experience_store, "t1", 1, agent_id="a1", status=ACTIVE)
+    assert seen == expected and len(expected) == 3
+
+
+def test_list_never_shows_another_tenants_experiences(experience_store):
+    experience_store.put(exp("x1", tenant_id="t1"))
+    experience_store.put(exp("x2", tenant_id="t2"))
+    assert ids(experience_store.list("t1").items) == ["x1"]
+
+
+def test_a_put_that_changes_status_moves_the_experience_between_filters(experience_store):
+    experience_store.put(exp("x1"))
+    experience_store.put(exp("x1", status=ARCHIVED))
+    assert experience_store.list("t1", status=ACTIVE).items == []
+    assert ids(experience_store.list("t1", status=ARCHIVED).items) == ["x1"]
+
+
+def _b64(obj) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "cursor", ["not a cursor", "!!!!", "eyJh", _b64({"a": 1}), _b64([1]), _b64(["x", "y"]), _b64([None, None])]
+)
+def test_list_with_an_invalid_cursor_raises_invalid_input(experience_store, cursor):
+    experience_store.put(exp("x1"))
+    with pytest.raises(InvalidInput):
+        experience_store.list("t1", cursor=cursor)
+
+
+# --- find_active_by_fingerprint -----------------------------------------------------------------
+
+
+def test_find_by_fingerprint_matches_the_exact_scope(experience_store):
+    experience_store.put(exp("agent-only", fingerprint="fp", agent_id="a1", user_id=None))
+    experience_store.put(exp("agent-user", fingerprint="fp", agent_id="a1", user_id="u1"))
+    experience_store.put(exp("shared", fingerprint="fp", agent_id=None, user_id=None))
+    find = experience_store.find_active_by_fingerprint
+    assert find("t1", "fp", "a1", None).experience_id == "agent-only"
+    assert find("t1", "fp", "a1", "u1").experience_id == "agent-user"
+    assert find("t1", "fp", None, None).experience_id == "shared"
+
+
+def test_a_none_scope_is_not_a_wildcard(experience_store):
+    experience_store.put(exp("x1", fingerprint="fp", agent_id="a1", user_id="u1"))
+    find = experience_store.find_active_by_fingerprint
+    assert find("t1", "fp", None, None) is None
+    assert find("t1", "fp", "a1", None) is None
+    assert find("t1", "fp", None, "u1") is None
+    assert find("t1", "fp", "a2", "u1") is None
+    assert find("t1", "fp", "a1", "u1").experience_id == "x1"
+
+
+def test_a_shared_experience_is_not_found_for_a_narrower_scope(experience_store):
+    experience_store.put(exp("x1", fingerprint="fp", agent_id=None, user_id=None))
+    assert experience_store.find_active_by_fingerprint("t1", "fp", "a1", None) is None
+    assert experience_store.find_active_by_fingerprint("t1", "fp", None, "u1") is None
+
+
+def test_find_by_fingerprint_ignores_experiences_that_are_not_active(experience_store):
+    experience_store.put(exp("x1", fingerprint="fp", status=ARCHIVED))
+    experience_store.put(exp("x2", fingerprint="fp", status=FORGOTTEN))
+    assert experience_store.find_active_by_fingerprint("t1", "fp", None, None) is None
+    experience_store.put(exp("x3", fingerprint="fp"))
+    assert experience_store.find_active_by_fingerprint("t1", "fp", None, None).experience_id == "x3"
+
+
+def test_find_by_fingerprint_stays_in_the_tenant_and_the_fingerprint(experience_store):
+    experience_store.put(exp("x1", tenant_id="t1", fingerprint="fp"))
+    assert experience_store.find_active_by_fingerprint("t2", "fp", None, None) is None
+    assert experience_store.find_active_by_fingerprint("t1", "other", None, None) is None
+
+
+# --- scan_active --------------------------------------------------------------------------------
+
+
+def test_scan_active_walks_every_tenant_in_tenant_then_id_order(experience_store):
+    experience_store.put(exp("b", tenant_id="t2"))
+    experience_store.put(exp("z", tenant_id="t1", minute=9))
+    experience_store.put(exp("a", tenant_id="t2"))
+    experience_store.put(exp("m", tenant_id="t1"))
+    experience_store.put(exp("old", tenant_id="t1", status=ARCHIVED))
+    experience_store.put(exp("gone", tenant_id="t3", status=FORGOTTEN))
+    page = experience_store.scan_active()
+    assert [(e.tenant_id, e.experience_id) for e in page.items] == [("t1", "m"), ("t1", "z"), ("t2", "a"), ("t2", "b")]
+    assert page.cursor is None
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 6])
+def test_scan_active_pages_cover_every_active_experience_once(experience_store, limit):
+    expected = []
+    for tenant_id in ["t3", "t1", "t2"]:
+        for i in range(2):
+            experience_store.put(exp(f"x{i}", tenant_id=tenant_id))
+            expected.append((tenant_id, f"x{i}"))
+        experience_store.put(exp("archived", tenant_id=tenant_id, status=ARCHIVED))
+    assert all_active(experience_store, limit) == sorted(expected)
+
+
+def test_a_scan_page_shorter_than_the_limit_has_no_cursor(experience_store):
+    for i in range(3):
+        experience_store.put(exp(f"x{i}"))
+    first = experience_store.scan_active(limit=2)
+    assert first.cursor is not None
+    last = experience_store.scan_active(limit=2, cursor=first.cursor)
+    assert ids(last.items) == ["x2"]
+    assert last.cursor is None
+
+
+def test_scan_active_resumes_from_a_cursor_after_writes(experience_store):
+    for i in range(4):
+        experience_store.put(exp(f"x{i}"))
+    first = experience_store.scan_active(limit=2)
+    assert ids(first.items) == ["x0", "x1"]
+    # maintenance archives what it has seen and a new experience arrives before it resumes
+    experience_store.put(exp("x0", status=ARCHIVED))
+    experience_store.put(exp("x5"))
+    rest = []
+    cursor = first.cursor
+    while cursor is not None:
+        page = experience_store.scan_active(limit=2, cursor=cursor)
+        rest += ids(page.items)
+        cursor = page.cursor
+    assert rest == ["x2", "x3", "x5"]
+
+
+def test_scan_active_of_an_empty_store_is_one_empty_page(experience_store):
+    page = experience_store.scan_active()
+    assert page.items == [] and page.cursor is None
+
+
+def test_scan_active_with_an_invalid_cursor_raises_invalid_input(experience_store):
+    with pytest.raises(InvalidInput):
+        experience_store.scan_active(cursor="not a cursor")

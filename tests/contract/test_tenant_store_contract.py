@@ -1,0 +1,118 @@
+"""Contract of ``ports.TenantStore``: API key hashes resolve to tenants until revoked."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from chalicelib.domain.errors import Conflict, NotFound
+from chalicelib.domain.models import Tenant
+
+from .conftest import T0
+
+
+def tenant(tenant_id: str = "t1") -> Tenant:
+    return Tenant(tenant_id=tenant_id, name=f"name of {tenant_id}", created_at=T0)
+
+
+def test_the_first_key_of_a_new_tenant_resolves_to_it(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    assert tenant_store.tenant_for_key("hash-1") == "t1"
+
+
+def test_an_unknown_key_resolves_to_nothing(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    assert tenant_store.tenant_for_key("hash-nobody-has") is None
+
+
+def test_each_key_resolves_to_its_own_tenant(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    tenant_store.create_tenant(tenant("t2"), "hash-2")
+    assert tenant_store.tenant_for_key("hash-1") == "t1"
+    assert tenant_store.tenant_for_key("hash-2") == "t2"
+
+
+def test_an_added_key_works_alongside_the_first(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    tenant_store.add_key("t1", "hash-1b", T0 + timedelta(days=1))
+    assert tenant_store.tenant_for_key("hash-1") == "t1"
+    assert tenant_store.tenant_for_key("hash-1b") == "t1"
+
+
+def test_adding_a_key_to_an_unknown_tenant_raises_not_found(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    with pytest.raises(NotFound):
+        tenant_store.add_key("t-nobody", "hash-x", T0)
+    assert tenant_store.tenant_for_key("hash-x") is None
+
+
+def test_revoking_with_keep_revokes_every_other_key_and_counts_them(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-a")
+    tenant_store.add_key("t1", "hash-b", T0)
+    tenant_store.add_key("t1", "hash-c", T0)
+    assert tenant_store.revoke_keys("t1", keep="hash-c") == 2
+    assert tenant_store.tenant_for_key("hash-a") is None
+    assert tenant_store.tenant_for_key("hash-b") is None
+    assert tenant_store.tenant_for_key("hash-c") == "t1"
+
+
+def test_revoking_without_keep_revokes_every_key(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-a")
+    tenant_store.add_key("t1", "hash-b", T0)
+    assert tenant_store.revoke_keys("t1") == 2
+    assert tenant_store.tenant_for_key("hash-a") is None
+    assert tenant_store.tenant_for_key("hash-b") is None
+
+
+def test_keys_already_revoked_are_not_counted_again(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-a")
+    tenant_store.add_key("t1", "hash-b", T0)
+    assert tenant_store.revoke_keys("t1", keep="hash-b") == 1
+    assert tenant_store.revoke_keys("t1", keep="hash-b") == 0
+
+
+def test_a_revoked_key_stays_revoked_even_when_named_as_keep_later(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-a")
+    tenant_store.add_key("t1", "hash-b", T0)
+    tenant_store.revoke_keys("t1", keep="hash-b")
+    tenant_store.revoke_keys("t1", keep="hash-a")
+    assert tenant_store.tenant_for_key("hash-a") is None
+
+
+def test_revoking_touches_no_other_tenant(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    tenant_store.create_tenant(tenant("t2"), "hash-2")
+    assert tenant_store.revoke_keys("t1") == 1
+    assert tenant_store.tenant_for_key("hash-2") == "t2"
+
+
+def test_revoking_keys_of_an_unknown_tenant_revokes_nothing(tenant_store):
+    assert tenant_store.revoke_keys("t-nobody") == 0
+
+
+def test_a_key_added_after_a_revocation_works(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-a")
+    tenant_store.revoke_keys("t1")
+    tenant_store.add_key("t1", "hash-new", T0)
+    assert tenant_store.tenant_for_key("hash-new") == "t1"
+
+
+def test_creating_a_tenant_whose_id_exists_raises_conflict(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    with pytest.raises(Conflict):
+        tenant_store.create_tenant(tenant("t1"), "hash-2")
+    assert tenant_store.tenant_for_key("hash-1") == "t1"
+    assert tenant_store.tenant_for_key("hash-2") is None
+
+
+def test_a_key_hash_already_in_use_cannot_be_given_to_another_tenant(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    with pytest.raises(Conflict):
+        tenant_store.create_tenant(tenant("t2"), "hash-1")
+    tenant_store.create_tenant(tenant("t3"), "hash-3")
+    with pytest.raises(Conflict):
+        tenant_store.add_key("t3", "hash-1", T0)
+    assert tenant_store.tenant_for_key("hash-1") == "t1"
+    # the failed create left no half-made tenant behind
+    with pytest.raises(NotFound):
+        tenant_store.add_key("t2", "hash-2", T0)

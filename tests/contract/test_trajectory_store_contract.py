@@ -1,0 +1,296 @@
+"""Contract of ``ports.TrajectoryStore``: trajectories, their events, finalize and review."""
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+import pytest
+
+from chalicelib.domain.errors import Conflict, NotFound
+from chalicelib.domain.models import Event, Trajectory, TrajectoryStatus
+
+from .conftest import T0
+
+
+def traj(trajectory_id: str = "tr1", tenant_id: str = "t1", **kw) -> Trajectory:
+    fields = dict(
+        tenant_id=tenant_id,
+        trajectory_id=trajectory_id,
+        agent_id="agent-1",
+        goal="deploy the service",
+        created_at=T0,
+        updated_at=T0,
+        user_id="user-1",
+        task_type="deploy",
+        tools=["git", "docker"],
+        intent="ship",
+        tags=["prod"],
+        metadata={"ticket": "OPS-1", "nested": {"n": 1}},
+    )
+    fields.update(kw)
+    return Trajectory(**fields)
+
+
+def ev(event_id: str, minute: int = 0, **content) -> Event:
+    return Event(
+        event_id=event_id,
+        type="tool_call",
+        timestamp=T0 + timedelta(minutes=minute),
+        content={"tool": "git", "status": "ok", **content},
+        node_id=f"n-{event_id}",
+        context={"cwd": "/srv"},
+    )
+
+
+def at(minutes: int) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def ids(events: list[Event]) -> list[str]:
+    return [e.event_id for e in events]
+
+
+# --- create / get ------------------------------------------------------------------------------
+
+
+def test_a_created_trajectory_reads_back_equal(trajectory_store):
+    stored, created = trajectory_store.create(traj())
+    assert created is True
+    assert stored == traj()
+    assert trajectory_store.get("t1", "tr1") == traj()
+
+
+def test_creating_an_existing_trajectory_returns_the_stored_one_and_false(trajectory_store):
+    trajectory_store.create(traj(goal="the first goal"))
+    stored, created = trajectory_store.create(traj(goal="another goal", created_at=at(5), updated_at=at(5)))
+    assert created is False
+    assert stored.goal == "the first goal"
+    assert stored.created_at == T0
+    assert trajectory_store.get("t1", "tr1").goal == "the first goal"
+
+
+def test_create_returns_the_stored_state_not_a_fresh_one(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], at(1))
+    stored, created = trajectory_store.create(traj())
+    assert created is False
+    assert stored.event_count == 1
+
+
+def test_the_same_trajectory_id_in_two_tenants_is_two_trajectories(trajectory_store):
+    assert trajectory_store.create(traj(tenant_id="t1", goal="one"))[1] is True
+    assert trajectory_store.create(traj(tenant_id="t2", goal="two"))[1] is True
+    assert trajectory_store.get("t1", "tr1").goal == "one"
+    assert trajectory_store.get("t2", "tr1").goal == "two"
+
+
+def test_getting_an_unknown_trajectory_raises_not_found(trajectory_store):
+    with pytest.raises(NotFound):
+        trajectory_store.get("t1", "nope")
+
+
+def test_getting_another_tenants_trajectory_raises_not_found(trajectory_store):
+    trajectory_store.create(traj(tenant_id="t1"))
+    with pytest.raises(NotFound):
+        trajectory_store.get("t2", "tr1")
+
+
+def test_a_new_trajectory_is_open_with_no_events(trajectory_store):
+    trajectory_store.create(traj())
+    got = trajectory_store.get("t1", "tr1")
+    assert got.status is TrajectoryStatus.OPEN
+    assert got.event_count == 0
+    assert trajectory_store.events("t1", "tr1") == []
+
+
+# --- append_events ------------------------------------------------------------------------------
+
+
+def test_events_come_back_in_arrival_order_with_increasing_seq(trajectory_store):
+    trajectory_store.create(traj())
+    # timestamps deliberately out of order: arrival order wins
+    result = trajectory_store.append_events("t1", "tr1", [ev("c", 9), ev("a", 1), ev("b", 5)], at(10))
+    assert (result.accepted, result.duplicates) == (3, 0)
+    trajectory_store.append_events("t1", "tr1", [ev("d", 0)], at(11))
+    events = trajectory_store.events("t1", "tr1")
+    assert ids(events) == ["c", "a", "b", "d"]
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 4
+
+
+def test_stored_events_keep_their_fields(trajectory_store):
+    trajectory_store.create(traj())
+    sent = ev("e1", 3, detail={"rows": [1, 2]})
+    trajectory_store.append_events("t1", "tr1", [sent], at(4))
+    (got,) = trajectory_store.events("t1", "tr1")
+    assert replace(got, seq=0) == sent
+
+
+def test_an_event_id_seen_before_counts_as_a_duplicate(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("e1"), ev("e2")], at(1))
+    result = trajectory_store.append_events("t1", "tr1", [ev("e2", 7), ev("e3")], at(2))
+    assert (result.accepted, result.duplicates) == (1, 1)
+    assert ids(trajectory_store.events("t1", "tr1")) == ["e1", "e2", "e3"]
+    # the first copy is kept
+    assert trajectory_store.events("t1", "tr1")[1].timestamp == T0
+
+
+def test_a_repeated_event_id_inside_one_batch_counts_as_a_duplicate(trajectory_store):
+    trajectory_store.create(traj())
+    result = trajectory_store.append_events("t1", "tr1", [ev("e1"), ev("e2"), ev("e1", 9)], at(1))
+    assert (result.accepted, result.duplicates) == (2, 1)
+    assert ids(trajectory_store.events("t1", "tr1")) == ["e1", "e2"]
+
+
+def test_a_batch_of_only_duplicates_changes_nothing(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], at(1))
+    before = trajectory_store.get("t1", "tr1")
+    result = trajectory_store.append_events("t1", "tr1", [ev("e1")], at(2))
+    assert (result.accepted, result.duplicates) == (0, 1)
+    assert trajectory_store.get("t1", "tr1") == before
+
+
+def test_the_event_count_counts_accepted_events(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("e1"), ev("e2")], at(1))
+    trajectory_store.append_events("t1", "tr1", [ev("e2"), ev("e3")], at(2))
+    assert trajectory_store.get("t1", "tr1").event_count == 3
+
+
+def test_appending_events_moves_updated_at_to_now(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], at(3))
+    got = trajectory_store.get("t1", "tr1")
+    assert got.updated_at == at(3)
+    assert got.created_at == T0
+
+
+def test_the_same_event_id_in_two_trajectories_is_no_duplicate(trajectory_store):
+    trajectory_store.create(traj("tr1"))
+    trajectory_store.create(traj("tr2"))
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], at(1))
+    result = trajectory_store.append_events("t1", "tr2", [ev("e1")], at(1))
+    assert (result.accepted, result.duplicates) == (1, 0)
+
+
+def test_appending_to_an_unknown_trajectory_raises_not_found(trajectory_store):
+    with pytest.raises(NotFound):
+        trajectory_store.append_events("t1", "nope", [ev("e1")], at(1))
+
+
+def test_appending_to_another_tenants_trajectory_raises_not_found(trajectory_store):
+    trajectory_store.create(traj(tenant_id="t1"))
+    with pytest.raises(NotFound):
+        trajectory_store.append_events("t2", "tr1", [ev("e1")], at(1))
+    assert trajectory_store.events("t1", "tr1") == []
+
+
+def test_another_tenant_never_sees_the_events(trajectory_store):
+    trajectory_store.create(traj(tenant_id="t1"))
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], at(1))
+    try:
+        seen = trajectory_store.events("t2", "tr1")
+    except NotFound:  # the port does not say which; both keep the events private
+        seen = []
+    assert seen == []
+
+
+def test_appending_after_finalize_raises_conflict(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], at(1))
+    trajectory_store.finalize("t1", "tr1", "success", None, at(2))
+    with pytest.raises(Conflict):
+        trajectory_store.append_events("t1", "tr1", [ev("e2")], at(3))
+    with pytest.raises(Conflict):  # even a duplicate-only batch
+        trajectory_store.append_events("t1", "tr1", [ev("e1")], at(3))
+    assert ids(trajectory_store.events("t1", "tr1")) == ["e1"]
+
+
+# --- finalize -----------------------------------------------------------------------------------
+
+
+def test_finalize_records_the_outcome_and_returns_the_trajectory(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], at(1))
+    done = trajectory_store.finalize("t1", "tr1", "failure", "it broke", at(2))
+    assert done.status is TrajectoryStatus.FINALIZED
+    assert (done.outcome, done.feedback) == ("failure", "it broke")
+    assert done.finalized_at == at(2)
+    assert done.updated_at == at(2)
+    assert done.event_count == 1
+    assert trajectory_store.get("t1", "tr1") == done
+
+
+def test_finalizing_twice_raises_conflict(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.finalize("t1", "tr1", "success", None, at(1))
+    with pytest.raises(Conflict):
+        trajectory_store.finalize("t1", "tr1", "failure", "again", at(2))
+    assert trajectory_store.get("t1", "tr1").outcome == "success"
+
+
+def test_finalizing_a_reviewed_trajectory_raises_conflict(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.finalize("t1", "tr1", "success", None, at(1))
+    trajectory_store.save_review("t1", "tr1", "reviewed", [], {}, at(2))
+    with pytest.raises(Conflict):
+        trajectory_store.finalize("t1", "tr1", "success", None, at(3))
+
+
+def test_finalizing_an_unknown_or_foreign_trajectory_raises_not_found(trajectory_store):
+    trajectory_store.create(traj(tenant_id="t1"))
+    with pytest.raises(NotFound):
+        trajectory_store.finalize("t1", "nope", "success", None, at(1))
+    with pytest.raises(NotFound):
+        trajectory_store.finalize("t2", "tr1", "success", None, at(1))
+    assert trajectory_store.get("t1", "tr1").status is TrajectoryStatus.OPEN
+
+
+# --- save_review / finalized_unreviewed ---------------------------------------------------------
+
+
+def test_save_review_records_status_experiences_and_review(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.finalize("t1", "tr1", "success", None, at(1))
+    review = {"lessons": 2, "rejected": [{"lesson": "x", "reason": "vague"}]}
+    saved = trajectory_store.save_review("t1", "tr1", "reviewed", ["x1", "x2"], review, at(2))
+    assert saved.status is TrajectoryStatus.REVIEWED
+    assert saved.experience_ids == ["x1", "x2"]
+    assert saved.review == review
+    assert saved.updated_at == at(2)
+    assert saved.outcome == "success"
+    assert trajectory_store.get("t1", "tr1") == saved
+
+
+def test_save_review_can_record_a_failed_review(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.finalize("t1", "tr1", "success", None, at(1))
+    saved = trajectory_store.save_review("t1", "tr1", "review_failed", [], {"error": "boom"}, at(2))
+    assert saved.status is TrajectoryStatus.REVIEW_FAILED
+    assert trajectory_store.get("t1", "tr1").review == {"error": "boom"}
+
+
+def test_save_review_of_an_unknown_trajectory_raises_not_found(trajectory_store):
+    with pytest.raises(NotFound):
+        trajectory_store.save_review("t1", "nope", "reviewed", [], {}, at(1))
+
+
+def test_finalized_unreviewed_lists_only_finalized_trajectories_of_every_tenant(trajectory_store):
+    for tenant_id, trajectory_id in [("t1", "open"), ("t1", "fin"), ("t2", "fin"), ("t1", "rev"), ("t2", "failed")]:
+        trajectory_store.create(traj(trajectory_id, tenant_id))
+    for tenant_id, trajectory_id in [("t1", "fin"), ("t2", "fin"), ("t1", "rev"), ("t2", "failed")]:
+        trajectory_store.finalize(tenant_id, trajectory_id, "success", None, at(1))
+    trajectory_store.save_review("t1", "rev", "reviewed", [], {}, at(2))
+    trajectory_store.save_review("t2", "failed", "review_failed", [], {}, at(2))
+    assert sorted(trajectory_store.finalized_unreviewed()) == [("t1", "fin"), ("t2", "fin")]
+
+
+def test_finalized_unreviewed_returns_at_most_limit(trajectory_store):
+    for i in range(5):
+        trajectory_store.create(traj(f"tr{i}"))
+        trajectory_store.finalize("t1", f"tr{i}", "success", None, at(1))
+    got = trajectory_store.finalized_unreviewed(limit=3)
+    assert len(got) == 3
+    assert set(got) <= {("t1", f"tr{i}") for i in range(5)}
