@@ -331,7 +331,7 @@ class InMemoryReviewQueue:
             if job is None:
                 self._jobs[key] = {"state": "pending", "attempts": 0, "due": now, "error": None}
             elif job["state"] in ("done", "dead"):
-                job.update(state="pending", due=now)  # attempts are kept, as in the SQLite queue
+                job.update(state="pending", due=now, attempts=0)  # a redrive starts a fresh set of retries
             # pending or leased: already on its way, nothing to do
 
     def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
@@ -366,6 +366,13 @@ class InMemoryReviewQueue:
 
     def dead(self, job: ReviewJob, error: str) -> None:
         self._set(job, "dead", error)
+
+    def release_leases(self, now: datetime) -> int:
+        with self._lock:
+            leased = [job for job in self._jobs.values() if job["state"] == "leased"]
+            for job in leased:
+                job.update(state="pending", due=now)
+            return len(leased)
 
     def pending(self) -> int:
         with self._lock:

@@ -19,15 +19,18 @@ class SqliteTenantStore:
         self.db = db
 
     def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
-        with self.db.write() as conn:
-            conn.execute(
-                "INSERT INTO tenants(tenant_id, name, created_us) VALUES (?,?,?)",
-                (tenant.tenant_id, tenant.name, to_us(tenant.created_at)),
-            )
-            conn.execute(
-                "INSERT INTO api_keys(key_hash, tenant_id, created_us) VALUES (?,?,?)",
-                (key_hash, tenant.tenant_id, to_us(tenant.created_at)),
-            )
+        try:
+            with self.db.write() as conn:  # rolled back as a whole if either row exists
+                conn.execute(
+                    "INSERT INTO tenants(tenant_id, name, created_us) VALUES (?,?,?)",
+                    (tenant.tenant_id, tenant.name, to_us(tenant.created_at)),
+                )
+                conn.execute(
+                    "INSERT INTO api_keys(key_hash, tenant_id, created_us) VALUES (?,?,?)",
+                    (key_hash, tenant.tenant_id, to_us(tenant.created_at)),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise Conflict("tenant or key already exists") from exc
 
     def tenant_for_key(self, key_hash: str) -> str | None:
         row = self.db.read().execute(
@@ -36,13 +39,16 @@ class SqliteTenantStore:
         return row["tenant_id"] if row else None
 
     def add_key(self, tenant_id: str, key_hash: str, now: datetime) -> None:
-        with self.db.write() as conn:
-            if conn.execute("SELECT 1 FROM tenants WHERE tenant_id=?", (tenant_id,)).fetchone() is None:
-                raise NotFound("tenant not found")
-            conn.execute(
-                "INSERT INTO api_keys(key_hash, tenant_id, created_us) VALUES (?,?,?)",
-                (key_hash, tenant_id, to_us(now)),
-            )
+        try:
+            with self.db.write() as conn:
+                if conn.execute("SELECT 1 FROM tenants WHERE tenant_id=?", (tenant_id,)).fetchone() is None:
+                    raise NotFound("tenant not found")
+                conn.execute(
+                    "INSERT INTO api_keys(key_hash, tenant_id, created_us) VALUES (?,?,?)",
+                    (key_hash, tenant_id, to_us(now)),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise Conflict("key already in use") from exc
 
     def revoke_keys(self, tenant_id: str, keep: str | None = None) -> int:
         with self.db.write() as conn:
@@ -104,11 +110,8 @@ class SqliteTrajectoryStore:
                 if cur.rowcount == 1:
                     seq += 1
                     accepted += 1
-            if accepted:
-                conn.execute(
-                    "UPDATE trajectories SET event_count=?, updated_us=? WHERE tenant_id=? AND trajectory_id=?",
-                    (seq, to_us(now), tenant_id, trajectory_id),
-                )
+            if accepted:  # the doc too, or the stored updated_at would never move
+                self._save(conn, replace(traj, event_count=seq, updated_at=now))
             return AppendResult(accepted=accepted, duplicates=len(events) - accepted)
 
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
@@ -260,7 +263,7 @@ class SqliteReviewQueue:
         with self.db.write() as conn:
             conn.execute(
                 "INSERT INTO review_jobs(tenant_id, trajectory_id, kind, state, due_us) VALUES (?,?,?,'pending',?)"
-                " ON CONFLICT(tenant_id, trajectory_id, kind) DO UPDATE SET state='pending', due_us=excluded.due_us"
+                " ON CONFLICT(tenant_id, trajectory_id, kind) DO UPDATE SET state='pending', due_us=excluded.due_us, attempts=0"
                 " WHERE review_jobs.state IN ('done', 'dead')",
                 (tenant_id, trajectory_id, kind, to_us(now)),
             )

@@ -41,8 +41,14 @@ def _small_json(value: dict[str, Any]) -> dict[str, Any]:
 SmallObject = Annotated[dict[str, Any], AfterValidator(_small_json)]
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+class Model(BaseModel):
+    # Validators are built on first use, not at import: a Lambda cold start pays only for the
+    # models its first request needs.
+    model_config = ConfigDict(defer_build=True)
+
+
+class Strict(Model):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
 
 
 # --- tenants ---------------------------------------------------------------------------------
@@ -52,7 +58,7 @@ class TenantIn(Strict):
     name: Name
 
 
-class TenantOut(BaseModel):
+class TenantOut(Model):
     tenant_id: str
     name: str
     api_key: str = Field(description="Shown once; only its hash is stored.")
@@ -73,15 +79,15 @@ class TrajectoryIn(Strict):
     metadata: SmallObject = {}
 
 
-class EventContext(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class EventContext(Model):
+    model_config = ConfigDict(extra="allow", defer_build=True)
     goal: Text | None = None
     subtask: Text | None = None
     last_user_input: Text | None = None
 
 
-class ToolCallContent(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class ToolCallContent(Model):
+    model_config = ConfigDict(extra="allow", defer_build=True)
     tool: Name
     params: dict[str, Any] = {}
     status: Literal["ok", "error"] = "ok"
@@ -90,19 +96,19 @@ class ToolCallContent(BaseModel):
     available_tools: NameList = []
 
 
-class TextContent(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class TextContent(Model):
+    model_config = ConfigDict(extra="allow", defer_build=True)
     text: str
 
 
-class FeedbackContent(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class FeedbackContent(Model):
+    model_config = ConfigDict(extra="allow", defer_build=True)
     text: str = ""
     sentiment: Literal["positive", "negative"] | None = None
 
 
-class StateChangeContent(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class StateChangeContent(Model):
+    model_config = ConfigDict(extra="allow", defer_build=True)
     key: Name
     value: Any = None
 
@@ -136,7 +142,7 @@ class EventsIn(Strict):
     events: Annotated[list[EventIn], Field(min_length=1)]
 
 
-class EventsOut(BaseModel):
+class EventsOut(Model):
     accepted: int
     duplicates: int
 
@@ -146,7 +152,7 @@ class FinalizeIn(Strict):
     feedback: Annotated[str, Field(max_length=4000)] | None = None
 
 
-class TrajectoryOut(BaseModel):
+class TrajectoryOut(Model):
     trajectory_id: str
     status: Literal["open", "finalized", "reviewed", "review_failed"]
     agent_id: str
@@ -191,7 +197,7 @@ class ExperienceIn(Strict):
         return self
 
 
-class ExperienceOut(BaseModel):
+class ExperienceOut(Model):
     experience_id: str
     situation: str
     action: str
@@ -216,7 +222,7 @@ class ExperienceOut(BaseModel):
     updated_at: datetime
 
 
-class ExperienceList(BaseModel):
+class ExperienceList(Model):
     items: list[ExperienceOut]
     cursor: str | None = Field(description="Pass as ?cursor= for the next page; null on the last page.")
 
@@ -251,7 +257,7 @@ class RecallIn(Strict):
     min_score: Annotated[float, Field(ge=0, le=1)] = 0.0
 
 
-class ExplanationOut(BaseModel):
+class ExplanationOut(Model):
     semantic: float
     tag_match: float
     freshness: float
@@ -262,13 +268,13 @@ class ExplanationOut(BaseModel):
     task_type_match: bool | None
 
 
-class HitOut(BaseModel):
+class HitOut(Model):
     experience: ExperienceOut
     score: float
     explanation: ExplanationOut
 
 
-class RecallOut(BaseModel):
+class RecallOut(Model):
     hits: list[HitOut]
     advice: str = Field(description="The hits rendered as one block to place in the agent's prompt.")
 
@@ -280,21 +286,21 @@ class DecayIn(Strict):
     as_of: Time | None = None
 
 
-class DecayOut(BaseModel):
+class DecayOut(Model):
     decayed: int
     archived: int
 
 
-class HealthOut(BaseModel):
+class HealthOut(Model):
     status: Literal["ok"]
     backend: str
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(Model):
     code: str
     message: str
     details: Any = None
 
 
-class ErrorOut(BaseModel):
+class ErrorOut(Model):
     error: ErrorBody

@@ -10,6 +10,7 @@ that keeps nothing across instances says so with ``durable = False`` and the per
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -79,16 +80,23 @@ class MemoryBackend(Backend):
 class SqliteBackend(Backend):
     name, durable = "sqlite", True
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, opened: list[SqliteDatabase] | None = None) -> None:
         self.tmp_path = tmp_path
-        self._dbs: list[SqliteDatabase] = []
-        self.db = self._open("hindsight.db")
-        self.vectors_db = self._open("vectors.db")  # separate file, as the container builds it
+        self._opened = [] if opened is None else opened  # shared with reopened copies, closed together
 
     def _open(self, name: str) -> SqliteDatabase:
         db = SqliteDatabase(str(self.tmp_path / name))
-        self._dbs.append(db)
+        self._opened.append(db)
         return db
+
+    # opened on first use: a test of one port pays for one database file
+    @cached_property
+    def db(self) -> SqliteDatabase:
+        return self._open("hindsight.db")
+
+    @cached_property
+    def vectors_db(self) -> SqliteDatabase:
+        return self._open("vectors.db")  # a file of its own, as the container builds it
 
     def tenants(self) -> TenantStore:
         return SqliteTenantStore(self.db)
@@ -106,13 +114,10 @@ class SqliteBackend(Backend):
         return SqliteReviewQueue(self.db)
 
     def reopen(self) -> "SqliteBackend":
-        again = SqliteBackend.__new__(SqliteBackend)
-        again.tmp_path, again._dbs = self.tmp_path, self._dbs  # closed together with this one
-        again.db, again.vectors_db = again._open("hindsight.db"), again._open("vectors.db")
-        return again
+        return SqliteBackend(self.tmp_path, self._opened)
 
     def close(self) -> None:
-        for db in self._dbs:
+        for db in self._opened:
             conn = getattr(db._local, "conn", None)
             if conn is not None:
                 conn.close()

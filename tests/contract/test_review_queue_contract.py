@@ -1,0 +1,193 @@
+"""Contract of ``ports.ReviewQueue``: leased review jobs that survive crashed workers."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from chalicelib.ports import ReviewJob
+
+from .conftest import T0
+
+LEASE = 60.0
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def keys(jobs: list[ReviewJob]) -> list[tuple[str, str, str]]:
+    return [(j.tenant_id, j.trajectory_id, j.kind) for j in jobs]
+
+
+def test_an_enqueued_job_is_claimed_with_its_first_attempt(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    assert review_queue.claim(at(0), LEASE) == [ReviewJob("t1", "tr1", "full", 1)]
+
+
+def test_an_empty_queue_has_nothing_to_claim(review_queue):
+    assert review_queue.claim(at(0), LEASE) == []
+    assert review_queue.pending() == 0
+
+
+def test_a_job_is_not_claimed_before_it_is_due(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(10))
+    assert review_queue.claim(at(9), LEASE) == []
+    assert len(review_queue.claim(at(10), LEASE)) == 1
+
+
+def test_enqueue_is_idempotent_while_the_job_is_pending(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    review_queue.enqueue("t1", "tr1", "full", at(1))
+    assert review_queue.pending() == 1
+    assert keys(review_queue.claim(at(5), LEASE, limit=10)) == [("t1", "tr1", "full")]
+
+
+def test_jobs_differ_by_tenant_trajectory_and_kind(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    review_queue.enqueue("t1", "tr1", "quick", at(0))
+    review_queue.enqueue("t1", "tr2", "full", at(0))
+    review_queue.enqueue("t2", "tr1", "full", at(0))
+    assert review_queue.pending() == 4
+    claimed = review_queue.claim(at(0), LEASE)
+    assert sorted(keys(claimed)) == [("t1", "tr1", "full"), ("t1", "tr1", "quick"), ("t1", "tr2", "full"), ("t2", "tr1", "full")]
+
+
+def test_claim_takes_at_most_limit_jobs_and_leaves_the_rest_for_later(review_queue):
+    for i in range(5):
+        review_queue.enqueue("t1", f"tr{i}", "full", at(i))
+    first = review_queue.claim(at(10), LEASE, limit=2)
+    second = review_queue.claim(at(10), LEASE, limit=10)
+    assert len(first) == 2 and len(second) == 3
+    assert sorted(keys(first + second)) == [("t1", f"tr{i}", "full") for i in range(5)]
+
+
+def test_claim_takes_the_longest_due_jobs_first(review_queue):
+    review_queue.enqueue("t1", "late", "full", at(3))
+    review_queue.enqueue("t1", "early", "full", at(1))
+    review_queue.enqueue("t1", "middle", "full", at(2))
+    assert keys(review_queue.claim(at(5), LEASE, limit=2)) == [("t1", "early", "full"), ("t1", "middle", "full")]
+
+
+def test_a_leased_job_is_not_claimed_again_before_the_lease_runs_out(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    assert len(review_queue.claim(at(0), LEASE)) == 1
+    assert review_queue.claim(at(1), LEASE) == []
+    assert review_queue.claim(at(LEASE - 1), LEASE) == []
+
+
+def test_a_job_whose_lease_ran_out_is_claimed_again_with_one_more_attempt(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    review_queue.claim(at(0), LEASE)  # the worker crashes
+    assert review_queue.claim(at(LEASE + 1), LEASE) == [ReviewJob("t1", "tr1", "full", 2)]
+    assert review_queue.claim(at(LEASE + 2), LEASE) == []
+    assert review_queue.claim(at(2 * LEASE + 2), LEASE) == [ReviewJob("t1", "tr1", "full", 3)]
+
+
+def test_enqueue_of_a_leased_job_does_not_hand_it_out_twice(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    review_queue.claim(at(0), LEASE)
+    review_queue.enqueue("t1", "tr1", "full", at(1))
+    assert review_queue.claim(at(2), LEASE) == []
+
+
+def test_a_completed_job_is_never_claimed_again(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    (job,) = review_queue.claim(at(0), LEASE)
+    review_queue.complete(job)
+    assert review_queue.claim(at(LEASE * 10), LEASE) == []
+    assert review_queue.pending() == 0
+
+
+def test_retry_later_delays_the_job_and_counts_the_next_attempt(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    (job,) = review_queue.claim(at(0), LEASE)
+    review_queue.retry_later(job, "embedder down", at(1), delay_seconds=30)
+    assert review_queue.pending() == 1
+    assert review_queue.claim(at(30), LEASE) == []
+    assert review_queue.claim(at(31), LEASE) == [ReviewJob("t1", "tr1", "full", 2)]
+
+
+def test_retry_later_can_make_a_job_due_before_its_lease_would_end(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    (job,) = review_queue.claim(at(0), LEASE)
+    review_queue.retry_later(job, "transient", at(1), delay_seconds=2)
+    assert review_queue.claim(at(3), LEASE) == [ReviewJob("t1", "tr1", "full", 2)]
+
+
+def test_a_dead_job_is_kept_out_of_the_queue(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    (job,) = review_queue.claim(at(0), LEASE)
+    review_queue.dead(job, "gave up")
+    assert review_queue.pending() == 0
+    assert review_queue.claim(at(LEASE * 10), LEASE) == []
+
+
+def test_pending_counts_jobs_not_yet_finished_leased_ones_included(review_queue):
+    for i in range(4):
+        review_queue.enqueue("t1", f"tr{i}", "full", at(0))
+    assert review_queue.pending() == 4
+    a, b, c = review_queue.claim(at(0), LEASE, limit=3)
+    assert review_queue.pending() == 4  # one pending, three leased
+    review_queue.complete(a)
+    review_queue.dead(b, "no")
+    review_queue.retry_later(c, "later", at(1), 10)
+    assert review_queue.pending() == 2
+
+
+def test_enqueue_of_a_done_job_makes_it_pending_again(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    (job,) = review_queue.claim(at(0), LEASE)
+    review_queue.complete(job)
+    review_queue.enqueue("t1", "tr1", "full", at(100))
+    assert review_queue.pending() == 1
+    assert review_queue.claim(at(99), LEASE) == []
+    assert keys(review_queue.claim(at(100), LEASE)) == [("t1", "tr1", "full")]
+
+
+def test_enqueue_of_a_dead_job_redrives_it(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    (job,) = review_queue.claim(at(0), LEASE)
+    review_queue.dead(job, "gave up")
+    review_queue.enqueue("t1", "tr1", "full", at(5))
+    assert review_queue.pending() == 1
+    assert keys(review_queue.claim(at(5), LEASE)) == [("t1", "tr1", "full")]
+
+
+def test_a_new_queue_instance_on_the_same_storage_sees_the_jobs(durable_backend):
+    first = durable_backend.queue()
+    first.enqueue("t1", "tr1", "full", at(0))
+    first.enqueue("t1", "tr2", "full", at(0))
+    first.claim(at(0), LEASE, limit=1)
+    again = durable_backend.reopen().queue()
+    assert again.pending() == 2
+    assert len(again.claim(at(1), LEASE)) == 1
+    assert keys(again.claim(at(LEASE + 0.5), LEASE)) == [("t1", "tr1", "full")]  # its first lease ran out
+
+
+def test_released_leases_make_leased_jobs_due_at_once(review_queue):
+    for i in range(3):
+        review_queue.enqueue("t1", f"tr{i}", "full", at(0))
+    held, finished = review_queue.claim(at(0), LEASE, limit=2)
+    review_queue.complete(finished)
+    (never_claimed,) = {"tr0", "tr1", "tr2"} - {held.trajectory_id, finished.trajectory_id}
+    # a restart: the previous process died holding ``held``, long before its lease would run out
+    assert review_queue.release_leases(at(1)) == 1
+    assert review_queue.pending() == 2
+    again = {j.trajectory_id: j.attempts for j in review_queue.claim(at(1), LEASE)}
+    assert again == {held.trajectory_id: 2, never_claimed: 1}
+
+
+def test_releasing_leases_with_none_held_releases_nothing(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(10))
+    assert review_queue.release_leases(at(0)) == 0
+    assert review_queue.claim(at(5), LEASE) == []  # still not due
+
+
+def test_a_dead_job_sent_back_by_an_operator_starts_a_fresh_set_of_attempts(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    for i in range(3):
+        (job,) = review_queue.claim(at(i * 100), LEASE)
+        review_queue.retry_later(job, "boom", at(i * 100), 1)
+    (job,) = review_queue.claim(at(1000), LEASE)
+    review_queue.dead(job, "gave up")
+    review_queue.enqueue("t1", "tr1", "full", at(2000))
+    assert review_queue.claim(at(2000), LEASE) == [ReviewJob("t1", "tr1", "full", 1)]

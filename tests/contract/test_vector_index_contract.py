@@ -1,0 +1,278 @@
+"""Contract of ``ports.VectorIndex``: exact-enough cosine k-NN per tenant, with scope and tool filters."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from chalicelib.ports import IndexEntry, IndexFilter
+
+from .conftest import DIM
+
+ANYONE = IndexFilter()  # agent None, user None, no tools: sees only fully shared entries
+
+
+def vec(*head: float) -> np.ndarray:
+    """A DIM-dimensional vector starting with ``head``; deliberately not normalised."""
+    v = np.zeros(DIM, dtype=np.float32)
+    v[: len(head)] = head
+    return v
+
+
+def entry(experience_id: str, v: np.ndarray | None = None, **kw) -> IndexEntry:
+    return IndexEntry(experience_id, vec(1.0) if v is None else v, **kw)
+
+
+def found(index, tenant_id: str = "t1", q: np.ndarray | None = None, flt: IndexFilter = ANYONE, k: int = 100) -> list[str]:
+    return [i for i, _ in index.search(tenant_id, vec(1.0) if q is None else q, flt, k)]
+
+
+Q = vec(3.0)  # along the first axis
+
+
+# --- search -------------------------------------------------------------------------------------
+
+
+def test_search_returns_cosine_scores_best_first(vector_index):
+    vector_index.upsert(
+        "t1",
+        [
+            entry("orthogonal", vec(0, 5)),
+            entry("same", vec(2)),
+            entry("opposite", vec(-1)),
+            entry("diagonal", vec(4, 4)),
+            entry("mostly", vec(3, 1)),
+        ],
+    )
+    hits = vector_index.search("t1", Q, ANYONE, 10)
+    assert [i for i, _ in hits] == ["same", "mostly", "diagonal", "orthogonal", "opposite"]
+    expected = [1.0, 3 / math.sqrt(10), 1 / math.sqrt(2), 0.0, -1.0]
+    assert [s for _, s in hits] == pytest.approx(expected, abs=1e-5)
+    assert all(isinstance(s, float) for _, s in hits)
+
+
+def test_search_of_an_empty_tenant_finds_nothing(vector_index):
+    assert vector_index.search("t1", Q, ANYONE, 5) == []
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5, 50])
+def test_search_returns_at_most_k_of_the_best(vector_index, k):
+    vector_index.upsert("t1", [entry(f"x{i}", vec(10 - i, i)) for i in range(5)])  # x0 closest, x4 farthest
+    assert found(vector_index, q=Q, k=k) == [f"x{i}" for i in range(min(k, 5))]
+
+
+def test_k_counts_only_entries_that_pass_the_filter(vector_index):
+    vector_index.upsert(
+        "t1",
+        [entry(f"other{i}", vec(1, 0.01 * i), agent_id="a2") for i in range(5)]
+        + [entry("mine-far", vec(1, 5), agent_id="a1"), entry("shared-far", vec(1, 9))],
+    )
+    assert found(vector_index, q=Q, flt=IndexFilter(agent_id="a1"), k=2) == ["mine-far", "shared-far"]
+
+
+def test_upserting_nothing_is_a_no_op(vector_index):
+    vector_index.upsert("t1", [])
+    assert vector_index.count("t1") == 0
+
+
+def test_upserting_an_existing_id_replaces_its_vector(vector_index):
+    vector_index.upsert("t1", [entry("x", vec(1)), entry("y", vec(1, 1))])
+    vector_index.upsert("t1", [entry("x", vec(-1))])
+    hits = vector_index.search("t1", Q, ANYONE, 10)
+    assert [i for i, _ in hits] == ["y", "x"]
+    assert hits[1][1] == pytest.approx(-1.0, abs=1e-5)
+    assert vector_index.count("t1") == 2
+
+
+def test_upserting_an_existing_id_replaces_its_tools(vector_index):
+    vector_index.upsert("t1", [entry("x", tools=("git",))])
+    git, docker = IndexFilter(tools=("git",)), IndexFilter(tools=("docker",))
+    assert found(vector_index, flt=git) == ["x"] and found(vector_index, flt=docker) == []
+    vector_index.upsert("t1", [entry("x", tools=("docker",))])
+    assert found(vector_index, flt=git) == [] and found(vector_index, flt=docker) == ["x"]
+    vector_index.upsert("t1", [entry("x", tools=())])
+    assert found(vector_index, flt=git) == ["x"] and found(vector_index, flt=docker) == ["x"]
+
+
+def test_upserting_an_existing_id_replaces_its_scope(vector_index):
+    vector_index.upsert("t1", [entry("x", agent_id="a1", user_id="u1")])
+    assert found(vector_index, flt=IndexFilter(agent_id="a1", user_id="u1")) == ["x"]
+    vector_index.upsert("t1", [entry("x", agent_id="a2")])
+    assert found(vector_index, flt=IndexFilter(agent_id="a1", user_id="u1")) == []
+    assert found(vector_index, flt=IndexFilter(agent_id="a2")) == ["x"]
+    vector_index.upsert("t1", [entry("x")])
+    assert found(vector_index) == ["x"]
+
+
+# --- delete / count -----------------------------------------------------------------------------
+
+
+def test_deleted_entries_are_no_longer_found_or_counted(vector_index):
+    vector_index.upsert("t1", [entry("x"), entry("y"), entry("z")])
+    vector_index.delete("t1", ["x", "z"])
+    assert found(vector_index) == ["y"]
+    assert vector_index.count("t1") == 1
+
+
+def test_deleting_unknown_ids_is_ignored(vector_index):
+    vector_index.delete("t1", ["never-there"])  # an empty tenant, too
+    vector_index.upsert("t1", [entry("x")])
+    vector_index.delete("t1", ["never-there", "x", "x"])
+    vector_index.delete("t1", ["x"])
+    vector_index.delete("t1", [])
+    assert vector_index.count("t1") == 0
+    assert found(vector_index) == []
+
+
+def test_a_deleted_id_can_be_upserted_again(vector_index):
+    vector_index.upsert("t1", [entry("x", vec(1), tools=("git",))])
+    vector_index.delete("t1", ["x"])
+    vector_index.upsert("t1", [entry("x", vec(0, 1), tools=("docker",))])
+    assert vector_index.count("t1") == 1
+    assert found(vector_index, flt=IndexFilter(tools=("git",))) == []
+    ((hit, score),) = vector_index.search("t1", Q, IndexFilter(tools=("docker",)), 5)
+    assert hit == "x" and score == pytest.approx(0.0, abs=1e-5)
+
+
+def test_count_counts_distinct_ids_per_tenant(vector_index):
+    assert vector_index.count("t1") == 0
+    vector_index.upsert("t1", [entry("x"), entry("y")])
+    vector_index.upsert("t1", [entry("x"), entry("z")])
+    vector_index.upsert("t2", [entry("x")])
+    assert vector_index.count("t1") == 3
+    assert vector_index.count("t2") == 1
+
+
+# --- tenants ------------------------------------------------------------------------------------
+
+
+def test_a_tenant_never_finds_another_tenants_entries(vector_index):
+    vector_index.upsert("t1", [entry("mine")])
+    vector_index.upsert("t2", [entry("theirs")])
+    assert found(vector_index, "t1") == ["mine"]
+    assert found(vector_index, "t2") == ["theirs"]
+    assert found(vector_index, "t3") == []
+
+
+def test_the_same_id_in_two_tenants_is_two_entries(vector_index):
+    vector_index.upsert("t1", [entry("x", vec(1))])
+    vector_index.upsert("t2", [entry("x", vec(-1))])
+    vector_index.delete("t2", ["x"])
+    ((hit, score),) = vector_index.search("t1", Q, ANYONE, 5)
+    assert hit == "x" and score == pytest.approx(1.0, abs=1e-5)
+    assert vector_index.count("t2") == 0
+
+
+# --- scope and tool filters ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def scoped(vector_index):
+    vector_index.upsert(
+        "t1",
+        [
+            entry("shared"),
+            entry("agent-a1", agent_id="a1"),
+            entry("agent-a2", agent_id="a2"),
+            entry("user-u1", user_id="u1"),
+            entry("a1-u1", agent_id="a1", user_id="u1"),
+            entry("a1-u2", agent_id="a1", user_id="u2"),
+        ],
+    )
+    return vector_index
+
+
+@pytest.mark.parametrize(
+    "agent_id, user_id, visible",
+    [
+        (None, None, {"shared"}),
+        ("a1", None, {"shared", "agent-a1"}),
+        (None, "u1", {"shared", "user-u1"}),
+        ("a1", "u1", {"shared", "agent-a1", "user-u1", "a1-u1"}),
+        ("a2", "u1", {"shared", "agent-a2", "user-u1"}),
+        ("a1", "u2", {"shared", "agent-a1", "a1-u2"}),
+        ("stranger", "nobody", {"shared"}),
+    ],
+)
+def test_a_reader_sees_its_own_agent_and_user_and_the_shared_entries(scoped, agent_id, user_id, visible):
+    assert set(found(scoped, flt=IndexFilter(agent_id=agent_id, user_id=user_id))) == visible
+
+
+@pytest.fixture
+def tooled(vector_index):
+    vector_index.upsert(
+        "t1",
+        [
+            entry("no-tools"),
+            entry("git", tools=("Git",)),
+            entry("containers", tools=("docker", "kubectl")),
+        ],
+    )
+    return vector_index
+
+
+@pytest.mark.parametrize(
+    "tools, visible",
+    [
+        ((), {"no-tools", "git", "containers"}),
+        (("git",), {"no-tools", "git"}),
+        (("GIT",), {"no-tools", "git"}),
+        (("KubeCtl",), {"no-tools", "containers"}),
+        (("git", "docker"), {"no-tools", "git", "containers"}),
+        (("terraform",), {"no-tools"}),
+    ],
+)
+def test_entries_that_name_tools_must_share_one_with_the_query(tooled, tools, visible):
+    assert set(found(tooled, flt=IndexFilter(tools=tools))) == visible
+
+
+def test_scope_and_tool_filters_apply_together(vector_index):
+    vector_index.upsert(
+        "t1",
+        [
+            entry("a1-git", agent_id="a1", tools=("git",)),
+            entry("a1-docker", agent_id="a1", tools=("docker",)),
+            entry("a2-git", agent_id="a2", tools=("git",)),
+            entry("shared-any"),
+        ],
+    )
+    flt = IndexFilter(agent_id="a1", tools=("git",))
+    assert set(found(vector_index, flt=flt)) == {"a1-git", "shared-any"}
+
+
+# --- persistence --------------------------------------------------------------------------------
+
+
+def test_a_new_index_on_the_same_storage_finds_the_same_results(durable_backend):
+    first = durable_backend.index()
+    first.upsert(
+        "t1",
+        [
+            entry("same", vec(2), agent_id="a1", tools=("Git",)),
+            entry("diagonal", vec(1, 1), user_id="u1"),
+            entry("replaced", vec(1), tools=("docker",)),
+            entry("deleted", vec(1)),
+            entry("shared", vec(0, 1)),
+        ],
+    )
+    first.upsert("t1", [entry("replaced", vec(-1), tools=("kubectl",))])
+    first.delete("t1", ["deleted"])
+    first.upsert("t2", [entry("other-tenant", vec(1))])
+    queries = [
+        IndexFilter(),
+        IndexFilter(agent_id="a1", user_id="u1"),
+        IndexFilter(agent_id="a1", tools=("git",)),
+        IndexFilter(tools=("docker",)),
+        IndexFilter(tools=("KUBECTL",)),
+    ]
+    before = [first.search("t1", Q, flt, 10) for flt in queries]
+
+    again = durable_backend.reopen().index()
+    assert again is not first
+    after = [again.search("t1", Q, flt, 10) for flt in queries]
+    for b, a in zip(before, after):
+        assert [i for i, _ in a] == [i for i, _ in b]
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-6)
+    assert after[2][0][0] == "same" and "replaced" in dict(after[4])
+    assert again.count("t1") == 4 and again.count("t2") == 1

@@ -1,0 +1,214 @@
+"""Use cases on in-memory fakes: what the services promise, independent of any backend."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from chalicelib.domain.errors import Conflict, NotFound, Unauthorized
+from chalicelib.domain.models import Event, Experience, ExperienceStatus, RecallQuery, Signal, Trajectory
+from chalicelib.services import experiences, ingest, maintenance, recall, review, tenants
+from tests.fakes import FakeClock, fake_deps
+
+
+@pytest.fixture()
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture()
+def deps(clock):
+    return fake_deps(clock)
+
+
+def new_traj(tid="tr1", tenant="t1", **kw) -> Trajectory:
+    base = dict(tenant_id=tenant, trajectory_id=tid, agent_id="a1", goal="Find a flight from Paris to Rome",
+                created_at=None, updated_at=None, task_type="query", tools=["search_flights", "lookup_airport"])
+    return Trajectory(**(base | kw))
+
+
+def tool(eid, name, params, ok=True, error=None, clock=None) -> Event:
+    content = {"tool": name, "params": params, "status": "ok" if ok else "error"}
+    if error:
+        content["error"] = error
+    return Event(event_id=eid, type="tool_call", timestamp=clock.now(), content=content)
+
+
+def record_flight_lesson(deps, clock, tid="tr1", tenant="t1", **kw):
+    ingest.start_trajectory(deps, new_traj(tid, tenant, **kw))
+    ingest.append_events(deps, tenant, tid, [
+        tool("1", "search_flights", {"from": "Paris"}, ok=False, error="InvalidAirport: IATA code expected", clock=clock),
+        tool("2", "lookup_airport", {"city": "Paris"}, clock=clock),
+        tool("3", "search_flights", {"from": "CDG"}, clock=clock),
+    ])
+    ingest.finalize(deps, tenant, tid, "success", None)
+    while review.process_review_jobs(deps):
+        pass
+    return ingest.get_trajectory(deps, tenant, tid)
+
+
+def test_finalize_queues_a_review_and_wakes_the_worker(deps, clock):
+    woken = []
+    deps.notify_review = lambda: woken.append(True)
+    ingest.start_trajectory(deps, new_traj())
+    ingest.finalize(deps, "t1", "tr1", "success", None)
+    assert deps.queue.pending() == 1 and woken == [True]
+
+
+def test_ingest_never_reviews_by_itself(deps, clock):
+    ingest.start_trajectory(deps, new_traj())
+    ingest.append_events(deps, "t1", "tr1", [tool("1", "x", {}, ok=False, error="E: e", clock=clock)])
+    assert deps.queue.pending() == 0
+    assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "open"
+
+
+def test_a_reviewed_trajectory_lists_the_experiences_it_produced(deps, clock):
+    traj = record_flight_lesson(deps, clock)
+    assert traj.status.value == "reviewed" and len(traj.experience_ids) == 1
+    exp = experiences.get_experience(deps, "t1", traj.experience_ids[0])
+    assert exp.sources == ["tr1"] and "lookup_airport" in exp.advice and deps.index.count("t1") == 1
+
+
+def test_a_failing_dependency_is_retried_then_dead_lettered_with_the_reason(deps, clock):
+    calls = {"n": 0}
+    real_embed = deps.embedder.embed
+
+    def flaky(texts):
+        calls["n"] += 1
+        raise ConnectionError("embedding service down")
+
+    deps.embedder.embed = flaky
+    deps.review_max_attempts = 3
+    ingest.start_trajectory(deps, new_traj())
+    ingest.append_events(deps, "t1", "tr1", [
+        tool("1", "search_flights", {"from": "Paris"}, ok=False, error="InvalidAirport: x", clock=clock),
+        tool("2", "search_flights", {"from": "CDG"}, clock=clock),
+    ])
+    ingest.finalize(deps, "t1", "tr1", "success", None)
+    for _ in range(3):
+        review.process_review_jobs(deps)
+        clock.advance(minutes=10)
+    traj = ingest.get_trajectory(deps, "t1", "tr1")
+    assert traj.status.value == "review_failed" and "embedding service down" in traj.review["error"]
+    assert calls["n"] == 3
+    # the experience row was written before the index failed: the store stays the truth, and a
+    # redrive by an operator finishes the job without a second experience
+    deps.embedder.embed = real_embed
+    deps.trajectories.save_review("t1", "tr1", "finalized", [], {}, clock.now())
+    deps.queue.enqueue("t1", "tr1", "full", clock.now())
+    review.process_review_jobs(deps)
+    traj = ingest.get_trajectory(deps, "t1", "tr1")
+    assert traj.status.value == "reviewed"
+    assert len(experiences.list_experiences(deps, "t1", None, None, 50, None).items) == 1
+    assert deps.index.count("t1") == 1
+
+
+def test_a_transient_failure_succeeds_on_retry(deps, clock):
+    real = deps.embedder.embed
+    state = {"fail": True}
+
+    def once(texts):
+        if state.pop("fail", False):
+            raise TimeoutError("slow")
+        return real(texts)
+
+    deps.embedder.embed = once
+    ingest.start_trajectory(deps, new_traj())
+    ingest.append_events(deps, "t1", "tr1", [
+        tool("1", "search_flights", {"from": "Paris"}, ok=False, error="InvalidAirport: x", clock=clock),
+        tool("2", "search_flights", {"from": "CDG"}, clock=clock),
+    ])
+    ingest.finalize(deps, "t1", "tr1", "success", None)
+    review.process_review_jobs(deps)
+    assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "finalized"
+    clock.advance(seconds=5)
+    review.process_review_jobs(deps)
+    assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "reviewed"
+
+
+def test_requeue_finds_finalized_trajectories_whose_job_was_lost(deps, clock):
+    ingest.start_trajectory(deps, new_traj())
+    deps.trajectories.finalize("t1", "tr1", "success", None, clock.now())  # crash before enqueue
+    assert review.requeue_unreviewed(deps) == 1
+    assert review.process_review_jobs(deps) == 1
+
+
+def test_recall_ranks_the_closest_lesson_first_and_renders_advice(deps, clock):
+    record_flight_lesson(deps, clock)
+    experiences.write_experience(deps, Experience(
+        tenant_id="t1", experience_id="", situation="Sending invoices by email", action="", result="",
+        lesson="Attach the PDF", advice="Attach the invoice PDF before calling send_email.",
+        created_at=None, updated_at=None, renewed_at=None, tools=["send_email"],
+    ))
+    hits, advice = recall.recall(deps, RecallQuery("t1", "search flights from Paris airport", agent_id="a1"))
+    assert "lookup_airport" in hits[0].experience.advice
+    assert advice.startswith("<hindsight>") and "lookup_airport" in advice
+
+
+def test_recall_never_returns_what_the_store_says_is_gone(deps, clock):
+    traj = record_flight_lesson(deps, clock)
+    exp = deps.experiences.get("t1", traj.experience_ids[0])
+    deps.experiences.put(replace(exp, status=ExperienceStatus.ARCHIVED))  # index not told (a crash)
+    hits, _ = recall.recall(deps, RecallQuery("t1", "search flights", agent_id="a1"))
+    assert hits == []
+
+
+def test_recall_is_scoped_to_the_tenant(deps, clock):
+    record_flight_lesson(deps, clock, tenant="t1")
+    hits, advice = recall.recall(deps, RecallQuery("t2", "search flights from Paris", agent_id="a1"))
+    assert hits == [] and advice == ""
+
+
+def test_feedback_that_keeps_failing_archives_and_unindexes(deps, clock):
+    traj = record_flight_lesson(deps, clock)
+    eid = traj.experience_ids[0]
+    for _ in range(8):
+        exp = experiences.feedback(deps, "t1", eid, Signal.FAILED)
+    assert exp.status is ExperienceStatus.ARCHIVED and deps.index.count("t1") == 0
+    with pytest.raises(NotFound):
+        experiences.feedback(deps, "t2", eid, Signal.ADOPTED)
+
+
+def test_forget_is_final_and_idempotent(deps, clock):
+    traj = record_flight_lesson(deps, clock)
+    eid = traj.experience_ids[0]
+    experiences.forget(deps, "t1", eid, "wrong")
+    again = experiences.forget(deps, "t1", eid, "again")
+    assert again.status is ExperienceStatus.FORGOTTEN and again.status_reason == "wrong"
+    with pytest.raises(Conflict):
+        experiences.feedback(deps, "t1", eid, Signal.ADOPTED)
+
+
+def test_decay_with_time_archives_unused_lessons_and_keeps_used_ones(deps, clock):
+    a = record_flight_lesson(deps, clock, "tr1").experience_ids[0]
+    b = record_flight_lesson(deps, clock, "tr2", agent_id="a2").experience_ids[0]
+    clock.advance(days=50)
+    for _ in range(4):
+        experiences.feedback(deps, "t1", b, Signal.SUCCEEDED)
+    assert maintenance.run_decay(deps).archived == 0
+    clock.advance(days=60)
+    report = maintenance.run_decay(deps, page_size=1)  # paging must not skip anything
+    assert (report.decayed, report.archived) == (2, 1)
+    assert deps.experiences.get("t1", a).status is ExperienceStatus.ARCHIVED
+    assert deps.experiences.get("t1", b).status is ExperienceStatus.ACTIVE
+    assert maintenance.run_decay(deps).archived == 0  # safe to run twice
+
+
+def test_reindex_rebuilds_a_lost_index_from_the_store(deps, clock):
+    record_flight_lesson(deps, clock)
+    deps.index = type(deps.index)(deps.embedder.dim)  # the index is lost
+    assert maintenance.reindex_tenant(deps, "t1") == 1
+    hits, _ = recall.recall(deps, RecallQuery("t1", "search flights", agent_id="a1"))
+    assert len(hits) == 1
+
+
+def test_keys_authenticate_their_tenant_and_rotation_revokes_the_old_one(deps):
+    tenant, key = tenants.create_tenant(deps, "acme")
+    assert tenants.authenticate(deps, f"Bearer {key}") == tenant.tenant_id
+    new = tenants.rotate_key(deps, tenant.tenant_id)
+    assert tenants.authenticate(deps, f"Bearer {new}") == tenant.tenant_id
+    with pytest.raises(Unauthorized):
+        tenants.authenticate(deps, f"Bearer {key}")
+    with pytest.raises(Unauthorized):
+        tenants.authenticate(deps, "Bearer admin-test-key")
+    tenants.require_admin(deps, "Bearer admin-test-key")
