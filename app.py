@@ -55,6 +55,23 @@ def create_tenant() -> Response:
     return json_response({"tenant_id": tenant.tenant_id, "name": tenant.name, "api_key": key}, 201)
 
 
+@app.route("/v1/tenants", methods=["GET"])
+@endpoint
+def list_tenants() -> Response:
+    _admin()
+    listed = tenants.list_tenants(get_deps())
+    return json_response({"tenants": [{"tenant_id": t.tenant_id, "name": t.name, "created_at": t.created_at.isoformat()} for t in listed]})
+
+
+@app.route("/v1/tenants/{tenant_id}/keys", methods=["POST"], content_types=BODY_TYPES)
+@endpoint
+def rotate_key(tenant_id: str) -> Response:
+    _admin()
+    b = _body(s.KeyRotateIn, required=False)
+    key = tenants.rotate_key(get_deps(), tenant_id, revoke_old=b.revoke_old)
+    return json_response({"tenant_id": tenant_id, "api_key": key}, 201)
+
+
 @app.route("/v1/trajectories", methods=["POST"], content_types=BODY_TYPES)
 @endpoint
 def start_trajectory() -> Response:
@@ -225,3 +242,15 @@ def decay() -> Response:
     b = _body(s.DecayIn, required=False)
     report = maintenance.run_decay(get_deps(), b.as_of)
     return json_response({"decayed": report.decayed, "archived": report.archived})
+
+
+@app.route("/v1/maintenance/reindex", methods=["POST"], content_types=BODY_TYPES)
+@endpoint
+def reindex() -> Response:
+    return json_response({"reindexed": maintenance.reindex_tenant(get_deps(), _tenant())})
+
+
+@app.route("/v1/stats", methods=["GET"])
+@endpoint
+def stats() -> Response:
+    return json_response(maintenance.tenant_stats(get_deps(), _tenant()))

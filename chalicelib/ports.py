@@ -34,6 +34,9 @@ class TenantStore(Protocol):
     def revoke_keys(self, tenant_id: str, keep: str | None = None) -> int:
         """Revoke every key of the tenant except ``keep``; returns how many were revoked."""
 
+    def list_tenants(self) -> list[Tenant]:
+        """Every tenant, oldest first."""
+
 
 @dataclass(frozen=True)
 class AppendResult:
@@ -74,6 +77,9 @@ class TrajectoryStore(Protocol):
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         """(tenant_id, trajectory_id) of finalized trajectories: the outbox swept at start-up."""
 
+    def count_by_status(self, tenant_id: str) -> dict[str, int]:
+        """How many trajectories of the tenant are in each status (absent statuses omitted)."""
+
 
 @dataclass(frozen=True)
 class Page:
@@ -111,6 +117,9 @@ class ExperienceStore(Protocol):
 
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
         """Active experiences of every tenant, for maintenance; resumable with ``cursor``."""
+
+    def count_by_status(self, tenant_id: str) -> dict[str, int]:
+        """How many experiences of the tenant are in each status (absent statuses omitted)."""
 
 
 @dataclass(frozen=True)

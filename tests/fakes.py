@@ -110,6 +110,17 @@ class InMemoryTenantStore:
                     revoked += 1
             return revoked
 
+    def list_tenants(self) -> list[Tenant]:
+        with self._lock:
+            return [copy.deepcopy(t) for t in sorted(self._tenants.values(), key=lambda t: (t.created_at, t.tenant_id))]
+
+
+def _count_by_status(items) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.status.value] = counts.get(item.status.value, 0) + 1
+    return counts
+
 
 class InMemoryTrajectoryStore:
     def __init__(self) -> None:
@@ -190,6 +201,10 @@ class InMemoryTrajectoryStore:
             found = [key for key, t in self._trajs.items() if t.status is TrajectoryStatus.FINALIZED]
             return found[:limit]
 
+    def count_by_status(self, tenant_id: str) -> dict[str, int]:
+        with self._lock:
+            return _count_by_status(t for (tid, _), t in self._trajs.items() if tid == tenant_id)
+
 
 class InMemoryExperienceStore:
     def __init__(self) -> None:
@@ -263,6 +278,10 @@ class InMemoryExperienceStore:
             items = [copy.deepcopy(self._exps[k]) for k in keys[:limit]]
         last_page = len(items) < limit or not items
         return Page(items, None if last_page else _encode_cursor(items[-1].tenant_id, items[-1].experience_id))
+
+    def count_by_status(self, tenant_id: str) -> dict[str, int]:
+        with self._lock:
+            return _count_by_status(e for (tid, _), e in self._exps.items() if tid == tenant_id)
 
 
 class InMemoryVectorIndex:

@@ -11,7 +11,7 @@ from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
 from ..ports import AppendResult, Page, ReviewJob
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
-from .sqlite_db import SqliteDatabase, decode_cursor, dumps, encode_cursor, to_us
+from .sqlite_db import SqliteDatabase, decode_cursor, dumps, encode_cursor, from_us, to_us
 
 
 class SqliteTenantStore:
@@ -57,6 +57,15 @@ class SqliteTenantStore:
                 (tenant_id, keep),
             )
             return cur.rowcount
+
+    def list_tenants(self) -> list[Tenant]:
+        rows = self.db.read().execute("SELECT tenant_id, name, created_us FROM tenants ORDER BY created_us, tenant_id")
+        return [Tenant(r["tenant_id"], r["name"], from_us(r["created_us"])) for r in rows]
+
+
+def _count_by_status(db: SqliteDatabase, table: str, tenant_id: str) -> dict[str, int]:
+    rows = db.read().execute(f"SELECT status, COUNT(*) AS n FROM {table} WHERE tenant_id=? GROUP BY status", (tenant_id,))
+    return {r["status"]: r["n"] for r in rows}
 
 
 class SqliteTrajectoryStore:
@@ -148,6 +157,9 @@ class SqliteTrajectoryStore:
             (TrajectoryStatus.FINALIZED.value, limit),
         ).fetchall()
         return [(r["tenant_id"], r["trajectory_id"]) for r in rows]
+
+    def count_by_status(self, tenant_id: str) -> dict[str, int]:
+        return _count_by_status(self.db, "trajectories", tenant_id)
 
 
 class SqliteExperienceStore:
@@ -251,6 +263,9 @@ class SqliteExperienceStore:
         items = [experience_from_doc(json.loads(r["doc"])) for r in rows]
         next_cursor = encode_cursor(rows[-1]["tenant_id"], rows[-1]["experience_id"]) if len(rows) == limit else None
         return Page(items, next_cursor)
+
+    def count_by_status(self, tenant_id: str) -> dict[str, int]:
+        return _count_by_status(self.db, "experiences", tenant_id)
 
 
 class SqliteReviewQueue:

@@ -14,6 +14,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, int, type[BaseModel] |
     ("get", "/v1/health", "Liveness and backend", None, 200, s.HealthOut, "none", ()),
     ("get", "/v1/openapi.json", "This document", None, 200, None, "none", ()),
     ("post", "/v1/tenants", "Create a tenant and its first API key", s.TenantIn, 201, s.TenantOut, "admin", (400, 401, 413, 422)),
+    ("get", "/v1/tenants", "List tenants", None, 200, s.TenantList, "admin", (401,)),
+    ("post", "/v1/tenants/{tenant_id}/keys", "Issue a new API key (and revoke the old ones)", s.KeyRotateIn, 201, s.KeyOut, "admin", (400, 401, 404, 413, 422)),
     ("post", "/v1/trajectories", "Start recording a task", s.TrajectoryIn, 201, s.TrajectoryOut, "tenant", (400, 401, 413, 422)),
     ("get", "/v1/trajectories/{trajectory_id}", "A trajectory and its review", None, 200, s.TrajectoryOut, "tenant", (401, 404)),
     ("post", "/v1/trajectories/{trajectory_id}/events", "Append events (at most 100)", s.EventsIn, 202, s.EventsOut, "tenant", (400, 401, 404, 409, 413, 422)),
@@ -24,6 +26,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, int, type[BaseModel] |
     ("delete", "/v1/experiences/{experience_id}", "Forget a lesson (kept as a tombstone)", s.ForgetIn, 200, s.ExperienceOut, "tenant", (400, 401, 404, 413, 422)),
     ("post", "/v1/experiences/{experience_id}/feedback", "Report whether a lesson helped", s.FeedbackIn, 200, s.ExperienceOut, "tenant", (400, 401, 404, 409, 413, 422)),
     ("post", "/v1/recall", "Lessons for the situation at hand, with advice text", s.RecallIn, 200, s.RecallOut, "tenant", (400, 401, 413, 422)),
+    ("post", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store", None, 200, s.ReindexOut, "tenant", (401,)),
+    ("get", "/v1/stats", "Counts by status and a freshness histogram", None, 200, s.StatsOut, "tenant", (401,)),
     ("post", "/v1/maintenance/decay", "Decay freshness and archive stale lessons", s.DecayIn, 200, s.DecayOut, "admin", (400, 401, 413, 422)),
 ]
 

@@ -64,6 +64,25 @@ class TenantOut(Model):
     api_key: str = Field(description="Shown once; only its hash is stored.")
 
 
+class TenantSummary(Model):
+    tenant_id: str
+    name: str
+    created_at: datetime
+
+
+class TenantList(Model):
+    tenants: list[TenantSummary]
+
+
+class KeyRotateIn(Strict):
+    revoke_old: bool = True
+
+
+class KeyOut(Model):
+    tenant_id: str
+    api_key: str = Field(description="Shown once; only its hash is stored.")
+
+
 # --- trajectories ----------------------------------------------------------------------------
 
 
@@ -289,6 +308,21 @@ class DecayIn(Strict):
 class DecayOut(Model):
     decayed: int
     archived: int
+
+
+class ReindexOut(Model):
+    reindexed: int
+
+
+class HistogramBucket(Model):
+    bucket: str
+    count: int
+
+
+class StatsOut(Model):
+    experiences: dict[str, int]
+    trajectories: dict[str, int]
+    freshness_histogram: list[HistogramBucket]
 
 
 class HealthOut(Model):

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..domain.models import ExperienceStatus
-from ..domain.scoring import decay
+from ..domain.models import ExperienceStatus, TrajectoryStatus
+from ..domain.scoring import decay, freshness_at
 from .deps import Deps
 from .review import index_experiences
 
@@ -47,3 +47,29 @@ def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
         if page.cursor is None:
             return count
         cursor = page.cursor
+
+
+HISTOGRAM_BUCKETS = 10
+
+
+def tenant_stats(deps: Deps, tenant_id: str, page_size: int = 500) -> dict:
+    """Counts by status and a histogram of the live freshness of active lessons."""
+    now = deps.clock.now()
+    histogram = [0] * HISTOGRAM_BUCKETS
+    cursor = None
+    while True:
+        page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
+        for exp in page.items:
+            f = freshness_at(exp.renewed_at, now, deps.decay.half_life_days)
+            histogram[min(HISTOGRAM_BUCKETS - 1, int(f * HISTOGRAM_BUCKETS))] += 1
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    return {
+        "experiences": {s.value: 0 for s in ExperienceStatus} | deps.experiences.count_by_status(tenant_id),
+        "trajectories": {s.value: 0 for s in TrajectoryStatus} | deps.trajectories.count_by_status(tenant_id),
+        "freshness_histogram": [
+            {"bucket": f"{i / HISTOGRAM_BUCKETS:.1f}-{(i + 1) / HISTOGRAM_BUCKETS:.1f}", "count": n}
+            for i, n in enumerate(histogram)
+        ],
+    }

@@ -29,6 +29,10 @@ def create_tenant(deps: Deps, name: str) -> tuple[Tenant, str]:
     return tenant, key
 
 
+def list_tenants(deps: Deps) -> list[Tenant]:
+    return deps.tenants.list_tenants()
+
+
 def rotate_key(deps: Deps, tenant_id: str, revoke_old: bool = True) -> str:
     key = new_key()
     deps.tenants.add_key(tenant_id, hash_key(key), deps.clock.now())

@@ -368,3 +368,12 @@ def test_scan_active_of_an_empty_store_is_one_empty_page(experience_store):
 def test_scan_active_with_an_invalid_cursor_raises_invalid_input(experience_store):
     with pytest.raises(InvalidInput):
         experience_store.scan_active(cursor="not a cursor")
+
+
+def test_counts_by_status_are_per_tenant(experience_store):
+    experience_store.put(exp("a"))
+    experience_store.put(exp("b", status=ExperienceStatus.ARCHIVED))
+    experience_store.put(exp("c", status=ExperienceStatus.ARCHIVED))
+    experience_store.put(exp("d", tenant_id="t2"))
+    assert experience_store.count_by_status("t1") == {"active": 1, "archived": 2}
+    assert experience_store.count_by_status("t3") == {}

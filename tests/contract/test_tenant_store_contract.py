@@ -116,3 +116,12 @@ def test_a_key_hash_already_in_use_cannot_be_given_to_another_tenant(tenant_stor
     # the failed create left no half-made tenant behind
     with pytest.raises(NotFound):
         tenant_store.add_key("t2", "hash-2", T0)
+
+
+def test_tenants_are_listed_oldest_first(tenant_store):
+    tenant_store.create_tenant(Tenant("t2", "second", T0 + timedelta(minutes=1)), "hash-2")
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    listed = tenant_store.list_tenants()
+    assert [(t.tenant_id, t.name, t.created_at) for t in listed] == [
+        ("t1", "name of t1", T0), ("t2", "second", T0 + timedelta(minutes=1))
+    ]

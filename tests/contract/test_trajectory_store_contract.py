@@ -294,3 +294,12 @@ def test_finalized_unreviewed_returns_at_most_limit(trajectory_store):
     got = trajectory_store.finalized_unreviewed(limit=3)
     assert len(got) == 3
     assert set(got) <= {("t1", f"tr{i}") for i in range(5)}
+
+
+def test_counts_by_status_are_per_tenant(trajectory_store):
+    trajectory_store.create(traj("tr1"))
+    trajectory_store.create(traj("tr2"))
+    trajectory_store.create(traj("tr3", tenant_id="t2"))
+    trajectory_store.finalize("t1", "tr2", "success", None, at(1))
+    assert trajectory_store.count_by_status("t1") == {"open": 1, "finalized": 1}
+    assert trajectory_store.count_by_status("t9") == {}

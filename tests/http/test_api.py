@@ -258,3 +258,44 @@ def test_decay_is_admin_only_and_archives_stale_lessons(api):
     # epoch milliseconds are accepted too, and a second run finds nothing left to archive
     again = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": 1924992000000}).json_body
     assert again == {"decayed": 0, "archived": 0}
+
+
+def test_the_admin_lists_tenants_and_rotates_keys(api):
+    old = api.tenant("acme")
+    listed = api.call("GET", "/v1/tenants", "admin-test-key").json_body["tenants"]
+    assert [t["name"] for t in listed] == ["acme"]
+    assert api.call("GET", "/v1/tenants", old).status_code == 401
+    tid = listed[0]["tenant_id"]
+    resp = api.call("POST", f"/v1/tenants/{tid}/keys", "admin-test-key", {})
+    assert resp.status_code == 201
+    new = resp.json_body["api_key"]
+    assert api.call("GET", "/v1/experiences", old).status_code == 401  # revoked at once
+    assert api.call("GET", "/v1/experiences", new).status_code == 200
+    kept = api.call("POST", f"/v1/tenants/{tid}/keys", "admin-test-key", {"revoke_old": False}).json_body["api_key"]
+    assert api.call("GET", "/v1/experiences", new).status_code == 200
+    assert api.call("GET", "/v1/experiences", kept).status_code == 200
+    assert api.call("POST", "/v1/tenants/t_nobody/keys", "admin-test-key", {}).status_code == 404
+
+
+def test_stats_count_by_status_with_a_freshness_histogram(api):
+    key = api.tenant()
+    ids = learn_weather_lesson(api, key)
+    api.call("POST", "/v1/experiences", key, {"situation": "s", "advice": "Use the v2 endpoint of the billing tool."})
+    api.call("DELETE", f"/v1/experiences/{ids[0]}", key, {})
+    start(api, key, "tr-open")
+    stats = api.call("GET", "/v1/stats", key).json_body
+    assert stats["experiences"] == {"active": 1, "archived": 0, "forgotten": 1}
+    assert stats["trajectories"] == {"open": 1, "finalized": 0, "reviewed": 1, "review_failed": 0}
+    assert len(stats["freshness_histogram"]) == 10
+    assert stats["freshness_histogram"][-1] == {"bucket": "0.9-1.0", "count": 1}
+
+
+def test_reindex_rebuilds_the_tenants_vectors(api):
+    key = api.tenant()
+    ids = learn_weather_lesson(api, key)
+    tenant_id = api.call("GET", "/v1/tenants", "admin-test-key").json_body["tenants"][0]["tenant_id"]
+    api.deps.index.delete(tenant_id, ids)
+    query = {"query": "Will it rain tomorrow?", "agent_id": "agent-1"}
+    assert api.call("POST", "/v1/recall", key, query).json_body["hits"] == []
+    assert api.call("POST", "/v1/maintenance/reindex", key, {}).json_body == {"reindexed": 1}
+    assert [h["experience"]["experience_id"] for h in api.call("POST", "/v1/recall", key, query).json_body["hits"]] == ids
