@@ -1,12 +1,14 @@
-"""The deterministic reviewer: what went wrong in a trajectory and what fixed it.
+"""The deterministic reviewer: what went wrong in a trajectory, what fixed it, and the lesson.
 
-It needs no LLM, so it always runs; it finds three honest patterns in the tool calls:
+It needs no LLM, so it always runs. From the attribution over the decision graph it takes:
 
-* recovery: a call failed, then a changed call (other parameters, or another tool first)
-  made it succeed -> a lesson naming the tool, the error and the fix;
-* blind retries: the same call (tool + parameters) failed again and again -> do not retry
-  it unchanged;
+* contrasts: a call failed, and at the same decision point another choice worked (other
+  parameters, another tool first, another tool instead) -> a lesson naming the tool, the error
+  and the fix;
+* blind retries: the same call (tool + parameters) failed again and again -> do not retry it;
 * negative user feedback right after an action -> avoid that action.
+
+Literal values are generalized (``generalize``) so that the lesson fits the next task of its kind.
 """
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .attribution import Attribution, Contrast, attribute, call_key, params_of
+from .generalize import describe_value, generalize, literal_values
 from .models import Event, Trajectory
 
-_MAX_VALUE = 60
+_MAX_VALUE = 80
 
 
 @dataclass(frozen=True)
@@ -31,8 +35,10 @@ class LessonDraft:
     lesson: str
     advice: str
     tools: tuple[str, ...]
-    kind: str  # recovery | blind_retry | negative_feedback
-    fingerprint: str
+    kind: str  # recovery | blind_retry | negative_feedback | llm
+    fingerprint: str  # same situation and same fix
+    situation_key: str = ""  # same situation: two drafts with this equal and other fixes conflict
+    error_class: str | None = None
     polarity: str = "warning"  # learned from a failure
     tags: tuple[str, ...] = ()
 
@@ -45,7 +51,11 @@ class Review:
     tool_calls: int = 0
     failed_calls: int = 0
     wasted_calls: int = 0
+    effective_steps: list[str] = field(default_factory=list)
+    ineffective_steps: list[str] = field(default_factory=list)
+    key_decisions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -54,23 +64,18 @@ class Review:
             "tool_calls": self.tool_calls,
             "failed_calls": self.failed_calls,
             "wasted_calls": self.wasted_calls,
+            "effective_steps": self.effective_steps,
+            "ineffective_steps": self.ineffective_steps,
+            "key_decisions": self.key_decisions,
             "lessons": len(self.lessons),
             "notes": self.notes,
+            **self.extra,
         }
 
 
-_NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\d.])")
-_HEXID = re.compile(r"\b(?=[0-9a-f-]*\d)[0-9a-f]{8,}(?:-[0-9a-f]{4,})*\b", re.I)
-
-
-def generalize(text: str) -> str:
-    """Replace literal ids and numbers so a lesson carries over to the next task of its kind."""
-    return _NUM.sub("<n>", _HEXID.sub("<id>", text))
-
-
-def short(value: Any) -> str:
+def short(value: Any, limit: int = _MAX_VALUE) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def error_text(event: Event) -> str:
@@ -98,118 +103,129 @@ def error_class(event: Event) -> str:
         m = pattern.search(text)
         if m:
             return next(g for g in m.groups() if g)
-    return generalize(text).lower()
-
-
-def params_of(event: Event) -> dict[str, Any]:
-    params = event.content.get("params")
-    return params if isinstance(params, dict) else {}
-
-
-def call_key(event: Event) -> str:
-    return f"{event.tool}:{json.dumps(params_of(event), sort_keys=True, default=str)}"
+    return generalize(text).lower()[:60]
 
 
 def fingerprint(*parts: str) -> str:
     return hashlib.sha1("|".join(p.strip().lower() for p in parts).encode()).hexdigest()[:16]
 
 
-def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, list[str]]:
-    """Human words for what changed between two parameter sets, and the parameter names."""
-    changes, names = [], []
+class _Context:
+    """What every lesson of one trajectory shares: its generalized goal and literal values."""
+
+    def __init__(self, traj: Trajectory, events: Sequence[Event]) -> None:
+        self.traj = traj
+        self.values = literal_values(params_of(e) for e in events if e.is_tool_call)
+        for e in events:  # answers the user gave are literals too ("Which city?" -> "Lyon")
+            if e.is_tool_call and isinstance(e.content.get("result"), str):
+                for v, p in list(self.values.items()):
+                    if v.lower() == str(e.content["result"]).strip().lower():
+                        self.values.setdefault(e.content["result"].strip(), p)
+
+    def g(self, text: str) -> str:
+        return generalize(text, self.values)
+
+    def task(self) -> str:
+        kind = f" ({self.traj.task_type})" if self.traj.task_type else ""
+        intent = f" Intent: {self.traj.intent}." if self.traj.intent else ""
+        return f"Task{kind}: {self.g(self.traj.goal).rstrip('.?!')}.{intent}"
+
+
+def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Human words for what changed between two parameter sets, as patterns with examples."""
+    changes = []
     for key in sorted(set(before) | set(after)):
         if key not in after:
             changes.append(f"leave out `{key}`")
         elif key not in before:
-            changes.append(f"set `{key}` (e.g. {short(after[key])})")
+            changes.append(f"set `{key}` to {describe_value(after[key])}")
         elif before[key] != after[key]:
-            changes.append(f"set `{key}` to a value like {short(after[key])} instead of {short(before[key])}")
-        else:
-            continue
-        names.append(key)
-    return "; ".join(changes), names
+            changes.append(f"set `{key}` to {describe_value(after[key])}, not {describe_value(before[key])}")
+    return "; ".join(changes)
 
 
-def _task_words(traj: Trajectory) -> str:
-    kind = f" ({traj.task_type})" if traj.task_type else ""
-    return f"Task{kind}: {generalize(traj.goal)}."
-
-
-def _recovery(traj: Trajectory, failed: Event, fix: Event, later: Sequence[Event]) -> LessonDraft | None:
-    tool, err, cls = failed.tool or "?", error_text(failed), error_class(failed)
-    situation = f"{_task_words(traj)} Calling `{tool}` failed with {short(err)}."
-    if fix.tool == tool:
-        change, names = describe_param_change(params_of(failed), params_of(fix))
-        if not names:
-            return None  # same call succeeded on retry: a transient error, nothing to learn
-        action = f"Called `{tool}` again and changed {', '.join(f'`{n}`' for n in names)}."
-        lesson = f"`{tool}` fails with {cls} when called that way; it succeeded after you {change}."
-        advice = f"When you call `{tool}`, {change}: otherwise it fails with {short(err)}."
-        key = fingerprint("param", tool, cls, ",".join(names))
-        tools: tuple[str, ...] = (tool,)
+def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
+    tool, cls = c.failed.tool or "?", error_class(c.failed)
+    err = ctx.g(error_text(c.failed))
+    situation = f"{ctx.task()} Calling `{tool}` failed with {err}."
+    outcome = ctx.traj.outcome or "unknown"
+    if c.kind == "param":
+        change = describe_param_change(params_of(c.failed), params_of(c.worked))
+        names = ", ".join(f"`{n}`" for n in c.changed_params)
+        action, fix_tools = f"Called `{tool}` again with {names} changed.", (tool,)
+        lesson = f"`{tool}` fails with {cls} when {names} is wrong or missing; it worked once you {change}."
+        advice = f"When you call `{tool}`, {change}: otherwise it fails with {err}."
+        key = fingerprint("param", tool, cls, ",".join(c.changed_params))
+    elif c.kind == "order":
+        pre = c.prerequisite or "?"
+        action, fix_tools = f"Called `{pre}` first, then `{tool}` succeeded.", (tool, pre)
+        lesson = f"`{tool}` fails with {cls} unless `{pre}` is called before it."
+        advice = f"Call `{pre}` before `{tool}`: calling `{tool}` first fails with {err}."
+        key = fingerprint("order", tool, cls, pre)
     else:
-        retried = any(e.tool == tool and e.succeeded for e in later)
-        if retried:
-            action = f"Called `{fix.tool}` first, then `{tool}` succeeded."
-            lesson = f"`{tool}` fails with {cls} unless `{fix.tool}` is called before it."
-            advice = f"Call `{fix.tool}` before `{tool}`; calling `{tool}` first fails with {short(err)}."
-            key = fingerprint("order", tool, cls, fix.tool or "")
-        else:
-            action = f"Used `{fix.tool}` instead of `{tool}`, which succeeded."
-            lesson = f"`{tool}` failed with {cls} for this kind of task, and `{fix.tool}` worked."
-            advice = f"Use `{fix.tool}` instead of `{tool}` for this: `{tool}` fails with {short(err)}."
-            key = fingerprint("swap", tool, cls, fix.tool or "")
-        tools = (tool, fix.tool or "")
+        fix = c.worked.tool or "?"
+        action, fix_tools = f"Used `{fix}` instead of `{tool}`, which worked.", (tool, fix)
+        lesson = f"`{tool}` fails with {cls} for this kind of task, and `{fix}` works."
+        advice = f"Use `{fix}` instead of `{tool}` for this: `{tool}` fails with {err}."
+        key = fingerprint("swap", tool, cls, fix)
     return LessonDraft(
         situation=situation,
         action=action,
-        result=f"The call succeeded after the change; the trajectory ended as {traj.outcome or 'unknown'}.",
+        result=f"It worked after the change; the task ended as {outcome}.",
         lesson=lesson,
         advice=advice,
-        tools=tuple(t for t in tools if t),
+        tools=fix_tools,
         kind="recovery",
         fingerprint=key,
+        situation_key=fingerprint("situation", tool, cls),
+        error_class=cls,
     )
 
 
-def _blind_retry(traj: Trajectory, failures: list[Event]) -> LessonDraft:
+def _blind_retry(ctx: _Context, failures: list[Event]) -> LessonDraft:
     first = failures[0]
-    tool, err, cls = first.tool or "?", error_text(first), error_class(first)
-    n = len(failures)
+    tool, cls = first.tool or "?", error_class(first)
+    err, n = ctx.g(error_text(first)), len(failures)
     return LessonDraft(
-        situation=f"{_task_words(traj)} `{tool}` kept failing with {short(err)}.",
+        situation=f"{ctx.task()} `{tool}` kept failing with {err}.",
         action=f"Retried `{tool}` {n} times with the same parameters.",
         result=f"All {n} identical calls failed with {cls}.",
         lesson=f"Retrying `{tool}` unchanged after {cls} does not help.",
         advice=(
-            f"Do not retry `{tool}` with the same parameters after it fails with {short(err)}: "
+            f"Do not retry `{tool}` with the same parameters after it fails with {err}: "
             "change the parameters, call a prerequisite tool, or ask the user."
         ),
         tools=(tool,),
         kind="blind_retry",
         fingerprint=fingerprint("retry", tool, cls),
+        situation_key=fingerprint("retry-situation", tool, cls),
+        error_class=cls,
     )
 
 
-def _negative_feedback(traj: Trajectory, feedback: Event, before: Event | None) -> LessonDraft | None:
+def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> LessonDraft | None:
     text = str(feedback.content.get("text") or "").strip()
     if not text or before is None:
         return None
+    said = ctx.g(short(text))
     if before.is_tool_call:
-        what = f"calling `{before.tool}` with {short(params_of(before))}"
+        what = f"calling `{before.tool}` with {ctx.g(short(params_of(before)))}"
         tools: tuple[str, ...] = (before.tool or "",)
+        advice = f"Before {what}, take into account what the user said: \"{said}\"."
     else:
-        what = short(str(before.content.get("text") or before.type))
+        what = ctx.g(short(str(before.content.get("text") or before.type)))
         tools = ()
+        advice = f"Take into account what the user said after you did this ({what}): \"{said}\"."
     return LessonDraft(
-        situation=f"{_task_words(traj)} The user reacted negatively.",
+        situation=f"{ctx.task()} The user reacted negatively.",
         action=f"The agent was {what}." if before.is_tool_call else f"The agent did: {what}.",
-        result=f"The user said: {short(text)}",
-        lesson=f"The user objected to this step: {short(text)}",
-        advice=f"Before {what if before.is_tool_call else 'this step'}, take into account what the user said: \"{short(text)}\".",
+        result=f"The user said: {said}",
+        lesson=f"The user objected to this step: {said}",
+        advice=advice,
         tools=tuple(t for t in tools if t),
         kind="negative_feedback",
-        fingerprint=fingerprint("feedback", generalize(text), *tools),
+        fingerprint=fingerprint("feedback", said, *tools),
+        situation_key=fingerprint("feedback-situation", said, *tools),
     )
 
 
@@ -217,8 +233,14 @@ def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "fu
     """Find the lessons a trajectory teaches. Deterministic: same input, same lessons."""
     events = sorted(events, key=lambda e: e.seq)
     calls = [e for e in events if e.is_tool_call]
+    attribution: Attribution = attribute(events)
     review = Review(kind=kind, reviewer="deterministic", tool_calls=len(calls))
     review.failed_calls = sum(1 for e in calls if e.failed)
+    review.wasted_calls = attribution.wasted
+    review.effective_steps = attribution.steps("effective") + attribution.steps("recovery")
+    review.ineffective_steps = attribution.steps("failed") + attribution.steps("repeated")
+    review.key_decisions = attribution.key_decisions(events)
+    ctx = _Context(traj, events)
     seen: set[str] = set()
 
     def add(draft: LessonDraft | None) -> None:
@@ -226,34 +248,23 @@ def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "fu
             seen.add(draft.fingerprint)
             review.lessons.append(draft)
 
-    # Recovery: the first failure of a (tool, error) and the first success after it.
-    for i, call in enumerate(calls):
-        if not call.failed:
-            continue
-        earlier_same = [c for c in calls[:i] if c.failed and c.tool == call.tool and error_class(c) == error_class(call)]
-        if earlier_same:
-            continue
-        later = calls[i + 1 :]
-        fix = next((c for c in later if c.succeeded), None)
-        if fix is not None:
-            add(_recovery(traj, call, fix, later[later.index(fix) + 1 :]))
+    for contrast in attribution.contrasts:
+        add(_from_contrast(ctx, contrast))
 
-    # Blind retries: identical failing calls.
     by_call: dict[str, list[Event]] = {}
     for call in calls:
         if call.failed:
             by_call.setdefault(call_key(call), []).append(call)
     for failures in by_call.values():
         if len(failures) >= 2:
-            review.wasted_calls += len(failures) - 1
-            add(_blind_retry(traj, failures))
+            add(_blind_retry(ctx, failures))
 
-    # Negative feedback: what the agent did just before it.
     for i, event in enumerate(events):
         if event.type == "feedback" and event.content.get("sentiment") == "negative":
             before = next((e for e in reversed(events[:i]) if e.type in ("tool_call", "llm_reasoning")), None)
-            add(_negative_feedback(traj, event, before))
+            add(_negative_feedback(ctx, event, before))
 
+    review.extra["contrasts"] = len(attribution.contrasts)
     if not review.lessons:
         review.notes.append("no failure followed by a fix, no repeated failure, no negative feedback")
     return review

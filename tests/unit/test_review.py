@@ -41,7 +41,7 @@ def test_identical_failures_teach_not_to_retry_blindly():
     events = [call("db_query", {"sql": "select 1"}, ok=False, error="PermissionError: denied") for _ in range(3)]
     review = review_trajectory(traj(outcome="failure"), events)
     assert [l.kind for l in review.lessons] == ["blind_retry"]
-    assert review.wasted_calls == 2
+    assert review.wasted_calls == 3 and review.effective_steps == []
     assert "Do not retry `db_query` with the same parameters" in review.lessons[0].advice
 
 

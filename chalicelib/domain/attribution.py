@@ -1,0 +1,171 @@
+"""Attribution over the decision graph: which steps helped, which were wasted, which choices mattered.
+
+The graph comes from ``parent_id`` (naming a parent's ``node_id`` or ``event_id``); an event without
+one hangs under the event before it. Each tool call is labelled by its outcome, contributions flow
+back to the decisions above them, and at every decision point where one choice failed and another
+worked, a *contrast* records the pair. Deterministic, no LLM: the same events give the same result.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .models import Event
+
+# labels of tool calls
+EFFECTIVE, RECOVERY, FAILED, REPEATED = "effective", "recovery", "failed", "repeated"
+_VALUE = {EFFECTIVE: 1.0, RECOVERY: 1.0, FAILED: -1.0, REPEATED: -0.5}
+
+
+def params_of(event: Event) -> dict[str, Any]:
+    params = event.content.get("params")
+    return params if isinstance(params, dict) else {}
+
+
+def call_key(event: Event) -> str:
+    return f"{event.tool}:{json.dumps(params_of(event), sort_keys=True, default=str)}"
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """At one decision point: the choice that failed and the one that worked.
+
+    kind: ``param`` (same tool, other parameters), ``order`` (another tool first, then the same
+    one), ``swap`` (another tool instead).
+    """
+
+    failed: Event
+    worked: Event
+    kind: str
+    changed_params: tuple[str, ...] = ()
+    prerequisite: str | None = None  # the tool called first, for ``order``
+
+
+@dataclass
+class Attribution:
+    labels: dict[str, str] = field(default_factory=dict)  # event_id -> label (tool calls only)
+    contribution: dict[str, float] = field(default_factory=dict)  # event_id -> propagated value
+    parent: dict[str, str | None] = field(default_factory=dict)
+    contrasts: list[Contrast] = field(default_factory=list)
+
+    def steps(self, label: str) -> list[str]:
+        return [eid for eid, lab in self.labels.items() if lab == label]
+
+    @property
+    def wasted(self) -> int:
+        return sum(1 for lab in self.labels.values() if lab in (FAILED, REPEATED))
+
+    def key_decisions(self, events: Sequence[Event]) -> list[dict[str, Any]]:
+        """Reasoning steps whose choices changed the outcome (non-zero contribution below them)."""
+        out = []
+        for e in events:
+            if e.type == "llm_reasoning" and abs(self.contribution.get(e.event_id, 0.0)) >= 0.5:
+                out.append({"event_id": e.event_id, "text": str(e.content.get("text", ""))[:200],
+                            "contribution": round(self.contribution[e.event_id], 3)})
+        return out
+
+
+def build_parents(events: Sequence[Event]) -> dict[str, str | None]:
+    """event_id -> parent event_id. Unknown parent ids fall back to the event order."""
+    by_ref: dict[str, str] = {}
+    parents: dict[str, str | None] = {}
+    previous: str | None = None
+    for e in events:
+        ref = by_ref.get(e.parent_id) if e.parent_id else None
+        parents[e.event_id] = ref if ref is not None else previous
+        by_ref[e.event_id] = e.event_id
+        if e.node_id:
+            by_ref[e.node_id] = e.event_id
+        previous = e.event_id
+    return parents
+
+
+def _label_calls(calls: Sequence[Event]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    seen_ok: set[str] = set()
+    open_failures: set[str] = set()  # tools with a failure not yet followed by a success
+    for c in calls:
+        key = call_key(c)
+        if c.failed:
+            labels[c.event_id] = FAILED
+            open_failures.add(c.tool or "")
+        elif key in seen_ok:
+            labels[c.event_id] = REPEATED
+        else:
+            labels[c.event_id] = RECOVERY if open_failures else EFFECTIVE
+            open_failures.discard(c.tool or "")
+            if labels[c.event_id] == RECOVERY:
+                open_failures.clear()
+            seen_ok.add(key)
+    return labels
+
+
+def _propagate(events: Sequence[Event], parents: dict[str, str | None], labels: dict[str, str]) -> dict[str, float]:
+    """Each call's value flows up to its ancestors, halving per level: what a decision led to."""
+    contribution: dict[str, float] = {}
+    for e in events:
+        value = _VALUE.get(labels.get(e.event_id, ""), 0.0)
+        if not value:
+            continue
+        contribution[e.event_id] = contribution.get(e.event_id, 0.0) + value
+        node, weight = parents.get(e.event_id), 0.5
+        while node is not None and weight > 0.01:
+            contribution[node] = contribution.get(node, 0.0) + value * weight
+            node, weight = parents.get(node), weight / 2
+    return contribution
+
+
+def _contrast(failed: Event, worked: Event, between: Sequence[Event], later: Sequence[Event]) -> Contrast | None:
+    if worked.tool == failed.tool:
+        before, after = params_of(failed), params_of(worked)
+        changed = tuple(sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)))
+        if not changed:
+            return None  # the same call passed on retry: transient, no choice was involved
+        return Contrast(failed, worked, "param", changed)
+    if any(e.tool == failed.tool and e.succeeded for e in later):
+        return Contrast(failed, worked, "order", prerequisite=worked.tool)
+    return Contrast(failed, worked, "swap")
+
+
+def attribute(events: Sequence[Event]) -> Attribution:
+    events = sorted(events, key=lambda e: e.seq)
+    parents = build_parents(events)
+    calls = [e for e in events if e.is_tool_call]
+    labels = _label_calls(calls)
+    result = Attribution(labels=labels, contribution=_propagate(events, parents, labels), parent=parents)
+
+    # Explicit branches: sibling calls under one parent where one failed and one worked.
+    children: dict[str | None, list[Event]] = {}
+    for c in calls:
+        children.setdefault(parents[c.event_id], []).append(c)
+    paired: set[str] = set()
+    for siblings in children.values():
+        failed = [c for c in siblings if c.failed]
+        worked = [c for c in siblings if c.succeeded]
+        if failed and worked:
+            for f in failed:
+                w = next((x for x in worked if x.seq > f.seq), worked[0])
+                idx = calls.index(w)
+                contrast = _contrast(f, w, [], calls[idx + 1 :])
+                if contrast is not None and f.event_id not in paired:
+                    result.contrasts.append(contrast)
+                    paired.add(f.event_id)
+
+    # Sequential retries: the first failure of a (tool, error) and the first success after it.
+    first_of: set[tuple[str | None, str]] = set()
+    for i, c in enumerate(calls):
+        if not c.failed or c.event_id in paired:
+            continue
+        error_key = (c.tool, str(c.content.get("error"))[:80])
+        if error_key in first_of:
+            continue
+        first_of.add(error_key)
+        j = next((k for k in range(i + 1, len(calls)) if calls[k].succeeded), None)
+        if j is None:
+            continue
+        contrast = _contrast(c, calls[j], calls[i + 1 : j], calls[j + 1 :])
+        if contrast is not None:
+            result.contrasts.append(contrast)
+            paired.add(c.event_id)
+    return result

@@ -1,0 +1,69 @@
+"""Generalization: literal values become placeholders or attribute patterns, so that a lesson
+learned on "Paris" carries over to the next task about "Berlin"."""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"https?://\S+"), "<url>"),
+    (re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b"), "<email>"),
+    (re.compile(r"(?<![\w<])(?:/[\w.-]+){2,}/?"), "<path>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.I), "<id>"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"), "<date>"),
+    (re.compile(r"(?<![\w.<])\d+(?:\.\d+)?(?![\d.])"), "<n>"),
+]
+_PLACEHOLDER_NAME = re.compile(r"[^a-z0-9_]+")
+
+
+def generalize(text: str, values: Mapping[str, str] | None = None) -> str:
+    """Replace known literal values (value -> placeholder) and then ids, urls, paths, dates, numbers."""
+    if values:
+        # longest first, so "New York City" wins over "York"
+        for literal in sorted(values, key=len, reverse=True):
+            text = re.sub(rf"(?<![\w<]){re.escape(literal)}(?![\w>])", values[literal], text, flags=re.I)
+    for pattern, placeholder in _PATTERNS:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
+def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Map each literal parameter value to a placeholder named after its parameter: "Paris" -> "<city>".
+
+    Only short text values are taken: booleans, long text and structures are not literals to hide.
+    """
+    out: dict[str, str] = {}
+    for p in params:
+        for name, value in p.items():
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                continue
+            text = str(value).strip()
+            if 2 <= len(text) <= 60 and not text.isspace():
+                key = _PLACEHOLDER_NAME.sub("_", str(name).lower()).strip("_") or "value"
+                out.setdefault(text, f"<{key}>")
+    return out
+
+
+def describe_value(value: Any) -> str:
+    """An attribute pattern for a parameter value, with the value as an example."""
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, (int, float)):
+        return f"a number (e.g. {value})"
+    if not isinstance(value, str):
+        return "a structured value"
+    v = value.strip()
+    if re.fullmatch(r"[A-Z]{2,4}", v):
+        return f"a {len(v)}-letter uppercase code (e.g. `{v}`)"
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+        return f"an ISO date YYYY-MM-DD (e.g. `{v}`)"
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}[T ].+", v):
+        return f"an ISO timestamp (e.g. `{v}`)"
+    if re.fullmatch(r"[\w.+-]+@[\w-]+\.[\w.-]+", v):
+        return "an email address"
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", v):
+        return f"a number (e.g. `{v}`)"
+    if len(v) > 40:
+        return f"a value like `{v[:37]}…`"
+    return f"a value like `{v}`"

@@ -1,0 +1,92 @@
+from chalicelib.domain.attribution import attribute, build_parents
+from chalicelib.domain.generalize import describe_value, generalize, literal_values
+from chalicelib.domain.models import Event
+from chalicelib.domain.review import review_trajectory
+
+from .builders import T0, call, said, traj
+
+
+def ev(eid, kind="tool_call", parent=None, node=None, seq=0, **content):
+    return Event(event_id=eid, type=kind, timestamp=T0, content=content, parent_id=parent, node_id=node, seq=seq)
+
+
+def test_events_without_a_parent_hang_under_the_previous_one():
+    events = [ev("a", seq=1), ev("b", seq=2), ev("c", parent="a", seq=3), ev("d", parent="missing", seq=4)]
+    assert build_parents(events) == {"a": None, "b": "a", "c": "a", "d": "c"}
+
+
+def test_parents_may_be_named_by_node_id():
+    events = [ev("e1", kind="llm_reasoning", node="plan", seq=1, text="t"), ev("e2", parent="plan", seq=2)]
+    assert build_parents(events)["e2"] == "e1"
+
+
+def test_calls_are_labelled_by_outcome():
+    events = [
+        call("get_weather", {"date": "tomorrow"}, ok=False, error="MissingParameter: city"),
+        call("ask_user", {"q": "city?"}),
+        call("get_weather", {"date": "tomorrow", "city": "Lyon"}),
+        call("get_weather", {"date": "tomorrow", "city": "Lyon"}),
+    ]
+    labels = attribute(events).labels
+    assert list(labels.values()) == ["failed", "recovery", "effective", "repeated"]
+
+
+def test_contrast_names_the_changed_parameter():
+    events = [
+        call("search", {"q": "x", "limit": 10000}, ok=False, error="TimeoutError: too many rows"),
+        call("search", {"q": "x", "limit": 100}),
+    ]
+    (contrast,) = attribute(events).contrasts
+    assert contrast.kind == "param" and contrast.changed_params == ("limit",)
+
+
+def test_branches_under_one_decision_are_contrasted():
+    plan = ev("p", kind="llm_reasoning", node="plan", seq=1, text="Pick a source for the rate")
+    bad = ev("b", parent="plan", seq=2, tool="web_search", params={"q": "EURUSD"}, status="error", error="TimeoutError")
+    good = ev("g", parent="plan", seq=3, tool="fx_rate", params={"pair": "EURUSD"}, status="ok")
+    attribution = attribute([plan, bad, good])
+    (contrast,) = attribution.contrasts
+    assert (contrast.failed.event_id, contrast.worked.event_id, contrast.kind) == ("b", "g", "swap")
+    # the decision above both branches is not credited: one branch helped, one hurt
+    assert attribution.contribution["p"] == 0.0
+
+
+def test_a_decision_whose_branch_worked_is_credited():
+    plan = ev("p", kind="llm_reasoning", node="plan", seq=1, text="Ask for the city first")
+    ask = ev("a", parent="plan", seq=2, tool="ask_user", params={}, status="ok")
+    attribution = attribute([plan, ask])
+    assert attribution.contribution["p"] == 0.5
+    assert attribution.key_decisions([plan, ask]) == [{"event_id": "p", "text": "Ask for the city first", "contribution": 0.5}]
+
+
+def test_identical_retry_that_passes_is_not_a_decision():
+    events = [call("api", {"x": 1}, ok=False, error="503"), call("api", {"x": 1})]
+    assert attribute(events).contrasts == []
+
+
+def test_literal_values_become_named_placeholders():
+    values = literal_values([{"city": "Paris", "date": "2026-05-01", "flag": True, "n": 3}])
+    assert values == {"Paris": "<city>", "2026-05-01": "<date>"}
+    assert generalize("weather in paris on 2026-05-01 for 3 days", values) == "weather in <city> on <date> for <n> days"
+
+
+def test_ids_urls_paths_and_emails_are_generalized():
+    text = "GET https://api.x.io/v1/u/42 for bob@x.io at /var/log/app.log id 3f2a9c1b7d"
+    assert generalize(text) == "GET <url> for <email> at <path> id <id>"
+
+
+def test_values_are_described_as_patterns_with_an_example():
+    assert describe_value("CDG") == "a 3-letter uppercase code (e.g. `CDG`)"
+    assert describe_value("2026-05-01") == "an ISO date YYYY-MM-DD (e.g. `2026-05-01`)"
+    assert describe_value(10) == "a number (e.g. 10)"
+
+
+def test_lessons_carry_placeholders_not_the_literals_of_one_task():
+    events = [
+        call("search_flights", {"from": "Paris", "to": "Rome"}, ok=False, error="InvalidAirport: Paris is not an IATA code"),
+        call("search_flights", {"from": "CDG", "to": "FCO"}),
+    ]
+    lesson = review_trajectory(traj(goal="Fly from Paris to Rome on 2026-05-01"), events).lessons[0]
+    assert "Paris" not in lesson.situation and "<from> to <to> on <date>" in lesson.situation
+    assert "`from` to a 3-letter uppercase code (e.g. `CDG`)" in lesson.advice
+    assert "<from> is not an IATA code" in lesson.advice
