@@ -96,6 +96,9 @@ def build_embedded(settings: Settings) -> Deps:
         recall_candidates=settings.recall_candidates,
         review_max_attempts=settings.review_max_attempts,
         review_lease_seconds=settings.review_lease_seconds,
+        review_min_events=settings.review_min_events,
+        local_reviews=settings.local_reviews,
+        merge_threshold=settings.merge_threshold,
     )
 
 

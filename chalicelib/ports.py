@@ -42,6 +42,7 @@ class TenantStore(Protocol):
 class AppendResult:
     accepted: int
     duplicates: int
+    accepted_ids: tuple[str, ...] = ()  # the event ids newly stored, in order
 
 
 class TrajectoryStore(Protocol):
@@ -73,6 +74,12 @@ class TrajectoryStore(Protocol):
         now: datetime,
     ) -> Trajectory:
         """Record the outcome of a review (reviewed or review_failed)."""
+
+    def add_local_review(
+        self, tenant_id: str, trajectory_id: str, experience_ids: list[str], summary: dict, now: datetime
+    ) -> Trajectory:
+        """Append a local review's summary to ``review["local"]`` and add its experience ids,
+        atomically, leaving the status as it is. Raises NotFound."""
 
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         """(tenant_id, trajectory_id) of finalized trajectories: the outbox swept at start-up."""
@@ -115,6 +122,12 @@ class ExperienceStore(Protocol):
     ) -> Experience | None:
         """The active experience with this lesson fingerprint in exactly this scope."""
 
+    def find_active_by_situation(
+        self, tenant_id: str, situation_key: str, agent_id: str | None, user_id: str | None
+    ) -> list[Experience]:
+        """Active experiences with this situation key in exactly this scope (the candidates a new
+        lesson about the same situation may contradict)."""
+
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
         """Active experiences of every tenant, for maintenance; resumable with ``cursor``."""
 
@@ -131,6 +144,7 @@ class IndexEntry:
     tools: tuple[str, ...] = ()
     task_type: str | None = None
     tags: tuple[str, ...] = ()
+    text: str = ""  # what lexical search matches
 
 
 @dataclass(frozen=True)

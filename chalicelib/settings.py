@@ -21,6 +21,9 @@ class Settings(BaseSettings):
     worker_poll_seconds: float = 0.25
     review_lease_seconds: float = 60.0
     review_max_attempts: int = 5
+    review_min_events: int = 3
+    local_reviews: bool = True
+    merge_threshold: float = 0.92
 
     # Forgetting
     half_life_days: float = 30.0

@@ -157,17 +157,17 @@ class InMemoryTrajectoryStore:
             if traj.status is not TrajectoryStatus.OPEN:
                 raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
             stored, seen = self._events[key], self._event_ids[key]
-            accepted = 0
+            accepted: list[str] = []
             for event in events:
                 if event.event_id in seen:
                     continue
                 seen.add(event.event_id)
                 stored.append(copy.deepcopy(replace(event, seq=len(stored) + 1)))
-                accepted += 1
+                accepted.append(event.event_id)
             if accepted:
                 traj.event_count = len(stored)
                 traj.updated_at = now
-            return AppendResult(accepted=accepted, duplicates=len(events) - accepted)
+            return AppendResult(len(accepted), len(events) - len(accepted), tuple(accepted))
 
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
         with self._lock:
@@ -193,6 +193,18 @@ class InMemoryTrajectoryStore:
             traj.status = TrajectoryStatus(status)
             traj.experience_ids = list(experience_ids)
             traj.review = copy.deepcopy(review)
+            traj.updated_at = now
+            return copy.deepcopy(traj)
+
+    def add_local_review(
+        self, tenant_id: str, trajectory_id: str, experience_ids: list[str], summary: dict, now: datetime
+    ) -> Trajectory:
+        with self._lock:
+            traj = self._stored(tenant_id, trajectory_id)
+            review = copy.deepcopy(traj.review or {})
+            review["local"] = [*review.get("local", []), copy.deepcopy(summary)]
+            traj.review = review
+            traj.experience_ids = list(dict.fromkeys([*traj.experience_ids, *experience_ids]))
             traj.updated_at = now
             return copy.deepcopy(traj)
 
@@ -270,6 +282,18 @@ class InMemoryExperienceStore:
                 ):
                     return copy.deepcopy(e)
             return None
+
+    def find_active_by_situation(
+        self, tenant_id: str, situation_key: str, agent_id: str | None, user_id: str | None
+    ) -> list[Experience]:
+        with self._lock:
+            found = [
+                copy.deepcopy(e)
+                for (t, _), e in self._exps.items()
+                if t == tenant_id and e.situation_key == situation_key and e.status is ExperienceStatus.ACTIVE
+                and e.agent_id == agent_id and e.user_id == user_id
+            ]
+        return sorted(found, key=lambda e: (e.created_at, e.experience_id))
 
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
         after = _decode_cursor(cursor, (str, str)) if cursor else ("", "")

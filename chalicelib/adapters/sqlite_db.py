@@ -28,10 +28,11 @@ CREATE TABLE IF NOT EXISTS events (
     UNIQUE (tenant_id, trajectory_id, event_id));
 CREATE TABLE IF NOT EXISTS experiences (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, agent_id TEXT, user_id TEXT,
-    status TEXT NOT NULL, fingerprint TEXT, created_us INTEGER NOT NULL, doc TEXT NOT NULL,
+    status TEXT NOT NULL, fingerprint TEXT, situation_key TEXT, created_us INTEGER NOT NULL, doc TEXT NOT NULL,
     PRIMARY KEY (tenant_id, experience_id));
 CREATE INDEX IF NOT EXISTS experiences_list ON experiences(tenant_id, created_us DESC, experience_id DESC);
 CREATE INDEX IF NOT EXISTS experiences_fp ON experiences(tenant_id, fingerprint, status);
+CREATE INDEX IF NOT EXISTS experiences_situation ON experiences(tenant_id, situation_key, status);
 CREATE INDEX IF NOT EXISTS experiences_active ON experiences(status, tenant_id, experience_id);
 CREATE TABLE IF NOT EXISTS review_jobs (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, kind TEXT NOT NULL,
@@ -79,7 +80,18 @@ class SqliteDatabase:
         self.path = path
         self._local = threading.local()
         self._uri = path.startswith("file:")
-        self.connection().executescript(SCHEMA)  # executescript manages its own transaction
+        conn = self.connection()
+        self._migrate(conn)
+        conn.executescript(SCHEMA)  # executescript manages its own transaction
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
+        added = {("experiences", "situation_key"): "TEXT"}
+        for (table, column), kind in added.items():
+            cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            if cols and column not in cols:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -110,7 +110,7 @@ class SqliteTrajectoryStore:
             if traj.status is not TrajectoryStatus.OPEN:
                 raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
             seq = traj.event_count
-            accepted = 0
+            accepted: list[str] = []
             for event in events:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO events(tenant_id, trajectory_id, seq, event_id, doc) VALUES (?,?,?,?,?)",
@@ -118,10 +118,10 @@ class SqliteTrajectoryStore:
                 )
                 if cur.rowcount == 1:
                     seq += 1
-                    accepted += 1
+                    accepted.append(event.event_id)
             if accepted:  # the doc too, or the stored updated_at would never move
                 self._save(conn, replace(traj, event_count=seq, updated_at=now))
-            return AppendResult(accepted=accepted, duplicates=len(events) - accepted)
+            return AppendResult(accepted=len(accepted), duplicates=len(events) - len(accepted), accepted_ids=tuple(accepted))
 
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
         rows = self.db.read().execute(
@@ -151,6 +151,18 @@ class SqliteTrajectoryStore:
             self._save(conn, traj)
             return traj
 
+    def add_local_review(
+        self, tenant_id: str, trajectory_id: str, experience_ids: list[str], summary: dict, now: datetime
+    ) -> Trajectory:
+        with self.db.write() as conn:
+            traj = self._row(conn, tenant_id, trajectory_id)
+            review = dict(traj.review or {})
+            review["local"] = [*review.get("local", []), summary]
+            ids = list(dict.fromkeys([*traj.experience_ids, *experience_ids]))
+            traj = replace(traj, review=review, experience_ids=ids, updated_at=now)
+            self._save(conn, traj)
+            return traj
+
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         rows = self.db.read().execute(
             "SELECT tenant_id, trajectory_id FROM trajectories WHERE status=? LIMIT ?",
@@ -170,7 +182,7 @@ class SqliteExperienceStore:
         with self.db.write() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO experiences(tenant_id, experience_id, agent_id, user_id, status, fingerprint,"
-                " created_us, doc) VALUES (?,?,?,?,?,?,?,?)",
+                " situation_key, created_us, doc) VALUES (?,?,?,?,?,?,?,?,?)",
                 (
                     exp.tenant_id,
                     exp.experience_id,
@@ -178,6 +190,7 @@ class SqliteExperienceStore:
                     exp.user_id,
                     exp.status.value,
                     exp.fingerprint,
+                    exp.situation_key,
                     to_us(exp.created_at),
                     dumps(to_doc(exp)),
                 ),
@@ -246,6 +259,16 @@ class SqliteExperienceStore:
             (tenant_id, fingerprint, agent_id, user_id),
         ).fetchone()
         return experience_from_doc(json.loads(row["doc"])) if row else None
+
+    def find_active_by_situation(
+        self, tenant_id: str, situation_key: str, agent_id: str | None, user_id: str | None
+    ) -> list[Experience]:
+        rows = self.db.read().execute(
+            "SELECT doc FROM experiences WHERE tenant_id=? AND situation_key=? AND status='active'"
+            " AND agent_id IS ? AND user_id IS ? ORDER BY created_us, experience_id",
+            (tenant_id, situation_key, agent_id, user_id),
+        ).fetchall()
+        return [experience_from_doc(json.loads(r["doc"])) for r in rows]
 
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
         after = ("", "")

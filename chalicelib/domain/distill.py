@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 from datetime import datetime
 
-from .models import Experience, Source, Trajectory
+from .models import Experience, ExperienceStatus, Source, Trajectory
 from .review import LessonDraft
 
 _GENERIC = re.compile(r"^\s*(be careful|try again|do better|pay attention|double[- ]check)\b", re.I)
@@ -52,6 +52,9 @@ def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime) -> 
         confidence=0.6 if traj.outcome == "success" else 0.5,
         polarity=draft.polarity,
         fingerprint=draft.fingerprint,
+        situation_key=draft.situation_key or None,
+        error_class=draft.error_class,
+        intent=traj.intent,
     )
 
 
@@ -83,3 +86,27 @@ def merge_into(existing: Experience, new: Experience, now: datetime) -> Experien
         updated_at=now,
         version=existing.version + 1,
     )
+
+
+CREDIBILITY = {Source.HUMAN: 3, Source.AGENT: 2, Source.SIMULATION: 1}
+
+
+def should_supersede(old: Experience, new: Experience) -> bool:
+    """A lesson about the same situation with another fix replaces the old one when its evidence
+    is at least as strong: as credible a source, and as much support (or the old one stopped
+    helping). Otherwise both stay, as alternatives, until the evidence tips."""
+    if old.experience_id == new.experience_id or old.fingerprint == new.fingerprint:
+        return False
+    if CREDIBILITY[new.source] < CREDIBILITY[old.source]:
+        return False
+    return new.support >= old.support or old.utility < 0.4
+
+
+def supersede(old: Experience, new: Experience, now: datetime) -> tuple[Experience, Experience]:
+    """Demote the old lesson (archived, kept for audit) and chain the new one to it."""
+    demoted = replace(
+        old, status=ExperienceStatus.ARCHIVED, status_reason=f"superseded by {new.experience_id}",
+        superseded_by=new.experience_id, updated_at=now,
+    )
+    promoted = replace(new, supersedes=old.experience_id, version=max(new.version, old.version + 1), updated_at=now)
+    return demoted, promoted

@@ -136,9 +136,14 @@ class Experience:
     status: ExperienceStatus = ExperienceStatus.ACTIVE
     version: int = 1
     support: int = 1
-    fingerprint: str | None = None
+    fingerprint: str | None = None  # same situation and same fix
+    situation_key: str | None = None  # same situation, whatever the fix: lessons that can conflict
     polarity: str = "neutral"
     status_reason: str | None = None
+    supersedes: str | None = None  # the experience this one replaced (version chain)
+    superseded_by: str | None = None
+    error_class: str | None = None
+    intent: str | None = None
 
     @property
     def scope(self) -> Scope:

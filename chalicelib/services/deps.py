@@ -25,4 +25,7 @@ class Deps:
     recall_candidates: int = 50
     review_max_attempts: int = 5
     review_lease_seconds: float = 60.0
+    review_min_events: int = 3  # smaller successful trajectories without trouble are not reviewed
+    merge_threshold: float = 0.92  # cosine above which a new lesson merges into a known one
+    local_reviews: bool = True  # anomalies during ingest start a review of the events around them
     notify_review: Callable[[], None] = lambda: None  # wakes a local worker; no-op in the cloud

@@ -1,62 +1,154 @@
-"""Reviewing finalized trajectories into experiences, from a queue, exactly once in effect.
+"""Reviewing trajectories into experiences, from a queue, exactly once in effect.
 
 Order of writes: experiences (the source of truth), then the vector index, then the trajectory's
 status. Experience ids are derived from (trajectory, lesson), so a review that crashes half way and
 runs again rewrites the same experiences instead of adding new ones.
+
+Job kinds: ``full`` (on finalize) and ``local:<event_id>`` (an anomaly during ingest; the events
+around it are reviewed while the trajectory is still open).
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..domain.distill import draft_to_experience, merge_into, passes_quality_gate
+from ..domain.anomaly import WINDOW, qualifies_for_full_review
+from ..domain.distill import draft_to_experience, merge_into, passes_quality_gate, should_supersede, supersede
 from ..domain.errors import NotFound
-from ..domain.models import Experience, Trajectory, TrajectoryStatus
-from ..ports import IndexEntry, ReviewJob
+from ..domain.models import Experience, ExperienceStatus, Trajectory, TrajectoryStatus
+from ..domain.review import Review
+from ..ports import IndexEntry, IndexFilter, ReviewJob
 from .deps import Deps
 
 log = logging.getLogger(__name__)
 
 
-def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience]) -> None:
+def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience], vectors=None) -> None:
     if not experiences:
         return
-    vectors = deps.embedder.embed([e.embedding_text() for e in experiences])
+    if vectors is None:
+        vectors = deps.embedder.embed([e.embedding_text() for e in experiences])
     deps.index.upsert(
         tenant_id,
         [
-            IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags))
+            IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags), e.embedding_text())
             for e, v in zip(experiences, vectors)
         ],
     )
 
 
-def review_trajectory(deps: Deps, tenant_id: str, trajectory_id: str, kind: str = "full") -> Trajectory:
-    traj = deps.trajectories.get(tenant_id, trajectory_id)
-    if traj.status is TrajectoryStatus.REVIEWED:
-        return traj
+@dataclass
+class Distilled:
+    stored: dict[str, Experience] = field(default_factory=dict)  # what to put, by id
+    kept: list[str] = field(default_factory=list)  # experience ids this review stands behind
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    merged: int = 0
+    superseded: list[str] = field(default_factory=list)
+
+
+def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
+    """An active lesson in exactly the same scope whose text is nearly the same (cosine threshold)."""
+    hits = deps.index.search(exp.tenant_id, vector, IndexFilter(exp.agent_id, exp.user_id, tuple(exp.tools)), 5)
+    close = [i for i, score in hits if score >= deps.merge_threshold and i != exp.experience_id]
+    for candidate in deps.experiences.get_many(exp.tenant_id, close).values():
+        if (
+            candidate.status is ExperienceStatus.ACTIVE
+            and (candidate.agent_id, candidate.user_id) == (exp.agent_id, exp.user_id)
+            and set(candidate.tools) == set(exp.tools)
+        ):
+            return candidate
+    return None
+
+
+def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
+    """Quality gate, then merge into a known lesson (same fingerprint, or nearly the same text),
+    or store as new; a lesson with another fix for the same situation may supersede the old one."""
     now = deps.clock.now()
-    events = deps.trajectories.events(tenant_id, trajectory_id)
-    review = deps.reviewer.review(traj, events, kind)
-    kept: dict[str, Experience] = {}
-    rejected: list[dict[str, Any]] = []
+    out = Distilled()
+    drafts = []
     for draft in review.lessons:
         ok, why = passes_quality_gate(draft)
-        if not ok:
-            rejected.append({"lesson": draft.lesson, "reason": why})
-            continue
-        exp = draft_to_experience(draft, traj, now)
-        existing = deps.experiences.find_active_by_fingerprint(tenant_id, draft.fingerprint, traj.agent_id, traj.user_id)
+        if ok:
+            drafts.append(draft)
+        else:
+            out.rejected.append({"lesson": draft.lesson, "reason": why})
+    if not drafts:
+        return out
+    fresh = [draft_to_experience(d, traj, now) for d in drafts]
+    vectors = deps.embedder.embed([e.embedding_text() for e in fresh])
+    for exp, vector in zip(fresh, vectors):
+        existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
+        if existing is None:
+            existing = _near_duplicate(deps, exp, vector)
         if existing is not None:
             exp = merge_into(existing, exp, now)
-        kept[exp.experience_id] = exp
-    for exp in kept.values():
+            out.merged += 1
+        if exp.situation_key:
+            for old in deps.experiences.find_active_by_situation(traj.tenant_id, exp.situation_key, exp.agent_id, exp.user_id):
+                if old.experience_id in out.stored or not should_supersede(old, exp):
+                    continue
+                demoted, exp = supersede(old, exp, now)
+                out.stored[demoted.experience_id] = demoted
+                out.superseded.append(demoted.experience_id)
+        out.stored[exp.experience_id] = exp
+        if exp.experience_id not in out.kept:
+            out.kept.append(exp.experience_id)
+    return out
+
+
+def _persist(deps: Deps, tenant_id: str, result: Distilled) -> None:
+    for exp in result.stored.values():
         deps.experiences.put(exp)
-    index_experiences(deps, tenant_id, list(kept.values()))
-    summary = review.summary() | {"rejected": rejected, "merged": sum(1 for e in kept.values() if e.support > 1)}
+    active = [e for e in result.stored.values() if e.status is ExperienceStatus.ACTIVE]
+    index_experiences(deps, tenant_id, active)
+    gone = [e.experience_id for e in result.stored.values() if e.status is not ExperienceStatus.ACTIVE]
+    deps.index.delete(tenant_id, gone)
+
+
+def _summary(review: Review, result: Distilled) -> dict[str, Any]:
+    return review.summary() | {
+        "rejected": result.rejected,
+        "merged": result.merged,
+        "superseded": result.superseded,
+        "experience_ids": result.kept,
+    }
+
+
+def review_trajectory(deps: Deps, tenant_id: str, trajectory_id: str, kind: str = "full") -> Trajectory:
+    traj = deps.trajectories.get(tenant_id, trajectory_id)
+    events = deps.trajectories.events(tenant_id, trajectory_id)
+    if kind.startswith("local:"):
+        return _local_review(deps, traj, events, kind.split(":", 1)[1])
+    if traj.status is TrajectoryStatus.REVIEWED:
+        return traj
+    local = (traj.review or {}).get("local", [])
+    qualifies, why = qualifies_for_full_review(events, traj.outcome, deps.review_min_events)
+    if not qualifies:
+        summary = {"kind": "full", "skipped": why, "local": local}
+        return deps.trajectories.save_review(
+            tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, traj.experience_ids, summary, deps.clock.now()
+        )
+    review = deps.reviewer.review(traj, events, "full")
+    result = distill(deps, traj, review)
+    _persist(deps, tenant_id, result)
+    ids = list(dict.fromkeys([*result.kept, *traj.experience_ids]))
+    summary = _summary(review, result) | {"local": local}
     return deps.trajectories.save_review(
-        tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, list(kept), summary, now
+        tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, ids, summary, deps.clock.now()
     )
+
+
+def _local_review(deps: Deps, traj: Trajectory, events, trigger_id: str) -> Trajectory:
+    trigger = next((e for e in events if e.event_id == trigger_id), None)
+    if trigger is None:
+        return traj
+    window = [e for e in events if trigger.seq - WINDOW <= e.seq <= trigger.seq]
+    review = deps.reviewer.review(traj, window, "local")
+    result = distill(deps, traj, review)
+    _persist(deps, traj.tenant_id, result)
+    summary = _summary(review, result) | {"trigger": trigger_id}
+    return deps.trajectories.add_local_review(traj.tenant_id, traj.trajectory_id, result.kept, summary, deps.clock.now())
 
 
 def process_review_jobs(deps: Deps, limit: int = 10) -> int:
@@ -77,13 +169,14 @@ def _run(deps: Deps, job: ReviewJob) -> None:
         return
     except Exception as exc:  # any failure of a dependency: retry, never lose the job
         reason = f"{type(exc).__name__}: {exc}"[:500]
-        log.warning("review of %s failed (attempt %d): %s", job.trajectory_id, job.attempts, reason)
+        log.warning("review %s of %s failed (attempt %d): %s", job.kind, job.trajectory_id, job.attempts, reason)
         if job.attempts >= deps.review_max_attempts:
             deps.queue.dead(job, reason)
-            deps.trajectories.save_review(
-                job.tenant_id, job.trajectory_id, TrajectoryStatus.REVIEW_FAILED.value, [], {"error": reason},
-                deps.clock.now(),
-            )
+            if job.kind == "full":  # a failed local review leaves the full one to come
+                deps.trajectories.save_review(
+                    job.tenant_id, job.trajectory_id, TrajectoryStatus.REVIEW_FAILED.value, [], {"error": reason},
+                    deps.clock.now(),
+                )
         else:
             deps.queue.retry_later(job, reason, deps.clock.now(), delay_seconds=min(300.0, 2.0**job.attempts))
         return

@@ -377,3 +377,35 @@ def test_counts_by_status_are_per_tenant(experience_store):
     experience_store.put(exp("d", tenant_id="t2"))
     assert experience_store.count_by_status("t1") == {"active": 1, "archived": 2}
     assert experience_store.count_by_status("t3") == {}
+
+
+def test_find_by_situation_returns_every_active_lesson_of_that_situation_in_exactly_that_scope(experience_store):
+    experience_store.put(exp("a", situation_key="s1", agent_id="ag", minute=1))
+    experience_store.put(exp("b", situation_key="s1", agent_id="ag", minute=2, fingerprint="other"))
+    experience_store.put(exp("c", situation_key="s1", agent_id="ag", status=ARCHIVED))
+    experience_store.put(exp("d", situation_key="s1", agent_id=None))
+    experience_store.put(exp("e", situation_key="s2", agent_id="ag"))
+    experience_store.put(exp("f", situation_key="s1", agent_id="ag", tenant_id="t2"))
+    assert ids(experience_store.find_active_by_situation("t1", "s1", "ag", None)) == ["a", "b"]
+    assert ids(experience_store.find_active_by_situation("t1", "s1", None, None)) == ["d"]
+    assert experience_store.find_active_by_situation("t1", "s9", "ag", None) == []
+
+
+def test_an_existing_database_without_the_situation_column_is_migrated(tmp_path):
+    import sqlite3
+
+    from chalicelib.adapters.sqlite_db import SqliteDatabase
+    from chalicelib.adapters.sqlite_stores import SqliteExperienceStore
+
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE experiences (tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, agent_id TEXT, user_id TEXT,"
+        " status TEXT NOT NULL, fingerprint TEXT, created_us INTEGER NOT NULL, doc TEXT NOT NULL,"
+        " PRIMARY KEY (tenant_id, experience_id))"
+    )
+    old.commit()
+    old.close()
+    store = SqliteExperienceStore(SqliteDatabase(str(path)))
+    store.put(exp("a", situation_key="s1"))
+    assert ids(store.find_active_by_situation("t1", "s1", None, None)) == ["a"]

@@ -303,3 +303,22 @@ def test_counts_by_status_are_per_tenant(trajectory_store):
     trajectory_store.finalize("t1", "tr2", "success", None, at(1))
     assert trajectory_store.count_by_status("t1") == {"open": 1, "finalized": 1}
     assert trajectory_store.count_by_status("t9") == {}
+
+
+def test_the_append_result_names_the_newly_stored_event_ids_in_order(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("a"), ev("b")], at(0))
+    result = trajectory_store.append_events("t1", "tr1", [ev("b"), ev("c"), ev("d"), ev("c")], at(1))
+    assert (result.accepted, result.duplicates, result.accepted_ids) == (2, 2, ("c", "d"))
+
+
+def test_a_local_review_is_appended_without_changing_the_status(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.add_local_review("t1", "tr1", ["x1"], {"kind": "local", "n": 1}, at(1))
+    after = trajectory_store.add_local_review("t1", "tr1", ["x1", "x2"], {"kind": "local", "n": 2}, at(2))
+    assert after.status is TrajectoryStatus.OPEN
+    assert after.experience_ids == ["x1", "x2"]
+    assert after.review == {"local": [{"kind": "local", "n": 1}, {"kind": "local", "n": 2}]}
+    assert trajectory_store.get("t1", "tr1") == after
+    with pytest.raises(NotFound):
+        trajectory_store.add_local_review("t2", "tr1", [], {}, at(3))

@@ -1,0 +1,62 @@
+"""Anomalies seen during ingest, each of which starts a local review of the events around it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Collection, Sequence
+
+from .attribution import call_key
+from .models import Event
+
+WINDOW = 8  # events of context reviewed before the anomaly's last event
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    kind: str  # consecutive_failures | negative_feedback | repeated_call
+    trigger: Event  # the event that completed the anomaly
+    first_seq: int  # where the local review's window starts
+
+    @property
+    def review_kind(self) -> str:
+        return f"local:{self.trigger.event_id}"
+
+
+def detect(events: Sequence[Event], new_ids: Collection[str]) -> list[Anomaly]:
+    """Anomalies completed by one of the newly accepted events (so a redelivery triggers nothing).
+
+    * two consecutive failed tool calls;
+    * negative user feedback;
+    * the same call (tool + params) for the third time (only the third, not every later one).
+    """
+    events = sorted(events, key=lambda e: e.seq)
+    found: list[Anomaly] = []
+    previous_call: Event | None = None
+    counts: dict[str, int] = {}
+    for e in events:
+        is_new = e.event_id in new_ids
+        start = max(1, e.seq - WINDOW)
+        if e.is_tool_call:
+            key = call_key(e)
+            counts[key] = counts.get(key, 0) + 1
+            if is_new and e.failed and previous_call is not None and previous_call.failed:
+                found.append(Anomaly("consecutive_failures", e, start))
+            elif is_new and counts[key] == 3:
+                found.append(Anomaly("repeated_call", e, start))
+            previous_call = e
+        elif is_new and e.type == "feedback" and e.content.get("sentiment") == "negative":
+            found.append(Anomaly("negative_feedback", e, start))
+    return found
+
+
+def qualifies_for_full_review(events: Sequence[Event], outcome: str | None, min_events: int) -> tuple[bool, str]:
+    """A full review runs for a big enough trajectory; a failure, an error or negative feedback
+    always qualifies, however small."""
+    if outcome in ("failure", "partial"):
+        return True, f"outcome {outcome}"
+    if any(e.failed for e in events):
+        return True, "a tool call failed"
+    if any(e.type == "feedback" and e.content.get("sentiment") == "negative" for e in events):
+        return True, "negative feedback"
+    if len(events) >= min_events:
+        return True, f"{len(events)} events"
+    return False, f"only {len(events)} events, no failure and no negative feedback (minimum {min_events})"
