@@ -54,9 +54,27 @@ def build_embedder(settings: Settings):
     return OnnxMiniLMEmbedder(threads=settings.embedder_threads)
 
 
+def build_reviewer(settings: Settings):
+    """The LLM reviewer when an endpoint is configured; the deterministic one alone otherwise."""
+    if not (settings.openai_base_url or settings.openai_api_key):
+        from .adapters.deterministic_reviewer import DeterministicReviewer
+
+        return DeterministicReviewer()
+    import openai
+
+    from .adapters.llm_reviewer import LLMReviewer
+
+    client = openai.OpenAI(
+        base_url=settings.openai_base_url,
+        api_key=settings.openai_api_key or "not-needed",
+        timeout=settings.llm_timeout_seconds,
+        max_retries=settings.llm_max_retries,
+    )
+    return LLMReviewer(client, settings.review_model_full, settings.review_model_local)
+
+
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
-    from .adapters.deterministic_reviewer import DeterministicReviewer
     from .adapters.numpy_index import NumpyVectorIndex
     from .adapters.sqlite_db import SqliteDatabase
     from .adapters.sqlite_stores import (
@@ -77,7 +95,7 @@ def build_embedded(settings: Settings) -> Deps:
         experiences=SqliteExperienceStore(db),
         index=NumpyVectorIndex(SqliteDatabase(str(data / "vectors.db")), embedder.dim),
         embedder=embedder,
-        reviewer=DeterministicReviewer(),
+        reviewer=build_reviewer(settings),
         queue=SqliteReviewQueue(db),
         clock=SystemClock(),
         weights=ScoringWeights(

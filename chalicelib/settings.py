@@ -16,6 +16,14 @@ class Settings(BaseSettings):
     embedder: Literal["minilm", "hash"] = "minilm"
     embedder_threads: int | None = None
 
+    # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    review_model_full: str = "gpt-4.1-mini"
+    review_model_local: str | None = None  # default: the full review's model
+    llm_timeout_seconds: float = 60.0
+    llm_max_retries: int = 2
+
     # Review worker (embedded backend)
     worker: bool = True
     worker_poll_seconds: float = 0.25

@@ -110,6 +110,17 @@ def fingerprint(*parts: str) -> str:
     return hashlib.sha1("|".join(p.strip().lower() for p in parts).encode()).hexdigest()[:16]
 
 
+def situation_key(tool: str, cls: str) -> str:
+    """Lessons with this key are about the same situation: this tool failing this way."""
+    return fingerprint("situation", tool, cls)
+
+
+def fix_fingerprint(situation: str, identifiers: Sequence[str]) -> str:
+    """Same situation and a fix naming the same tools and parameters: the same lesson, however
+    it is worded (so a deterministic and an LLM lesson, or two LLM phrasings, merge)."""
+    return fingerprint("fix", situation, ",".join(sorted({i.lower() for i in identifiers})))
+
+
 class _Context:
     """What every lesson of one trajectory shares: its generalized goal and literal values."""
 
@@ -148,36 +159,36 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     tool, cls = c.failed.tool or "?", error_class(c.failed)
     err = ctx.g(error_text(c.failed))
     situation = f"{ctx.task()} Calling `{tool}` failed with {err}."
-    outcome = ctx.traj.outcome or "unknown"
+    outcome = ctx.traj.outcome
     if c.kind == "param":
         change = describe_param_change(params_of(c.failed), params_of(c.worked))
         names = ", ".join(f"`{n}`" for n in c.changed_params)
         action, fix_tools = f"Called `{tool}` again with {names} changed.", (tool,)
         lesson = f"`{tool}` fails with {cls} when {names} is wrong or missing; it worked once you {change}."
         advice = f"When you call `{tool}`, {change}: otherwise it fails with {err}."
-        key = fingerprint("param", tool, cls, ",".join(c.changed_params))
+        key = fix_fingerprint(situation_key(tool, cls), (tool, *c.changed_params))
     elif c.kind == "order":
         pre = c.prerequisite or "?"
         action, fix_tools = f"Called `{pre}` first, then `{tool}` succeeded.", (tool, pre)
         lesson = f"`{tool}` fails with {cls} unless `{pre}` is called before it."
         advice = f"Call `{pre}` before `{tool}`: calling `{tool}` first fails with {err}."
-        key = fingerprint("order", tool, cls, pre)
+        key = fix_fingerprint(situation_key(tool, cls), (tool, pre))
     else:
         fix = c.worked.tool or "?"
         action, fix_tools = f"Used `{fix}` instead of `{tool}`, which worked.", (tool, fix)
         lesson = f"`{tool}` fails with {cls} for this kind of task, and `{fix}` works."
         advice = f"Use `{fix}` instead of `{tool}` for this: `{tool}` fails with {err}."
-        key = fingerprint("swap", tool, cls, fix)
+        key = fix_fingerprint(situation_key(tool, cls), (tool, fix))
     return LessonDraft(
         situation=situation,
         action=action,
-        result=f"It worked after the change; the task ended as {outcome}.",
+        result="It worked after the change." + (f" The task ended as {outcome}." if ctx.traj.outcome else ""),
         lesson=lesson,
         advice=advice,
         tools=fix_tools,
         kind="recovery",
         fingerprint=key,
-        situation_key=fingerprint("situation", tool, cls),
+        situation_key=situation_key(tool, cls),
         error_class=cls,
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Source, Trajectory
-from chalicelib.domain.review import fingerprint
+from chalicelib.domain.review import situation_key
 from chalicelib.services import experiences, ingest, review
 from tests.fakes import FakeClock, fake_deps
 
@@ -177,7 +177,7 @@ def test_a_human_lesson_is_not_superseded_by_an_agent(deps, clock):
         tenant_id="t1", experience_id="", situation="Rendering PDFs", action="", result="", lesson="l",
         advice="Pass `font` as `embedded` when you call `render_pdf`.", created_at=None, updated_at=None,
         renewed_at=None, tools=["render_pdf"], agent_id="a1", source=Source.HUMAN,
-        situation_key=fingerprint("situation", "render_pdf", "FontError"), fingerprint="human-fix",
+        situation_key=situation_key("render_pdf", "FontError"), fingerprint="human-fix",
     ))
     (agent_id,) = fix_trajectory(deps, clock, "tr1", "system").experience_ids
     assert experiences.get_experience(deps, "t1", human.experience_id).status is ExperienceStatus.ACTIVE

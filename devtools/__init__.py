@@ -1,0 +1,1 @@
+"""Tools for development, tests and benchmarks; not part of the service."""

@@ -1,0 +1,175 @@
+"""A local OpenAI-compatible HTTP server for tests and benchmarks (OpenAI itself is unreachable here).
+
+``POST /v1/chat/completions`` answers a trajectory review the way a careful model would, from the
+compressed trajectory in the last user message: each failed call followed by a successful change
+becomes a second-person lesson naming the tools. It is a rule-based stand-in, not a model: it proves
+the real client, the schema, the prompt and the pipeline end to end.
+
+Faults for tests, set with ``POST /stub/faults`` ``{"fail": n, "invalid": n, "delay": s}``: the next
+n calls answer 500, the next n answer invalid JSON, every call waits ``delay`` seconds.
+``GET /stub/requests`` returns the request bodies received.
+
+Run: ``python -m devtools.openai_stub --port 8900``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_CALL = re.compile(r"^#(\d+) CALL (\w[\w.-]*)\((.*)\) -> (ERROR|ok)\s*:?\s*(.*)$")
+_CLASS = re.compile(r"^\s*([A-Z][\w.]*)\s*:")
+
+
+def _params(text: str) -> dict[str, str]:
+    out = {}
+    for part in re.split(r",\s*(?=\w+=)", text):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def review_from_trajectory(text: str) -> dict[str, Any]:
+    """Lessons from ERROR -> ok sequences in the compressed trajectory."""
+    calls = []
+    for line in text.splitlines():
+        m = _CALL.match(line.strip())
+        if m:
+            calls.append({"step": int(m[1]), "tool": m[2], "params": _params(m[3]), "ok": m[4] == "ok", "msg": m[5]})
+    goal = next((line[5:].strip() for line in text.splitlines() if line.startswith("goal:")), "the task")
+    lessons, effective, wasted, decisions, seen = [], [], [], [], set()
+    for i, c in enumerate(calls):
+        (effective if c["ok"] else wasted).append(c["step"])
+        if c["ok"] or c["tool"] in seen:
+            continue
+        fix = next((d for d in calls[i + 1 :] if d["ok"]), None)
+        if fix is None:
+            continue
+        seen.add(c["tool"])
+        m = _CLASS.match(c["msg"])
+        error_class = m[1] if m else None
+        if fix["tool"] == c["tool"]:
+            changed = sorted(k for k in set(c["params"]) | set(fix["params"]) if c["params"].get(k) != fix["params"].get(k))
+            if not changed:
+                continue
+            names = ", ".join(f"`{k}`" for k in changed)
+            advice = f"When you call `{c['tool']}`, make sure {names} is set correctly (it worked with {names} changed); otherwise it fails with {c['msg'][:100]}."
+            tools = [c["tool"]]
+        else:
+            advice = f"Call `{fix['tool']}` before relying on `{c['tool']}`: on its own `{c['tool']}` fails with {c['msg'][:100]}."
+            tools = [c["tool"], fix["tool"]]
+        decisions.append({"step": fix["step"], "decision": f"switched to {fix['tool']}", "basis": c["msg"][:80]})
+        lessons.append({
+            "situation": f"Working on: {goal[:200]}; `{c['tool']}` failed.",
+            "action": f"Changed course at step {fix['step']} with `{fix['tool']}`.",
+            "result": "The task could continue after the change.",
+            "lesson": f"`{c['tool']}` fails with {error_class or 'an error'} in this situation unless the fix is applied.",
+            "advice": advice,
+            "tools": tools,
+            "error_class": error_class,
+            "polarity": "warning",
+        })
+    return {
+        "goal": goal[:200], "path": f"{len(calls)} tool calls", "effective_steps": effective, "ineffective_steps": wasted,
+        "key_decisions": decisions, "improvements": [l["advice"] for l in lessons], "lessons": lessons,
+    }
+
+
+class StubState:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.fail = 0
+        self.invalid = 0
+        self.delay = 0.0
+        self.requests: list[dict[str, Any]] = []
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: StubState
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/stub/requests":
+            with self.state.lock:
+                return self._send(200, self.state.requests)
+        self._send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        st = self.state
+        if self.path == "/stub/faults":
+            with st.lock:
+                st.fail, st.invalid, st.delay = int(body.get("fail", 0)), int(body.get("invalid", 0)), float(body.get("delay", 0))
+            return self._send(200, {"ok": True})
+        if not self.path.endswith("/chat/completions"):
+            return self._send(404, {"error": {"message": f"no route {self.path}"}})
+        with st.lock:
+            st.requests.append(body)
+            fail, invalid, delay = st.fail > 0, st.invalid > 0 and st.fail == 0, st.delay
+            if fail:
+                st.fail -= 1
+            elif invalid:
+                st.invalid -= 1
+        if delay:
+            time.sleep(delay)
+        if fail:
+            return self._send(500, {"error": {"message": "stub failure", "type": "server_error"}})
+        text = body["messages"][-1]["content"]
+        content = "{not json" if invalid else json.dumps(review_from_trajectory(text))
+        self._send(200, {
+            "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "stub"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": len(content) // 4, "total_tokens": (len(text) + len(content)) // 4},
+        })
+
+
+class OpenAIStub:
+    """In-process server: ``with OpenAIStub() as stub: stub.base_url``."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.state = StubState()
+        handler = type("Handler", (_Handler,), {"state": self.state})
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "OpenAIStub":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def faults(self, fail: int = 0, invalid: int = 0, delay: float = 0.0) -> None:
+        with self.state.lock:
+            self.state.fail, self.state.invalid, self.state.delay = fail, invalid, delay
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8900)
+    port = parser.parse_args().port
+    stub = OpenAIStub(port)
+    print(f"OpenAI stub on {stub.base_url}", flush=True)
+    stub.server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The typed client against the real server: the whole contract, sync and async, and its errors."""
+from __future__ import annotations
+
+import pytest
+
+from hindsight_client import (
+    AsyncHindsight,
+    ConfigurationError,
+    Conflict,
+    Hindsight,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    Unauthorized,
+)
+from hindsight_client.models import Experience, RecallResult, Trajectory
+
+from .conftest import FAST_RETRY
+
+TOOLS = ["search_flights", "lookup_airport"]
+FLIGHT_EVENTS = [
+    {"type": "user_input", "content": {"text": "Find me a flight from Paris to Rome next Friday"}},
+    {"type": "tool_call", "content": {"tool": "search_flights", "params": {"from": "Paris", "to": "Rome"},
+                                      "status": "error", "error": "InvalidAirport: expected an IATA code"}},
+    {"type": "tool_call", "content": {"tool": "lookup_airport", "params": {"city": "Paris"}, "result": "CDG"}},
+    {"type": "tool_call", "content": {"tool": "search_flights", "params": {"from": "CDG", "to": "FCO"}, "result": ["AZ333"]}},
+]  # fmt: skip
+
+
+def test_a_recorded_trajectory_becomes_a_recalled_lesson(client: Hindsight) -> None:
+    traj = client.start_trajectory("travel-bot", "Find a flight from Paris to Rome", tools=TOOLS, task_type="query")
+    assert traj.status == "open" and traj.trajectory_id.startswith("traj_")
+    assert client.start_trajectory("travel-bot", "same id again", trajectory_id=traj.trajectory_id).trajectory_id == traj.trajectory_id
+
+    accepted = client.append_events(traj.trajectory_id, FLIGHT_EVENTS)
+    assert (accepted.accepted, accepted.duplicates) == (4, 0)
+    assert client.finalize(traj.trajectory_id, "success").status in ("finalized", "reviewed")
+    reviewed = client.wait_for_review(traj.trajectory_id, timeout=20)
+    assert isinstance(reviewed, Trajectory) and reviewed.status == "reviewed" and reviewed.event_count == 4
+    assert len(reviewed.experience_ids) == 1
+
+    recall = client.recall("Book a plane ticket from Berlin to Madrid", agent_id="travel-bot", tools=TOOLS)
+    assert isinstance(recall, RecallResult)
+    top = recall.hits[0]
+    assert top.experience.experience_id == reviewed.experience_ids[0]
+    assert 0 < top.score <= 1 and top.explanation.semantic > 0
+    assert "lookup_airport" in recall.advice and recall.advice.startswith("<hindsight>")
+
+
+def test_experiences_are_written_idempotently_listed_fed_back_and_forgotten(client: Hindsight) -> None:
+    exp = client.write_experience("Deploying on Fridays", lesson="Friday deploys break the weekend",
+                                  advice="Do not deploy on Fridays.", tags=["ops"], agent_id="ops-bot")  # fmt: skip
+    assert isinstance(exp, Experience) and exp.status == "active" and exp.tags == ("ops",)
+    again = client.write_experience("something else", lesson="ignored", experience_id=exp.experience_id)
+    assert again.experience_id == exp.experience_id and again.situation == "Deploying on Fridays"
+
+    assert client.get_experience(exp.experience_id).advice == "Do not deploy on Fridays."
+    ids = [e.experience_id for e in client.iter_experiences(page_size=1)]
+    assert ids == [exp.experience_id]
+
+    utility = client.feedback(exp.experience_id, "succeeded").utility
+    assert utility > exp.utility
+
+    gone = client.forget(exp.experience_id, "wrong")
+    assert gone.status == "forgotten" and gone.status_reason == "wrong"
+    assert client.recall("deploy on friday", agent_id="ops-bot").hits == ()
+    assert [e.experience_id for e in client.iter_experiences(status="forgotten")] == [exp.experience_id]
+
+
+def test_service_errors_map_to_the_exception_tree(client: Hindsight, server) -> None:
+    with pytest.raises(NotFound) as info:
+        client.get_experience("exp_does_not_exist")
+    assert info.value.status == 404 and info.value.code == "not_found"
+
+    with pytest.raises(InvalidRequest) as invalid:
+        client.recall("")
+    assert invalid.value.status == 422
+
+    traj = client.start_trajectory("a", "g")
+    client.finalize(traj.trajectory_id, "failure")
+    with pytest.raises(Conflict):
+        client.append_events(traj.trajectory_id, [{"type": "user_input", "content": {"text": "late"}}])
+
+    with pytest.raises(PayloadTooLarge):
+        client.append_events(traj.trajectory_id, [{"type": "user_input", "content": {"text": "x" * 70_000}}])
+
+    with Hindsight(server.url, "hs_not_a_key", retry=FAST_RETRY) as bad:
+        with pytest.raises(Unauthorized):
+            bad.recall("anything")
+
+
+def test_a_missing_key_fails_before_anything_is_sent(server) -> None:
+    with Hindsight(server.url, api_key=None) as anonymous:
+        assert anonymous.health().status == "ok"  # health needs no key
+        with pytest.raises(ConfigurationError, match="HINDSIGHT_API_KEY"):
+            anonymous.recall("anything")
+        with pytest.raises(ConfigurationError, match="HINDSIGHT_ADMIN_KEY"):
+            anonymous.create_tenant("x")
+
+
+def test_more_than_one_hundred_events_are_refused_client_side(client: Hindsight) -> None:
+    with pytest.raises(ValueError, match="at most 100"):
+        client.append_events("t", [{"type": "user_input", "content": {"text": str(i)}} for i in range(101)])
+
+
+def test_environment_variables_configure_the_client(server, api_key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_URL", server.url)
+    monkeypatch.setenv("HINDSIGHT_API_KEY", api_key)
+    with Hindsight() as c:
+        assert c.list_experiences().items == ()
+
+
+@pytest.mark.anyio
+async def test_the_async_client_speaks_the_same_contract(server, api_key: str) -> None:
+    async with AsyncHindsight(server.url, api_key, retry=FAST_RETRY) as c:
+        traj = await c.start_trajectory("travel-bot", "Find a flight from Lyon to Oslo", tools=TOOLS)
+        accepted = await c.append_events(traj.trajectory_id, FLIGHT_EVENTS)
+        assert accepted.accepted == 4
+        assert (await c.append_events(traj.trajectory_id, accepted_again := [
+            {**e, "event_id": f"fixed-{i}"} for i, e in enumerate(FLIGHT_EVENTS[:2])])).accepted == 2  # fmt: skip
+        assert (await c.append_events(traj.trajectory_id, accepted_again)).duplicates == 2
+        await c.finalize(traj.trajectory_id, "success")
+        exp = await c.write_experience("async", lesson="works", advice="Await the client.")
+        assert (await c.get_experience(exp.experience_id)).lesson == "works"
+        with pytest.raises(NotFound):
+            await c.get_trajectory("traj_missing")
+        assert (await c.health()).status == "ok"
