@@ -100,6 +100,7 @@ def build_embedded(settings: Settings) -> Deps:
         clock=SystemClock(),
         weights=ScoringWeights(
             semantic=settings.weight_semantic,
+            lexical=settings.weight_lexical,
             tag_match=settings.weight_tag_match,
             freshness=settings.weight_freshness,
             utility=settings.weight_utility,
@@ -112,6 +113,7 @@ def build_embedded(settings: Settings) -> Deps:
         ),
         admin_key=resolve_admin_key(settings),
         recall_candidates=settings.recall_candidates,
+        recall_filter_task_type=settings.recall_filter_task_type,
         review_max_attempts=settings.review_max_attempts,
         review_lease_seconds=settings.review_lease_seconds,
         review_min_events=settings.review_min_events,

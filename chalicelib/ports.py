@@ -152,11 +152,13 @@ class IndexFilter:
     """Scope rules of recall: a reader sees its own agent/user and the shared (None) ones.
 
     ``tools``: when given, entries that name tools must share at least one with it.
+    ``task_type``: when given, entries with another task type are left out (none: any).
     """
 
     agent_id: str | None = None
     user_id: str | None = None
     tools: tuple[str, ...] = field(default_factory=tuple)
+    task_type: str | None = None  # when given, entries of another task type are left out
 
 
 class VectorIndex(Protocol):
@@ -169,6 +171,13 @@ class VectorIndex(Protocol):
 
     def search(self, tenant_id: str, vector: "np.ndarray", flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         """At most k (id, cosine) pairs matching the filter, best first."""
+
+    def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
+        """At most k (id, BM25 score > 0) pairs matching the filter, best first, over entry texts
+        tokenized by ``domain.lexical.terms``."""
+
+    def similarities(self, tenant_id: str, vector: "np.ndarray", experience_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of the vector to each listed entry that is in the index."""
 
     def count(self, tenant_id: str) -> int: ...
 

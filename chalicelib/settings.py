@@ -40,12 +40,14 @@ class Settings(BaseSettings):
     decay_interval_seconds: float = 3600.0
 
     # Recall
-    weight_semantic: float = 0.65
+    weight_semantic: float = 0.55
+    weight_lexical: float = 0.15
     weight_tag_match: float = 0.15
-    weight_freshness: float = 0.08
-    weight_utility: float = 0.07
-    weight_confidence: float = 0.05
+    weight_freshness: float = 0.06
+    weight_utility: float = 0.05
+    weight_confidence: float = 0.04
     recall_candidates: int = Field(default=50, ge=1)
+    recall_filter_task_type: bool = True
 
     # Limits of the HTTP API
     max_body_bytes: int = 1_048_576

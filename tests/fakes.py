@@ -11,6 +11,7 @@ import base64
 import copy
 import json
 import threading
+from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
@@ -20,6 +21,7 @@ import numpy as np
 from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer
 from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.domain.errors import Conflict, InvalidInput, NotFound
+from chalicelib.domain.lexical import term_score, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
 from chalicelib.ports import AppendResult, IndexEntry, IndexFilter, Page, ReviewJob
 from chalicelib.services.deps import Deps
@@ -342,6 +344,8 @@ class InMemoryVectorIndex:
             return False
         if e.user_id is not None and e.user_id != flt.user_id:
             return False
+        if flt.task_type and e.task_type and e.task_type.lower() != flt.task_type.lower():
+            return False
         return not tools or not e.tools or bool(tools.intersection(e.tools))
 
     def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
@@ -354,6 +358,36 @@ class InMemoryVectorIndex:
         scored = [(e.experience_id, float(e.vector @ q)) for e in found]
         scored.sort(key=lambda pair: -pair[1])  # stable: ties keep insertion order
         return scored[:k]
+
+    def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
+        """BM25 the slow, obvious way: every document, every query term."""
+        if k <= 0:
+            return []
+        tools = {t.lower() for t in flt.tools}
+        with self._lock:
+            entries = list(self._parts.get(tenant_id, {}).values())
+        docs = {e.experience_id: Counter(terms(e.text)) for e in entries}
+        n_docs = len(docs)
+        avg_len = sum(sum(c.values()) for c in docs.values()) / n_docs if n_docs else 0.0
+        scored = []
+        for e in entries:
+            if not self._matches(e, flt, tools):
+                continue
+            counts, length = docs[e.experience_id], sum(docs[e.experience_id].values())
+            score = sum(
+                term_score(counts[t], sum(1 for c in docs.values() if t in c), n_docs, length, avg_len)
+                for t in set(terms(text)) if counts[t]
+            )
+            if score > 0:
+                scored.append((e.experience_id, score))
+        scored.sort(key=lambda pair: -pair[1])
+        return scored[:k]
+
+    def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
+        q = self._checked(vector)
+        with self._lock:
+            part = self._parts.get(tenant_id, {})
+            return {i: float(part[i].vector @ q) for i in experience_ids if i in part}
 
     def count(self, tenant_id: str) -> int:
         with self._lock:

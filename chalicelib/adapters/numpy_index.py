@@ -1,4 +1,5 @@
-"""The embedded vector index: exact (brute-force) cosine k-NN in numpy, persisted in SQLite.
+"""The embedded experience index: exact cosine k-NN in numpy plus BM25 over an inverted index,
+persisted in SQLite.
 
 Exact search is the floor that approximate indexes are measured against, and at the scale of one
 tenant on one machine (1e5 x 384 floats = 150 MB) one matrix-vector product takes milliseconds.
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from typing import Sequence
 
 import numpy as np
 
+from ..domain.lexical import K1, B, idf, terms
 from ..ports import IndexEntry, IndexFilter
 from .sqlite_db import SqliteDatabase, dumps
 
@@ -27,11 +30,17 @@ class _Partition:
         self.alive = np.zeros(0, dtype=bool)
         self.agent = np.zeros(0, dtype=np.int32)  # 0 = shared (no agent)
         self.user = np.zeros(0, dtype=np.int32)
+        self.task = np.zeros(0, dtype=np.int32)  # 0 = any task type
+        self.doc_len = np.zeros(0, dtype=np.float32)
         self.has_tools = np.zeros(0, dtype=bool)
         self.row_tools: list[frozenset[str]] = []
+        self.row_terms: list[Counter[str]] = []
         self.tool_rows: dict[str, set[int]] = {}
-        self._tool_arrays: dict[str, np.ndarray] = {}  # cache of tool_rows as index arrays
+        self.postings: dict[str, dict[int, int]] = {}
+        self._arrays: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}  # cached postings
         self.codes: dict[str, int] = {}
+        self.total_len = 0.0
+        self.live = 0
 
     def code(self, value: str | None, create: bool) -> int:
         if value is None:
@@ -49,68 +58,110 @@ class _Partition:
             return
         new = max(need, cap * 2, 64)
         self.vecs = np.vstack([self.vecs, np.zeros((new - cap, self.dim), np.float32)])
-        self.alive = np.concatenate([self.alive, np.zeros(new - cap, bool)])
-        self.agent = np.concatenate([self.agent, np.zeros(new - cap, np.int32)])
-        self.user = np.concatenate([self.user, np.zeros(new - cap, np.int32)])
-        self.has_tools = np.concatenate([self.has_tools, np.zeros(new - cap, bool)])
+        for name, dtype in (("alive", bool), ("agent", np.int32), ("user", np.int32), ("task", np.int32),
+                            ("doc_len", np.float32), ("has_tools", bool)):
+            setattr(self, name, np.concatenate([getattr(self, name), np.zeros(new - cap, dtype)]))
 
     def put(self, entry: IndexEntry, vec: np.ndarray) -> None:
         row = self.pos.get(entry.experience_id)
         if row is not None:
-            self._unlink_tools(row)
+            self._unlink(row)
         else:
             row = self.n
             self._grow(row + 1)
             self.n += 1
             self.ids.append(entry.experience_id)
             self.row_tools.append(frozenset())
+            self.row_terms.append(Counter())
             self.pos[entry.experience_id] = row
         self.vecs[row] = vec
         self.alive[row] = True
+        self.live += 1
         self.agent[row] = self.code(entry.agent_id, True)
         self.user[row] = self.code(entry.user_id, True)
+        self.task[row] = self.code(entry.task_type.lower() if entry.task_type else None, True)
         tools = frozenset(t.lower() for t in entry.tools)
         self.has_tools[row] = bool(tools)
         self.row_tools[row] = tools
         for t in tools:
             self.tool_rows.setdefault(t, set()).add(row)
-            self._tool_arrays.pop(t, None)
+            self._arrays.pop(("tool", t), None)
+        counts = Counter(terms(entry.text))
+        self.row_terms[row] = counts
+        self.doc_len[row] = sum(counts.values())
+        self.total_len += self.doc_len[row]
+        for term, tf in counts.items():
+            self.postings.setdefault(term, {})[row] = tf
+            self._arrays.pop(("term", term), None)
 
-    def _unlink_tools(self, row: int) -> None:
+    def _unlink(self, row: int) -> None:
+        if self.alive[row]:
+            self.live -= 1
+            self.total_len -= self.doc_len[row]
         for t in self.row_tools[row]:
             self.tool_rows[t].discard(row)
-            self._tool_arrays.pop(t, None)
+            self._arrays.pop(("tool", t), None)
+        for term in self.row_terms[row]:
+            self.postings[term].pop(row, None)
+            self._arrays.pop(("term", term), None)
         self.row_tools[row] = frozenset()
-
-    def rows_with_tool(self, tool: str) -> np.ndarray | None:
-        arr = self._tool_arrays.get(tool)
-        if arr is None:
-            rows = self.tool_rows.get(tool)
-            if not rows:
-                return None
-            arr = self._tool_arrays[tool] = np.fromiter(rows, dtype=np.int64, count=len(rows))
-        return arr
+        self.row_terms[row] = Counter()
+        self.alive[row] = False
 
     def remove(self, experience_id: str) -> None:
         row = self.pos.pop(experience_id, None)
         if row is not None:
-            self.alive[row] = False
+            self._unlink(row)
             self.ids[row] = None
-            self._unlink_tools(row)
+
+    def _rows(self, kind: str, key: str) -> tuple[np.ndarray, np.ndarray] | None:
+        cached = self._arrays.get((kind, key))
+        if cached is None:
+            source = self.tool_rows.get(key) if kind == "tool" else self.postings.get(key)
+            if not source:
+                return None
+            rows = np.fromiter(source, dtype=np.int64, count=len(source))
+            tfs = np.fromiter(source.values(), dtype=np.float32, count=len(source)) if kind == "term" else rows
+            cached = self._arrays[(kind, key)] = (rows, tfs)
+        return cached
 
     def mask(self, flt: IndexFilter) -> np.ndarray:
         n = self.n
         m = self.alive[:n].copy()
         m &= (self.agent[:n] == 0) | (self.agent[:n] == self.code(flt.agent_id, False))
         m &= (self.user[:n] == 0) | (self.user[:n] == self.code(flt.user_id, False))
+        if flt.task_type:
+            m &= (self.task[:n] == 0) | (self.task[:n] == self.code(flt.task_type.lower(), False))
         if flt.tools:
             tool_ok = ~self.has_tools[:n]
             for t in {t.lower() for t in flt.tools}:
-                rows = self.rows_with_tool(t)
-                if rows is not None:
-                    tool_ok[rows] = True
+                found = self._rows("tool", t)
+                if found is not None:
+                    tool_ok[found[0]] = True
             m &= tool_ok
         return m
+
+    def bm25(self, query: str) -> np.ndarray:
+        scores = np.zeros(self.n, dtype=np.float32)
+        if not self.live:
+            return scores
+        avg_len = self.total_len / self.live
+        for term in set(terms(query)):
+            found = self._rows("term", term)
+            if found is None:
+                continue
+            rows, tfs = found
+            norm = tfs + K1 * (1 - B + B * self.doc_len[rows] / max(avg_len, 1e-9))
+            scores[rows] += idf(len(rows), self.live) * tfs * (K1 + 1) / norm
+        return scores
+
+
+def _top(ids: list[str | None], candidates: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+    if candidates.size > k:
+        top = np.argpartition(-scores, k - 1)[:k]
+        candidates, scores = candidates[top], scores[top]
+    order = np.argsort(-scores, kind="stable")
+    return [(ids[candidates[i]], float(scores[i])) for i in order]
 
 
 class NumpyVectorIndex:
@@ -139,8 +190,11 @@ class NumpyVectorIndex:
         ).fetchall()
         part._grow(len(rows))
         for r in rows:
-            meta = json.loads(r["meta"])
-            entry = IndexEntry(r["experience_id"], None, meta.get("agent_id"), meta.get("user_id"), tuple(meta.get("tools", ())))
+            m = json.loads(r["meta"])
+            entry = IndexEntry(
+                r["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
+                m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""),
+            )
             part.put(entry, np.frombuffer(r["vec"], dtype=np.float32))
         return part
 
@@ -159,12 +213,10 @@ class NumpyVectorIndex:
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors(tenant_id, experience_id, vec, meta) VALUES (?,?,?,?)",
                 [
-                    (
-                        tenant_id,
-                        e.experience_id,
-                        v.tobytes(),
-                        dumps({"agent_id": e.agent_id, "user_id": e.user_id, "tools": list(e.tools)}),
-                    )
+                    (tenant_id, e.experience_id, v.tobytes(), dumps({
+                        "agent_id": e.agent_id, "user_id": e.user_id, "tools": list(e.tools),
+                        "task_type": e.task_type, "tags": list(e.tags), "text": e.text,
+                    }))
                     for e, v in zip(entries, vecs)
                 ],
             )
@@ -191,21 +243,35 @@ class NumpyVectorIndex:
         q = self._checked(vector)
         part = self._partition(tenant_id)
         with self._lock:
-            n = part.n
-            if n == 0:
+            if part.n == 0:
                 return []
             mask = part.mask(flt)
-            sims = part.vecs[:n] @ q
+            sims = part.vecs[: part.n] @ q
             ids = list(part.ids)
         candidates = np.flatnonzero(mask)
-        if candidates.size == 0:
+        return _top(ids, candidates, sims[candidates], k) if candidates.size else []
+
+    def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
             return []
-        scores = sims[candidates]
-        if candidates.size > k:
-            top = np.argpartition(-scores, k - 1)[:k]
-            candidates, scores = candidates[top], scores[top]
-        order = np.argsort(-scores, kind="stable")
-        return [(ids[candidates[i]], float(scores[i])) for i in order]
+        part = self._partition(tenant_id)
+        with self._lock:
+            if part.n == 0:
+                return []
+            scores = part.bm25(text)
+            candidates = np.flatnonzero(part.mask(flt) & (scores > 0))
+            ids = list(part.ids)
+        return _top(ids, candidates, scores[candidates], k) if candidates.size else []
+
+    def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
+        q = self._checked(vector)
+        part = self._partition(tenant_id)
+        with self._lock:
+            found = [(i, part.pos[i]) for i in experience_ids if i in part.pos]
+            if not found:
+                return {}
+            sims = part.vecs[[row for _, row in found]] @ q
+        return {i: float(s) for (i, _), s in zip(found, sims)}
 
     def count(self, tenant_id: str) -> int:
         return len(self._partition(tenant_id).pos)

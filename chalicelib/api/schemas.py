@@ -278,6 +278,7 @@ class RecallIn(Strict):
 
 class ExplanationOut(Model):
     semantic: float
+    lexical: float
     tag_match: float
     freshness: float
     utility: float

@@ -154,6 +154,10 @@ class Experience:
         tools = f" Tools: {', '.join(self.tools)}." if self.tools else ""
         return f"{self.situation} {self.lesson}{tools}".strip()
 
+    def search_text(self) -> str:
+        """What lexical search matches: everything that names tools, parameters and errors."""
+        return " ".join(p for p in (self.situation, self.lesson, self.advice, self.action, " ".join(self.tools)) if p)
+
 
 @dataclass(frozen=True)
 class RecallQuery:
@@ -176,6 +180,7 @@ class Explanation:
     freshness: float
     utility: float
     confidence: float
+    lexical: float = 0.0
     matched_tools: tuple[str, ...] = ()
     matched_tags: tuple[str, ...] = ()
     task_type_match: bool | None = None

@@ -14,11 +14,12 @@ from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Sign
 class ScoringWeights:
     """Weights of the recall score; they are normalised, so only their ratios matter."""
 
-    semantic: float = 0.65
+    semantic: float = 0.55
+    lexical: float = 0.15
     tag_match: float = 0.15
-    freshness: float = 0.08
-    utility: float = 0.07
-    confidence: float = 0.05
+    freshness: float = 0.06
+    utility: float = 0.05
+    confidence: float = 0.04
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ def tag_match(exp: Experience, query: RecallQuery) -> tuple[float | None, tuple[
     if query.task_type and exp.task_type:
         task_match = query.task_type.strip().lower() == exp.task_type.strip().lower()
         parts.append(1.0 if task_match else 0.0)
+    if query.intent and exp.intent:
+        parts.append(1.0 if query.intent.strip().lower() == exp.intent.strip().lower() else 0.0)
     score = sum(parts) / len(parts) if parts else None
     return score, matched_tools, matched_tags, task_match
 
@@ -128,13 +131,16 @@ def score_hit(
     now: datetime,
     weights: ScoringWeights,
     policy: DecayPolicy,
+    lexical: float = 0.0,
 ) -> tuple[float, Explanation]:
-    """The recall score in [0, 1] and its parts. Cosine similarity below 0 counts as 0."""
+    """The recall score in [0, 1] and its parts. Cosine similarity below 0 counts as 0;
+    ``lexical`` is the saturated BM25 score in [0, 1)."""
     semantic = min(1.0, max(0.0, similarity))
     tags, matched_tools, matched_tags, task_match = tag_match(exp, query)
     freshness = freshness_at(exp.renewed_at, now, policy.half_life_days)
     parts = {
         "semantic": (weights.semantic, semantic),
+        "lexical": (weights.lexical, lexical),
         "freshness": (weights.freshness, freshness),
         "utility": (weights.utility, exp.utility),
         "confidence": (weights.confidence, exp.confidence),
@@ -149,6 +155,7 @@ def score_hit(
         freshness=round(freshness, 4),
         utility=round(exp.utility, 4),
         confidence=round(exp.confidence, 4),
+        lexical=round(lexical, 4),
         matched_tools=matched_tools,
         matched_tags=matched_tags,
         task_type_match=task_match,

@@ -23,6 +23,7 @@ class Deps:
     decay: DecayPolicy = field(default_factory=DecayPolicy)
     admin_key: str | None = None
     recall_candidates: int = 50
+    recall_filter_task_type: bool = True  # a lesson of another task type is not a candidate
     review_max_attempts: int = 5
     review_lease_seconds: float = 60.0
     review_min_events: int = 3  # smaller successful trajectories without trouble are not reviewed

@@ -1,7 +1,13 @@
-"""What to do now: rank the lessons of similar situations and render them as advice."""
+"""What to do now: hybrid retrieval of the lessons of similar situations, rendered as advice.
+
+Candidates come from two searches under the same rule filter (tenant, scope, status, tools, task
+type): vector k-NN over what the situation means, BM25 over the words that matter (tool names,
+parameters, error strings). Their union is scored by ``domain.scoring``, with an explanation per hit.
+"""
 from __future__ import annotations
 
 from ..domain.advice import render_advice
+from ..domain.lexical import saturate
 from ..domain.models import ExperienceStatus, Hit, RecallQuery
 from ..domain.scoring import score_hit
 from ..ports import IndexFilter
@@ -16,19 +22,29 @@ def query_text(q: RecallQuery) -> str:
 
 
 def recall(deps: Deps, q: RecallQuery) -> tuple[list[Hit], str]:
-    vector = deps.embedder.embed([query_text(q)])[0]
-    flt = IndexFilter(agent_id=q.agent_id, user_id=q.user_id, tools=q.tools)
+    text = query_text(q)
+    vector = deps.embedder.embed([text])[0]
+    flt = IndexFilter(
+        agent_id=q.agent_id, user_id=q.user_id, tools=q.tools,
+        task_type=q.task_type if deps.recall_filter_task_type else None,
+    )
     k = max(deps.recall_candidates, q.top_k * 4)
-    candidates = deps.index.search(q.tenant_id, vector, flt, k)
-    stored = deps.experiences.get_many(q.tenant_id, [i for i, _ in candidates])
+    semantic = dict(deps.index.search(q.tenant_id, vector, flt, k))
+    lexical = dict(deps.index.lexical_search(q.tenant_id, text, flt, k))
+    missing = [i for i in lexical if i not in semantic]
+    if missing:
+        semantic.update(deps.index.similarities(q.tenant_id, vector, missing))
+    stored = deps.experiences.get_many(q.tenant_id, list(semantic))
     now = deps.clock.now()
     hits: list[Hit] = []
-    for exp_id, similarity in candidates:
+    for exp_id, similarity in semantic.items():
         exp = stored.get(exp_id)
         # The store is the source of truth: an index entry it no longer backs is never returned.
         if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
             continue
-        score, explanation = score_hit(exp, similarity, q, now, deps.weights, deps.decay)
+        score, explanation = score_hit(
+            exp, similarity, q, now, deps.weights, deps.decay, lexical=saturate(lexical.get(exp_id, 0.0))
+        )
         if score >= q.min_score:
             hits.append(Hit(exp, score, explanation))
     hits.sort(key=lambda h: (-h.score, h.experience.experience_id))

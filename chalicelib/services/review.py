@@ -32,7 +32,7 @@ def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience],
     deps.index.upsert(
         tenant_id,
         [
-            IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags), e.embedding_text())
+            IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags), e.search_text())
             for e, v in zip(experiences, vectors)
         ],
     )

@@ -276,3 +276,58 @@ def test_a_new_index_on_the_same_storage_finds_the_same_results(durable_backend)
         assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=1e-6)
     assert after[2][0][0] == "same" and "replaced" in dict(after[4])
     assert again.count("t1") == 4 and again.count("t2") == 1
+
+
+# --- task type, lexical search, similarities ----------------------------------------------------
+
+
+def test_a_task_type_filter_keeps_that_type_and_entries_without_one(vector_index):
+    vector_index.upsert("t1", [entry("q", task_type="query"), entry("op", task_type="Operation"), entry("any")])
+    assert sorted(found(vector_index, flt=IndexFilter(task_type="operation"))) == ["any", "op"]
+    assert sorted(found(vector_index)) == ["any", "op", "q"]
+
+
+def test_lexical_search_ranks_rare_exact_terms_first(vector_index):
+    vector_index.upsert("t1", [
+        entry("weather", text="Call ask_user before get_weather: MissingParameter city"),
+        entry("flights", text="Call lookup_airport before search_flights: InvalidAirport"),
+        entry("both", text="get_weather and search_flights both need a city"),
+        entry("none", text="nothing relevant here"),
+    ])
+    hits = vector_index.lexical_search("t1", "get_weather failed with MissingParameter", ANYONE, 10)
+    assert [i for i, _ in hits][:2] == ["weather", "both"]
+    assert "none" not in [i for i, _ in hits] and all(s > 0 for _, s in hits)
+    assert vector_index.lexical_search("t1", "unrelated words entirely", ANYONE, 10) == []
+
+
+def test_lexical_search_obeys_the_filter_and_the_tenant(vector_index):
+    vector_index.upsert("t1", [entry("mine", text="deploy kubectl rollout", agent_id="a1"),
+                               entry("theirs", text="deploy kubectl rollout", agent_id="a2")])
+    vector_index.upsert("t2", [entry("other-tenant", text="deploy kubectl rollout")])
+    hits = vector_index.lexical_search("t1", "kubectl rollout", IndexFilter(agent_id="a1"), 10)
+    assert [i for i, _ in hits] == ["mine"]
+
+
+def test_lexical_search_forgets_deleted_and_replaced_text(vector_index):
+    vector_index.upsert("t1", [entry("a", text="alpha beta"), entry("b", text="gamma")])
+    vector_index.upsert("t1", [entry("a", text="delta")])
+    vector_index.delete("t1", ["b"])
+    assert vector_index.lexical_search("t1", "alpha gamma", ANYONE, 10) == []
+    assert [i for i, _ in vector_index.lexical_search("t1", "delta", ANYONE, 10)] == ["a"]
+
+
+def test_similarities_score_listed_entries_and_skip_unknown_ones(vector_index):
+    vector_index.upsert("t1", [entry("same", vec(2)), entry("diag", vec(1, 1))])
+    sims = vector_index.similarities("t1", Q, ["same", "diag", "missing"])
+    assert sims == pytest.approx({"same": 1.0, "diag": 1 / math.sqrt(2)}, abs=1e-5)
+    assert vector_index.similarities("t2", Q, ["same"]) == {}
+
+
+def test_a_reopened_index_keeps_texts_and_task_types(durable_backend):
+    first = durable_backend.index()
+    first.upsert("t1", [entry("a", text="rotate the api key", task_type="operation"), entry("b", text="api docs")])
+    again = durable_backend.reopen().index()
+    before, after = first.lexical_search("t1", "rotate key", ANYONE, 5), again.lexical_search("t1", "rotate key", ANYONE, 5)
+    assert [i for i, _ in after] == [i for i, _ in before] == ["a"]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before])
+    assert found(again, flt=IndexFilter(task_type="query")) == ["b"]

@@ -1,0 +1,46 @@
+"""Lexical matching (BM25), because tool names, parameter names and error strings matter and an
+embedding model blurs them. The tokenizer keeps identifiers whole and also splits them into words:
+``get_weather`` -> ``get_weather get weather``; ``MissingParameter`` -> ``missingparameter missing parameter``.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+K1, B = 1.2, 0.75
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have i if in into is it its me my of on or our so that the their "
+    "then there these this to was we were what when which while will with you your do does did not no can could "
+    "should would it's i'm".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        whole = word.lower().strip("._-")
+        if not whole or whole in STOPWORDS:
+            continue
+        out.append(whole)
+        parts = [p.lower() for piece in re.split(r"[_.-]+", word) for p in _CAMEL.findall(piece)]
+        if len(parts) > 1:
+            out.extend(p for p in parts if p not in STOPWORDS and len(p) > 1)
+    return out
+
+
+def idf(df: int, n_docs: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def term_score(tf: float, df: int, n_docs: int, doc_len: float, avg_len: float) -> float:
+    """BM25 contribution of one query term to one document."""
+    norm = tf + K1 * (1 - B + B * doc_len / max(avg_len, 1e-9))
+    return idf(df, n_docs) * tf * (K1 + 1) / norm
+
+
+def saturate(score: float, half: float = 4.0) -> float:
+    """BM25 is unbounded; map it to [0, 1) so it can be weighed beside cosine similarity.
+    ``half``: the score that maps to 0.5 (about one rare term, or a few common ones)."""
+    return score / (score + half) if score > 0 else 0.0

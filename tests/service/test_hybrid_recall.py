@@ -1,0 +1,62 @@
+"""Hybrid recall: lexical evidence breaks semantic ties; rule filters decide who is a candidate."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chalicelib.domain.models import Experience, RecallQuery
+from chalicelib.services import experiences, recall
+from tests.fakes import FakeClock, fake_deps
+
+
+class FlatEmbedder:
+    """Every text means the same: only the lexical side can tell lessons apart."""
+
+    dim = 8
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out[:, 0] = 1.0
+        return out
+
+
+def write(deps, advice, **kw):
+    exp, _ = experiences.write_experience(deps, Experience(
+        tenant_id="t1", experience_id="", situation=kw.pop("situation", "A tool call failed."), action="", result="",
+        lesson=advice, advice=advice, created_at=None, updated_at=None, renewed_at=None, **kw,
+    ))
+    return exp.experience_id
+
+
+@pytest.fixture()
+def deps():
+    return fake_deps(FakeClock(), embedder=FlatEmbedder())
+
+
+def test_the_lesson_naming_the_error_and_tool_wins_a_semantic_tie(deps):
+    write(deps, "Quote column names that contain spaces when you call `sql_query`.", tools=["sql_query"])
+    target = write(deps, "Add a LIMIT to `sql_query` on the events table: QueryTimeout otherwise.", tools=["sql_query"])
+    hits, _ = recall.recall(deps, RecallQuery("t1", "sql_query on events keeps hitting QueryTimeout"))
+    assert hits[0].experience.experience_id == target
+    assert hits[0].explanation.lexical > hits[1].explanation.lexical
+    assert hits[0].explanation.semantic == hits[1].explanation.semantic
+
+
+def test_lexical_only_candidates_get_their_semantic_score_too(deps):
+    deps.recall_candidates = 1  # the vector side returns a single candidate
+    ids = [write(deps, f"Unrelated lesson number {i} about billing exports.") for i in range(5)]
+    target = write(deps, "Pass `namespace` to `kubectl_rollout`; it fails with NotFound otherwise.")
+    hits, _ = recall.recall(deps, RecallQuery("t1", "kubectl_rollout NotFound namespace", top_k=1))
+    assert hits[0].experience.experience_id == target
+    assert hits[0].explanation.semantic == pytest.approx(1.0)
+    assert target not in ids
+
+
+def test_another_task_type_is_not_a_candidate_unless_the_filter_is_off(deps):
+    op = write(deps, "Drain the node before `kubectl_upgrade`.", task_type="operation")
+    write(deps, "Use `kubectl_get` with -o wide to see node versions.", task_type="query")
+    hits, _ = recall.recall(deps, RecallQuery("t1", "upgrade the node", task_type="operation", top_k=5))
+    assert [h.experience.experience_id for h in hits] == [op]
+    deps.recall_filter_task_type = False
+    hits, _ = recall.recall(deps, RecallQuery("t1", "upgrade the node", task_type="operation", top_k=5))
+    assert len(hits) == 2 and hits[0].experience.experience_id == op  # task match still scores

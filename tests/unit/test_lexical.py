@@ -1,0 +1,21 @@
+from chalicelib.domain.lexical import saturate, term_score, terms
+
+
+def test_identifiers_are_kept_whole_and_split_into_words():
+    assert terms("Call get_weather") == ["call", "get_weather", "get", "weather"]
+    assert terms("MissingParameter: city") == ["missingparameter", "missing", "parameter", "city"]
+    assert terms("HTTPError 404") == ["httperror", "http", "error", "404"]
+
+
+def test_stopwords_are_dropped():
+    assert terms("what is the weather in the city") == ["weather", "city"]
+
+
+def test_rare_terms_weigh_more_and_repetition_saturates():
+    rare, common = term_score(1, 1, 100, 10, 10), term_score(1, 50, 100, 10, 10)
+    assert rare > common > 0
+    assert term_score(10, 1, 100, 10, 10) < 10 * rare
+
+
+def test_saturation_maps_scores_into_the_unit_interval():
+    assert saturate(0) == 0 and saturate(4.0) == 0.5 and 0.9 < saturate(100) < 1
