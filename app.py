@@ -232,7 +232,7 @@ def recall_route() -> Response:
             min_score=b.min_score,
         ),
     )
-    return json_response({"hits": [hit_out(h) for h in hits], "advice": advice})
+    return json_response({"hits": [hit_out(h) for h in hits], "advice": advice, "advice_placement": get_deps().advice_placement})
 
 
 @app.route("/v1/maintenance/decay", methods=["POST"], content_types=BODY_TYPES)

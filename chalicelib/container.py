@@ -114,6 +114,8 @@ def build_embedded(settings: Settings) -> Deps:
         admin_key=resolve_admin_key(settings),
         recall_candidates=settings.recall_candidates,
         recall_filter_task_type=settings.recall_filter_task_type,
+        advice_max_items=settings.advice_max_items,
+        advice_placement=settings.advice_placement,
         review_max_attempts=settings.review_max_attempts,
         review_lease_seconds=settings.review_lease_seconds,
         review_min_events=settings.review_min_events,

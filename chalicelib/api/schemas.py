@@ -297,6 +297,8 @@ class HitOut(Model):
 class RecallOut(Model):
     hits: list[HitOut]
     advice: str = Field(description="The hits rendered as one block to place in the agent's prompt.")
+    advice_placement: str = Field(description="Where the block belongs: after_tools (after the tool descriptions), "
+                                  "system_start, system_end or before_user.")
 
 
 # --- maintenance and misc --------------------------------------------------------------------

@@ -24,6 +24,8 @@ class Deps:
     admin_key: str | None = None
     recall_candidates: int = 50
     recall_filter_task_type: bool = True  # a lesson of another task type is not a candidate
+    advice_max_items: int = 5
+    advice_placement: str = "after_tools"
     review_max_attempts: int = 5
     review_lease_seconds: float = 60.0
     review_min_events: int = 3  # smaller successful trajectories without trouble are not reviewed

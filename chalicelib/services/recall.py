@@ -49,4 +49,4 @@ def recall(deps: Deps, q: RecallQuery) -> tuple[list[Hit], str]:
             hits.append(Hit(exp, score, explanation))
     hits.sort(key=lambda h: (-h.score, h.experience.experience_id))
     hits = hits[: q.top_k]
-    return hits, render_advice(hits)
+    return hits, render_advice(hits, deps.advice_max_items)

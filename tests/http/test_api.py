@@ -78,6 +78,8 @@ def test_the_whole_loop_turns_a_recovered_failure_into_recalled_advice(api):
     assert hits[0]["experience"]["experience_id"] == ids[0]
     assert set(hits[0]["explanation"]) >= {"semantic", "tag_match", "freshness", "utility"}
     assert 0 < hits[0]["score"] <= 1
+    assert resp.json_body["advice_placement"] == "after_tools"
+    assert set(hits[0]["explanation"]) >= {"lexical", "confidence", "matched_tools"}
     advice = resp.json_body["advice"]
     assert "ask_user" in advice and "get_weather" in advice and "city is required" in advice
 
