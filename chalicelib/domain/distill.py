@@ -9,18 +9,32 @@ from datetime import datetime
 from .models import Experience, ExperienceStatus, Source, Trajectory
 from .review import LessonDraft
 
-_GENERIC = re.compile(r"^\s*(be careful|try again|do better|pay attention|double[- ]check)\b", re.I)
+_GENERIC = re.compile(
+    r"^\s*(?:be careful|try again|do better|try harder|pay (?:more )?attention|double[- ]check|be more careful"
+    r"|make sure (?:to|that) (?:everything|it) works|think (?:carefully|harder))\b",
+    re.I,
+)
 MIN_ADVICE_CHARS = 20
+MIN_SITUATION_CHARS = 12
 
 
 def passes_quality_gate(draft: LessonDraft) -> tuple[bool, str]:
-    """Keep only lessons an agent can act on: specific situation, named tool, concrete advice."""
+    """Keep only lessons an agent can act on: a specific situation, a clear result, and advice that
+    names the tool (or, for user feedback, quotes what the user said)."""
+    if len(draft.situation.strip()) < MIN_SITUATION_CHARS:
+        return False, "situation too vague"
+    if not draft.result.strip():
+        return False, "no result"
     if len(draft.advice) < MIN_ADVICE_CHARS:
         return False, "advice too short"
     if _GENERIC.search(draft.advice):
         return False, "generic advice"
-    if draft.kind != "negative_feedback" and not draft.tools:
+    if draft.kind == "negative_feedback":
+        return (True, "") if '"' in draft.advice else (False, "does not say what the user objected to")
+    if not draft.tools:
         return False, "names no tool"
+    if not any(t.lower() in draft.advice.lower() for t in draft.tools):
+        return False, "advice does not name its tool"
     return True, ""
 
 

@@ -10,7 +10,7 @@ from .builders import T0, experience, traj
 
 def draft(**kw) -> LessonDraft:
     base = dict(
-        situation="Task: weather.", action="asked", result="ok", lesson="ask first",
+        situation="Task: weather in a city.", action="asked", result="ok", lesson="ask first",
         advice="Call `ask_user` before `get_weather` when the city is unknown.", tools=("get_weather",),
         kind="recovery", fingerprint="fp1",
     )
@@ -21,6 +21,10 @@ def test_generic_or_empty_advice_is_rejected():
     assert passes_quality_gate(draft(advice="Be careful with the weather tool next time.")) == (False, "generic advice")
     assert passes_quality_gate(draft(advice="Retry."))[0] is False
     assert passes_quality_gate(draft(tools=()))[0] is False
+    assert passes_quality_gate(draft(advice="Pay attention to the inputs of the next call you make."))[0] is False
+    assert passes_quality_gate(draft(tools=("send_email",))) == (False, "advice does not name its tool")
+    assert passes_quality_gate(draft(situation="Weather")) == (False, "situation too vague")
+    assert passes_quality_gate(draft(result="")) == (False, "no result")
     assert passes_quality_gate(draft()) == (True, "")
 
 
