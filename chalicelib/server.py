@@ -12,7 +12,7 @@ import sys
 from typing import Any, Callable, Iterable
 
 from chalice.config import Config
-from chalice.local import LocalGateway, LocalGatewayException
+from chalice.local import LocalChalice, LocalGateway, LocalGatewayException
 
 log = logging.getLogger("hindsight.server")
 
@@ -40,7 +40,18 @@ def _translate_chalice_error(status: int, headers: dict[str, str], body: bytes) 
     return status, headers, body
 
 
+def thread_safe(chalice_app: Any) -> Any:
+    """Chalice keeps the request being handled in one attribute of the app (``current_request``):
+    right for Lambda, one request per process, wrong for a pool of threads, where requests would
+    read each other's body and key. Chalice's own LocalChalice keeps it per thread; the app takes
+    its class, as ``chalice local`` does."""
+    if not isinstance(chalice_app, LocalChalice):
+        chalice_app.__class__ = type("ThreadLocalChalice", (LocalChalice, chalice_app.__class__), {})
+    return chalice_app
+
+
 def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
+    chalice_app = thread_safe(chalice_app)
     gateway = LocalGateway(chalice_app, Config.create(chalice_stage="local", app_name=chalice_app.app_name))
 
     def wsgi(environ: dict, start_response: Callable) -> Iterable[bytes]:
