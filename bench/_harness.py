@@ -179,3 +179,22 @@ def make_inprocess_wsgi(deps: Any, settings: Any) -> Callable[[str, str, dict[st
 
 def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def settle(pids: list[int], quiet_ms: float = 1.0, step: float = 0.01, min_wait: float = 0.005,
+           max_wait: float = 0.4) -> float:
+    """Sleep until this process and ``pids`` stop burning CPU (bounded by ``max_wait``); returns seconds waited.
+
+    onnxruntime's pool threads spin ~50 ms after each inference and OpenBLAS's ~100 ms after a threaded
+    matrix-vector product; on 2 cores that spinning would slow whichever call is timed next.
+    """
+    t0 = time.monotonic()
+    time.sleep(min_wait)
+    prev = [time.process_time()] + [proc_cpu_seconds(p) or 0.0 for p in pids]
+    while time.monotonic() - t0 < max_wait:
+        time.sleep(step)
+        cur = [time.process_time()] + [proc_cpu_seconds(p) or 0.0 for p in pids]
+        if all((c - p) * 1000 < quiet_ms for c, p in zip(cur, prev)):
+            break
+        prev = cur
+    return time.monotonic() - t0
