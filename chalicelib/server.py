@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 from typing import Any, Callable, Iterable
 
 from chalice.config import Config
@@ -102,6 +103,9 @@ def main(argv: list[str] | None = None) -> None:
     settings = get_settings()
     deps = get_deps()
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
+    warm = getattr(deps.index, "warm", None)
+    if warm is not None:  # load every tenant's vectors now rather than on its first recall
+        threading.Thread(target=warm, name="hindsight-warm-index", daemon=True).start()
     if settings.worker:
         BackgroundWorker(deps, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
     from app import app as chalice_app

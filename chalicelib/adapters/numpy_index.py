@@ -62,7 +62,7 @@ class _Partition:
                             ("doc_len", np.float32), ("has_tools", bool)):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(new - cap, dtype)]))
 
-    def put(self, entry: IndexEntry, vec: np.ndarray) -> None:
+    def put(self, entry: IndexEntry, vec: np.ndarray | None) -> None:
         row = self.pos.get(entry.experience_id)
         if row is not None:
             self._unlink(row)
@@ -74,7 +74,8 @@ class _Partition:
             self.row_tools.append(frozenset())
             self.row_terms.append(Counter())
             self.pos[entry.experience_id] = row
-        self.vecs[row] = vec
+        if vec is not None:
+            self.vecs[row] = vec
         self.alive[row] = True
         self.live += 1
         self.agent[row] = self.code(entry.agent_id, True)
@@ -157,6 +158,9 @@ class _Partition:
 
 
 def _top(ids: list[str | None], candidates: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The k best (id, score), best first. Called under the lock: ``ids`` is read, not copied."""
+    if candidates.size == 0:
+        return []
     if candidates.size > k:
         top = np.argpartition(-scores, k - 1)[:k]
         candidates, scores = candidates[top], scores[top]
@@ -189,13 +193,15 @@ class NumpyVectorIndex:
             "SELECT experience_id, vec, meta FROM vectors WHERE tenant_id=? ORDER BY rowid", (tenant_id,)
         ).fetchall()
         part._grow(len(rows))
+        if rows:  # one buffer for all vectors: 100k rows load in a fraction of per-row parsing
+            part.vecs[: len(rows)] = np.frombuffer(b"".join(r["vec"] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
         for r in rows:
             m = json.loads(r["meta"])
             entry = IndexEntry(
                 r["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
                 m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""),
             )
-            part.put(entry, np.frombuffer(r["vec"], dtype=np.float32))
+            part.put(entry, None)  # the vector is in place already
         return part
 
     def _checked(self, vector: np.ndarray) -> np.ndarray:
@@ -245,11 +251,10 @@ class NumpyVectorIndex:
         with self._lock:
             if part.n == 0:
                 return []
-            mask = part.mask(flt)
-            sims = part.vecs[: part.n] @ q
-            ids = list(part.ids)
-        candidates = np.flatnonzero(mask)
-        return _top(ids, candidates, sims[candidates], k) if candidates.size else []
+            candidates = np.flatnonzero(part.mask(flt))
+            # all rows at once is faster than gathering the candidates first, unless few remain
+            sims = part.vecs[candidates] @ q if candidates.size * 4 < part.n else (part.vecs[: part.n] @ q)[candidates]
+            return _top(part.ids, candidates, sims, k)
 
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
@@ -260,8 +265,7 @@ class NumpyVectorIndex:
                 return []
             scores = part.bm25(text)
             candidates = np.flatnonzero(part.mask(flt) & (scores > 0))
-            ids = list(part.ids)
-        return _top(ids, candidates, scores[candidates], k) if candidates.size else []
+            return _top(part.ids, candidates, scores[candidates], k)
 
     def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
         q = self._checked(vector)
@@ -275,3 +279,10 @@ class NumpyVectorIndex:
 
     def count(self, tenant_id: str) -> int:
         return len(self._partition(tenant_id).pos)
+
+    def warm(self) -> int:
+        """Load every tenant's partition now (server start-up), not on its first recall."""
+        tenants = [r["tenant_id"] for r in self.db.read().execute("SELECT DISTINCT tenant_id FROM vectors")]
+        for tenant_id in tenants:
+            self._partition(tenant_id)
+        return len(tenants)
