@@ -121,6 +121,7 @@ def build_embedded(settings: Settings) -> Deps:
         review_min_events=settings.review_min_events,
         local_reviews=settings.local_reviews,
         merge_threshold=settings.merge_threshold,
+        supersede_threshold=settings.supersede_threshold,
     )
 
 

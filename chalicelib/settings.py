@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     review_min_events: int = 3
     local_reviews: bool = True
     merge_threshold: float = 0.92
+    supersede_threshold: float = 0.8
 
     # Forgetting
     half_life_days: float = 30.0

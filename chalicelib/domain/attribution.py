@@ -14,8 +14,8 @@ from typing import Any, Sequence
 from .models import Event
 
 # labels of tool calls
-EFFECTIVE, RECOVERY, FAILED, REPEATED = "effective", "recovery", "failed", "repeated"
-_VALUE = {EFFECTIVE: 1.0, RECOVERY: 1.0, FAILED: -1.0, REPEATED: -0.5}
+EFFECTIVE, RECOVERY, FAILED, REPEATED, OBJECTED = "effective", "recovery", "failed", "repeated", "objected"
+_VALUE = {EFFECTIVE: 1.0, RECOVERY: 1.0, FAILED: -1.0, REPEATED: -0.5, OBJECTED: -1.0}
 
 
 def params_of(event: Event) -> dict[str, Any]:
@@ -36,7 +36,7 @@ class Contrast:
     """
 
     failed: Event
-    worked: Event
+    worked: Event  # the successful call: the retry (param, order) or the replacement (swap)
     kind: str
     changed_params: tuple[str, ...] = ()
     prerequisite: str | None = None  # the tool called first, for ``order``
@@ -54,7 +54,7 @@ class Attribution:
 
     @property
     def wasted(self) -> int:
-        return sum(1 for lab in self.labels.values() if lab in (FAILED, REPEATED))
+        return sum(1 for lab in self.labels.values() if lab in (FAILED, REPEATED, OBJECTED))
 
     def key_decisions(self, events: Sequence[Event]) -> list[dict[str, Any]]:
         """Reasoning steps whose choices changed the outcome (non-zero contribution below them)."""
@@ -116,23 +116,70 @@ def _propagate(events: Sequence[Event], parents: dict[str, str | None], labels: 
     return contribution
 
 
-def _contrast(failed: Event, worked: Event, between: Sequence[Event], later: Sequence[Event]) -> Contrast | None:
-    if worked.tool == failed.tool:
-        before, after = params_of(failed), params_of(worked)
-        changed = tuple(sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)))
-        if not changed:
-            return None  # the same call passed on retry: transient, no choice was involved
-        return Contrast(failed, worked, "param", changed)
-    if any(e.tool == failed.tool and e.succeeded for e in later):
-        return Contrast(failed, worked, "order", prerequisite=worked.tool)
-    return Contrast(failed, worked, "swap")
+def _supplies(source: Event, before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Data flow: the source call's result holds a parameter value the successful retry used and
+    the failed call did not (``lookup_airport`` -> "CDG" -> ``search_flights(from="CDG")``)."""
+    result = source.content.get("result")
+    if result in (None, ""):
+        return False
+    text = (result if isinstance(result, str) else json.dumps(result, default=str)).lower()
+    for key, value in after.items():
+        if before.get(key) == value or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            continue
+        v = str(value).strip().lower()
+        if len(v) >= 2 and v in text:
+            return True
+    return False
+
+
+def _fix_for(failed: Event, after: Sequence[Event], objected: set[str]) -> Contrast | None:
+    """The choice that made the difference after a failed call, or None (a transient failure).
+
+    * the same tool succeeded later: a parameter fed by a call in between makes that call a
+      prerequisite (order); else the changed parameters are the fix (param); else the last
+      successful call in between is (order);
+    * it never did: the first call to succeed after its last failure replaced it (swap).
+    A call the user objected to right after it does not count as a success.
+    """
+    ok = [e for e in after if e.succeeded and e.event_id not in objected]
+    same = next((e for e in ok if e.tool == failed.tool), None)
+    if same is not None:
+        between = [e for e in ok if e.seq < same.seq and e.tool != failed.tool]
+        before, now = params_of(failed), params_of(same)
+        changed = tuple(sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
+        source = next((e for e in reversed(between) if _supplies(e, before, now)), None)
+        if source is not None:
+            return Contrast(failed, same, "order", changed, prerequisite=source.tool)
+        if changed:
+            return Contrast(failed, same, "param", changed)
+        if between:
+            return Contrast(failed, same, "order", prerequisite=between[-1].tool)
+        return None
+    last_failure = max((e.seq for e in after if e.tool == failed.tool and e.failed), default=failed.seq)
+    replacement = next((e for e in ok if e.seq > last_failure and e.tool != failed.tool), None)
+    return Contrast(failed, replacement, "swap") if replacement is not None else None
+
+
+def objected_calls(events: Sequence[Event]) -> set[str]:
+    """Calls followed by negative feedback before the next call: the user rejected what they did."""
+    out: set[str] = set()
+    last_call: Event | None = None
+    for e in events:
+        if e.is_tool_call:
+            last_call = e
+        elif e.type == "feedback" and e.content.get("sentiment") == "negative" and last_call is not None:
+            out.add(last_call.event_id)
+    return out
 
 
 def attribute(events: Sequence[Event]) -> Attribution:
     events = sorted(events, key=lambda e: e.seq)
     parents = build_parents(events)
     calls = [e for e in events if e.is_tool_call]
+    objected = objected_calls(events)
     labels = _label_calls(calls)
+    for eid in objected:
+        labels[eid] = OBJECTED
     result = Attribution(labels=labels, contribution=_propagate(events, parents, labels), parent=parents)
 
     # Explicit branches: sibling calls under one parent where one failed and one worked.
@@ -141,18 +188,20 @@ def attribute(events: Sequence[Event]) -> Attribution:
         children.setdefault(parents[c.event_id], []).append(c)
     paired: set[str] = set()
     for siblings in children.values():
-        failed = [c for c in siblings if c.failed]
-        worked = [c for c in siblings if c.succeeded]
-        if failed and worked:
-            for f in failed:
-                w = next((x for x in worked if x.seq > f.seq), worked[0])
-                idx = calls.index(w)
-                contrast = _contrast(f, w, [], calls[idx + 1 :])
-                if contrast is not None and f.event_id not in paired:
-                    result.contrasts.append(contrast)
-                    paired.add(f.event_id)
+        worked = [c for c in siblings if c.succeeded and c.event_id not in objected]
+        for f in (c for c in siblings if c.failed):
+            if not worked or f.event_id in paired:
+                continue
+            w = next((x for x in worked if x.seq > f.seq), worked[0])
+            if w.tool == f.tool:
+                contrast = _fix_for(f, [w], objected)
+            else:
+                contrast = Contrast(f, w, "swap")
+            if contrast is not None:
+                result.contrasts.append(contrast)
+                paired.add(f.event_id)
 
-    # Sequential retries: the first failure of a (tool, error) and the first success after it.
+    # Sequential retries: the first failure of a (tool, error) and what fixed it.
     first_of: set[tuple[str | None, str]] = set()
     for i, c in enumerate(calls):
         if not c.failed or c.event_id in paired:
@@ -161,10 +210,7 @@ def attribute(events: Sequence[Event]) -> Attribution:
         if error_key in first_of:
             continue
         first_of.add(error_key)
-        j = next((k for k in range(i + 1, len(calls)) if calls[k].succeeded), None)
-        if j is None:
-            continue
-        contrast = _contrast(c, calls[j], calls[i + 1 : j], calls[j + 1 :])
+        contrast = _fix_for(c, calls[i + 1 :], objected)
         if contrast is not None:
             result.contrasts.append(contrast)
             paired.add(c.event_id)

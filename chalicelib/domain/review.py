@@ -12,6 +12,7 @@ Literal values are generalized (``generalize``) so that the lesson fits the next
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -87,7 +88,11 @@ def error_text(event: Event) -> str:
     return short(str(err))
 
 
-_CLASS = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Fault))\b|^\s*([A-Z][A-Za-z0-9_.]+)\s*:")
+_CLASS = re.compile(
+    r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Fault))\b"  # ValueError, botocore.ClientError
+    r"|^\s*([A-Z][A-Za-z0-9_.]+)\s*:"  # InvalidAirport: ...
+    r"|^\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b"  # channel_not_found ...
+)
 _HTTP = re.compile(r"\b([45]\d\d)\b")
 
 
@@ -142,16 +147,55 @@ class _Context:
         return f"Task{kind}: {self.g(self.traj.goal).rstrip('.?!')}.{intent}"
 
 
+def _describe_text_change(key: str, old: str, new: str) -> str | None:
+    """For long text values (a query, a command) the difference is the lesson, not the values."""
+    a, b = old.split(), new.split()
+    ops = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not ops or len(ops) > 2:
+        return None
+    words = []
+    for tag, i1, i2, j1, j2 in ops:
+        removed, added = " ".join(a[i1:i2]), " ".join(b[j1:j2])
+        if tag == "insert":
+            words.append(f"add `{short(added, 60)}`" + (" at the end" if i1 == len(a) else ""))
+        elif tag == "delete":
+            words.append(f"remove `{short(removed, 60)}`")
+        else:
+            words.append(f"use `{short(added, 60)}` instead of `{short(removed, 60)}`")
+    return f"in `{key}`, " + " and ".join(words)
+
+
+def _describe_change(key: str, old: Any, new: Any) -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        added = sorted(set(new) - set(old))
+        removed = sorted(set(old) - set(new))
+        changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
+        parts = [f"include {', '.join(f'`{k}`' for k in added)} in `{key}`"] if added else []
+        parts += [f"leave {', '.join(f'`{k}`' for k in removed)} out of `{key}`"] if removed else []
+        parts += [f"change {', '.join(f'`{k}`' for k in changed)} in `{key}`"] if changed else []
+        return "; ".join(parts) or f"change `{key}`"
+    if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 24:
+        text = _describe_text_change(key, old, new)
+        if text:
+            return text
+    return f"set `{key}` to {describe_value(new)}, not {describe_value(old)}"
+
+
 def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Human words for what changed between two parameter sets, as patterns with examples."""
+    """Human words for what changed between two parameter sets: patterns with examples, key
+    differences of structured values, word differences of long text."""
     changes = []
     for key in sorted(set(before) | set(after)):
         if key not in after:
             changes.append(f"leave out `{key}`")
         elif key not in before:
-            changes.append(f"set `{key}` to {describe_value(after[key])}")
+            value = after[key]
+            if isinstance(value, dict) and value:
+                changes.append(f"set `{key}` with {', '.join(f'`{k}`' for k in sorted(value))}")
+            else:
+                changes.append(f"set `{key}` to {describe_value(value)}")
         elif before[key] != after[key]:
-            changes.append(f"set `{key}` to {describe_value(after[key])}, not {describe_value(before[key])}")
+            changes.append(_describe_change(key, before[key], after[key]))
     return "; ".join(changes)
 
 
@@ -169,9 +213,10 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
         key = fix_fingerprint(situation_key(tool, cls), (tool, *c.changed_params))
     elif c.kind == "order":
         pre = c.prerequisite or "?"
-        action, fix_tools = f"Called `{pre}` first, then `{tool}` succeeded.", (tool, pre)
-        lesson = f"`{tool}` fails with {cls} unless `{pre}` is called before it."
-        advice = f"Call `{pre}` before `{tool}`: calling `{tool}` first fails with {err}."
+        fed = f" and pass what it returns as {', '.join(f'`{n}`' for n in c.changed_params)}" if c.changed_params else ""
+        action, fix_tools = f"Called `{pre}` first{fed}, then `{tool}` succeeded.", (tool, pre)
+        lesson = f"`{tool}` fails with {cls} unless `{pre}` is called before it{fed}."
+        advice = f"Call `{pre}` before `{tool}`{fed}: calling `{tool}` first fails with {err}."
         key = fix_fingerprint(situation_key(tool, cls), (tool, pre))
     else:
         fix = c.worked.tool or "?"

@@ -30,5 +30,6 @@ class Deps:
     review_lease_seconds: float = 60.0
     review_min_events: int = 3  # smaller successful trajectories without trouble are not reviewed
     merge_threshold: float = 0.92  # cosine above which a new lesson merges into a known one
+    supersede_threshold: float = 0.8  # cosine of two situations for a new fix to replace an old one
     local_reviews: bool = True  # anomalies during ingest start a review of the events around them
     notify_review: Callable[[], None] = lambda: None  # wakes a local worker; no-op in the cloud

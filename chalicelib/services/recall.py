@@ -48,5 +48,21 @@ def recall(deps: Deps, q: RecallQuery) -> tuple[list[Hit], str]:
         if score >= q.min_score:
             hits.append(Hit(exp, score, explanation))
     hits.sort(key=lambda h: (-h.score, h.experience.experience_id))
-    hits = hits[: q.top_k]
+    hits = _distinct(hits)[: q.top_k]
     return hits, render_advice(hits, deps.advice_max_items)
+
+
+def _distinct(hits: list[Hit]) -> list[Hit]:
+    """One hit per lesson: the same fix learned in two scopes, or worded identically, would only
+    take the place of another lesson in the handful an agent reads."""
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        keys = {" ".join(hit.experience.advice.lower().split())}
+        if hit.experience.fingerprint:
+            keys.add(hit.experience.fingerprint)
+        if keys & seen:
+            continue
+        seen |= keys
+        out.append(hit)
+    return out

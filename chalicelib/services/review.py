@@ -61,6 +61,16 @@ def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
     return None
 
 
+FIX_KINDS = ("recovery", "llm")  # lessons that name a fix; "don't retry" and feedback never replace one
+
+
+def _same_situation(deps: Deps, old: Experience, new: Experience) -> bool:
+    """The same tool failing the same way in two different tasks is not a contradiction: the
+    situations themselves must be alike for a new fix to replace an old one."""
+    a, b = deps.embedder.embed([old.situation, new.situation])
+    return float(a @ b) >= deps.supersede_threshold
+
+
 def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
     """Quality gate, then merge into a known lesson (same fingerprint, or nearly the same text),
     or store as new; a lesson with another fix for the same situation may supersede the old one."""
@@ -77,16 +87,16 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
         return out
     fresh = [draft_to_experience(d, traj, now) for d in drafts]
     vectors = deps.embedder.embed([e.embedding_text() for e in fresh])
-    for exp, vector in zip(fresh, vectors):
+    for draft, exp, vector in zip(drafts, fresh, vectors):
         existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
         if existing is None:
             existing = _near_duplicate(deps, exp, vector)
         if existing is not None:
             exp = merge_into(existing, exp, now)
             out.merged += 1
-        if exp.situation_key:
+        if exp.situation_key and draft.kind in FIX_KINDS:
             for old in deps.experiences.find_active_by_situation(traj.tenant_id, exp.situation_key, exp.agent_id, exp.user_id):
-                if old.experience_id in out.stored or not should_supersede(old, exp):
+                if old.experience_id in out.stored or not should_supersede(old, exp) or not _same_situation(deps, old, exp):
                     continue
                 demoted, exp = supersede(old, exp, now)
                 out.stored[demoted.experience_id] = demoted

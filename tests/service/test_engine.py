@@ -182,3 +182,28 @@ def test_a_human_lesson_is_not_superseded_by_an_agent(deps, clock):
     (agent_id,) = fix_trajectory(deps, clock, "tr1", "system").experience_ids
     assert experiences.get_experience(deps, "t1", human.experience_id).status is ExperienceStatus.ACTIVE
     assert experiences.get_experience(deps, "t1", agent_id).supersedes is None
+
+
+def test_the_same_tool_and_error_in_another_kind_of_task_does_not_supersede(deps, clock):
+    (old_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
+    start(deps, "tr2", goal="Print shipping labels for the warehouse")
+    ingest.append_events(deps, "t1", "tr2", [
+        call(clock, "render_pdf", {"doc": "x"}, ok=False, error="FontError: missing font"),
+        call(clock, "install_fonts", {}),
+        call(clock, "render_pdf", {"doc": "x"}),
+    ])
+    ingest.finalize(deps, "t1", "tr2", "success", None)
+    run_all(deps)
+    assert experiences.get_experience(deps, "t1", old_id).status is ExperienceStatus.ACTIVE
+
+
+def test_a_do_not_retry_lesson_never_supersedes_a_fix(deps, clock):
+    (fix_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
+    for n in range(3):
+        start(deps, f"retry{n}")
+        ingest.append_events(deps, "t1", f"retry{n}", [
+            call(clock, "render_pdf", {"doc": "tr1"}, ok=False, error="FontError: missing font") for _ in range(3)
+        ])
+        ingest.finalize(deps, "t1", f"retry{n}", "failure", None)
+        run_all(deps)
+    assert experiences.get_experience(deps, "t1", fix_id).status is ExperienceStatus.ACTIVE

@@ -60,3 +60,13 @@ def test_another_task_type_is_not_a_candidate_unless_the_filter_is_off(deps):
     deps.recall_filter_task_type = False
     hits, _ = recall.recall(deps, RecallQuery("t1", "upgrade the node", task_type="operation", top_k=5))
     assert len(hits) == 2 and hits[0].experience.experience_id == op  # task match still scores
+
+
+def test_the_same_lesson_in_two_scopes_is_returned_once(deps):
+    shared = write(deps, "Pass `namespace` to `kubectl_rollout`.", fingerprint="fp-ns")
+    write(deps, "Pass `namespace` to `kubectl_rollout`.", agent_id="a1", fingerprint="fp-ns")
+    other = write(deps, "Drain the node before `kubectl_upgrade`.")
+    hits, advice = recall.recall(deps, RecallQuery("t1", "kubectl_rollout namespace", agent_id="a1", top_k=5))
+    ids = [h.experience.experience_id for h in hits]
+    assert len(ids) == 2 and other in ids
+    assert advice.count("Pass `namespace`") == 1

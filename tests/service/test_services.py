@@ -27,10 +27,12 @@ def new_traj(tid="tr1", tenant="t1", **kw) -> Trajectory:
     return Trajectory(**(base | kw))
 
 
-def tool(eid, name, params, ok=True, error=None, clock=None) -> Event:
+def tool(eid, name, params, ok=True, error=None, clock=None, result=None) -> Event:
     content = {"tool": name, "params": params, "status": "ok" if ok else "error"}
     if error:
         content["error"] = error
+    if result is not None:
+        content["result"] = result
     return Event(event_id=eid, type="tool_call", timestamp=clock.now(), content=content)
 
 
@@ -38,7 +40,7 @@ def record_flight_lesson(deps, clock, tid="tr1", tenant="t1", **kw):
     ingest.start_trajectory(deps, new_traj(tid, tenant, **kw))
     ingest.append_events(deps, tenant, tid, [
         tool("1", "search_flights", {"from": "Paris"}, ok=False, error="InvalidAirport: IATA code expected", clock=clock),
-        tool("2", "lookup_airport", {"city": "Paris"}, clock=clock),
+        tool("2", "lookup_airport", {"city": "Paris"}, clock=clock, result={"code": "CDG"}),
         tool("3", "search_flights", {"from": "CDG"}, clock=clock),
     ])
     ingest.finalize(deps, tenant, tid, "success", None)

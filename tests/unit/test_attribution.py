@@ -90,3 +90,47 @@ def test_lessons_carry_placeholders_not_the_literals_of_one_task():
     assert "Paris" not in lesson.situation and "<from> to <to> on <date>" in lesson.situation
     assert "`from` to a 3-letter uppercase code (e.g. `CDG`)" in lesson.advice
     assert "<from> is not an IATA code" in lesson.advice
+
+
+def test_a_value_fed_by_a_call_in_between_makes_that_call_the_prerequisite():
+    events = [
+        call("send_email", {"to": "Bob"}, ok=False, error="InvalidRecipient: not an address"),
+        call("list_contacts", {}, result=["ann@x.io"]),
+        call("lookup_contact", {"name": "Bob"}, result={"email": "bob@x.io"}),
+        call("send_email", {"to": "bob@x.io"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.prerequisite, c.changed_params) == ("order", "lookup_contact", ("to",))
+
+
+def test_after_exploring_the_last_step_before_the_retry_is_the_prerequisite():
+    events = [
+        call("resize_vm", {"id": "vm1", "size": "L"}, ok=False, error="InvalidState: vm is running"),
+        call("describe_vm", {"id": "vm1"}, result={"state": "running"}),
+        call("stop_vm", {"id": "vm1"}, result="stopped"),
+        call("resize_vm", {"id": "vm1", "size": "L"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.prerequisite) == ("order", "stop_vm")
+
+
+def test_a_replaced_tool_is_contrasted_with_what_worked_after_its_last_failure():
+    events = [
+        call("git_push", {"branch": "main"}, ok=False, error="ProtectedBranch: push to main refused"),
+        call("git_pull", {}),
+        call("git_push", {"branch": "main"}, ok=False, error="ProtectedBranch: push to main refused"),
+        call("create_pull_request", {"branch": "feature"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.worked.tool) == ("swap", "create_pull_request")
+
+
+def test_a_call_the_user_objected_to_is_not_a_fix():
+    events = [
+        call("post_message", {"channel": "#general"}, ok=False, error="channel_not_found"),
+        call("post_message", {"channel": "C0100GEN1"}),
+        said("No! That was meant for Omar privately", kind="feedback", sentiment="negative"),
+    ]
+    attribution = attribute(events)
+    assert attribution.contrasts == []
+    assert list(attribution.labels.values()) == ["failed", "objected"]

@@ -80,3 +80,38 @@ def test_error_class_prefers_exception_names_then_http_status():
 
 def test_generalize_replaces_ids_and_numbers():
     assert generalize("order 12345 of user 9f8e7d6c5b4a failed after 3.5s") == "order <n> of user <id> failed after <n>s"
+
+
+def test_a_long_text_parameter_is_described_by_its_difference():
+    events = [
+        call("sql_query", {"query": "SELECT * FROM events WHERE user_id = 42"}, ok=False, error="QueryTimeout: 30s"),
+        call("sql_query", {"query": "SELECT * FROM events WHERE user_id = 42 LIMIT 100"}),
+    ]
+    lesson = review_trajectory(traj(tools=["sql_query"]), events).lessons[0]
+    assert "in `query`, add `LIMIT 100` at the end" in lesson.advice
+
+
+def test_a_structured_parameter_is_described_by_its_keys():
+    events = [
+        call("http_post", {"url": "/pay", "headers": {"Auth": "x"}}, ok=False, error="409 duplicate request"),
+        call("http_post", {"url": "/pay", "headers": {"Auth": "x", "Idempotency-Key": "k1"}}),
+    ]
+    lesson = review_trajectory(traj(tools=["http_post"]), events).lessons[0]
+    assert "include `Idempotency-Key` in `headers`" in lesson.advice
+
+
+def test_a_prerequisite_that_feeds_a_parameter_is_named_with_it():
+    events = [
+        call("search_flights", {"from": "Paris"}, ok=False, error="InvalidAirport: IATA code expected"),
+        call("lookup_airport", {"city": "Paris"}, result="CDG"),
+        call("search_flights", {"from": "CDG"}),
+    ]
+    lesson = review_trajectory(traj(tools=["search_flights", "lookup_airport"]), events).lessons[0]
+    assert lesson.advice.startswith("Call `lookup_airport` before `search_flights` and pass what it returns as `from`")
+
+
+def test_snake_case_error_codes_are_error_classes_so_literals_stay_out_of_the_key():
+    a = review_trajectory(traj(), [call("post_message", {"channel": "@omar"}, ok=False, error="channel_not_found: '@omar'"), call("send_dm", {"user": "U1"})])
+    b = review_trajectory(traj(), [call("post_message", {"channel": "@lea"}, ok=False, error="channel_not_found: '@lea'"), call("send_dm", {"user": "U2"})])
+    assert a.lessons[0].error_class == "channel_not_found"
+    assert a.lessons[0].fingerprint == b.lessons[0].fingerprint

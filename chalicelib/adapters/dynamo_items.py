@@ -1,0 +1,180 @@
+"""Pure helpers of the DynamoDB adapters: key encodings, item-size budgets, cursors.
+
+No I/O and no SDK here, so every rule about what goes into a key or an item is unit-tested with
+``==`` (``tests/adapters/test_dynamo_items.py``).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zlib
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+
+from ..domain.errors import InvalidInput
+
+SEP = "#"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+# DynamoDB refuses items over 400 KB (names and values, UTF-8). Documents are kept well under it so
+# the keys and the index attributes of the item always fit beside them.
+ITEM_DOC_BUDGET = 350_000
+# A TransactWriteItems call takes at most 100 items and 4 MB in all.
+TRANSACTION_MAX_ITEMS = 100
+TRANSACTION_MAX_BYTES = 3_500_000
+
+TRUNCATED = "_truncated"
+ORIGINAL_BYTES = "_original_bytes"
+TRUNCATED_KEYS = "_truncated_keys"
+HEAD = "_head"
+
+
+# --- keys ---------------------------------------------------------------------------------------
+
+
+def key_part(value: str) -> str:
+    """``value`` as one part of a composite key.
+
+    Composite keys join parts with ``#``, which sorts below every character the API allows in an id
+    (``[A-Za-z0-9._:@/+=-]``), so ``"t1#x"`` < ``"t1a#x"`` follows (tenant, id) order. A part with a
+    character at or below ``#`` would make two keys collide or sort out of order: refused.
+    """
+    if not value or min(value) <= SEP:
+        raise InvalidInput(f"id {value!r} is empty or holds a character this store cannot key on")
+    return value
+
+
+def compose(*parts: str) -> str:
+    return SEP.join(key_part(p) for p in parts)
+
+
+def micros(dt: datetime) -> int:
+    """Exact integer microseconds since the epoch (no float rounding)."""
+    return (dt - _EPOCH) // timedelta(microseconds=1)
+
+
+def us_key(us: int, *parts: str) -> str:
+    """A sort key that orders by time (fixed-width microseconds), then by the parts."""
+    return SEP.join((f"{us:020d}", *(key_part(p) for p in parts)))
+
+
+def time_key(dt: datetime, *parts: str) -> str:
+    return us_key(micros(dt), *parts)
+
+
+def us_key_bound(us: int) -> str:
+    """The smallest key above every ``us_key`` of a time at or before ``us``."""
+    return f"{us + 1:020d}"
+
+
+def shard_of(key: str, shards: int) -> str:
+    """A stable shard (crc32, not ``hash()``, which changes per process) for a sparse index."""
+    return str(zlib.crc32(key.encode()) % shards)
+
+
+def scope_key(*parts: str | None) -> str:
+    """One fixed-length partition key for an exact scope: ``None`` and ``""`` stay distinct."""
+    return hashlib.sha256(json.dumps(parts, separators=(",", ":")).encode()).hexdigest()
+
+
+# --- documents and their size -------------------------------------------------------------------
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def size_of(obj: Any) -> int:
+    """Bytes of ``obj`` as stored: its compact JSON in UTF-8."""
+    return len(dumps(obj).encode())
+
+
+def _utf8_prefix(text: str, max_bytes: int) -> str:
+    return text.encode()[: max(0, max_bytes)].decode(errors="ignore")
+
+
+def _cut(text: str, max_stored: int) -> str:
+    """The longest prefix of ``text`` whose stored (JSON string) form takes at most ``max_stored`` bytes."""
+    prefix = _utf8_prefix(text, max_stored)
+    while prefix and size_of(prefix) > max_stored:  # escapes (quotes, newlines) take more than a byte
+        prefix = _utf8_prefix(prefix, len(prefix.encode()) - (size_of(prefix) - max_stored))
+    return prefix
+
+
+def fit(value: dict[str, Any], budget: int) -> dict[str, Any]:
+    """``value`` itself if its JSON fits in ``budget`` bytes; otherwise a copy cut to fit, marked.
+
+    The largest entries are cut first, each to a prefix of its text (a dict or list entry becomes a
+    prefix of its JSON), so small entries (a tool name, a status) survive a huge output beside them.
+    A cut copy says so: ``_truncated: true``, ``_original_bytes`` (the JSON size of the whole value)
+    and ``_truncated_keys``. If cutting entries is not enough (thousands of small ones), the copy
+    holds only the marker and ``_head``, a prefix of the original JSON. Nothing goes without a marker.
+    """
+    original = size_of(value)
+    if original <= budget:
+        return value
+    out = dict(value)
+    cut: list[str] = []
+    marker = {TRUNCATED: True, ORIGINAL_BYTES: original}
+    for key in sorted(out, key=lambda k: size_of(out[k]), reverse=True):
+        excess = size_of({**out, **marker, TRUNCATED_KEYS: [*cut, key]}) - budget
+        if excess <= 0:
+            break
+        entry = out[key]
+        out[key] = _cut(entry if isinstance(entry, str) else dumps(entry), size_of(entry) - excess)
+        cut.append(key)
+    result = {**out, **marker, TRUNCATED_KEYS: cut}
+    if size_of(result) <= budget:
+        return result
+    return {**marker, HEAD: _cut(dumps(value), budget - size_of({**marker, HEAD: ""}))}
+
+
+def fit_fields(doc: dict[str, Any], fields: Iterable[str], budget: int) -> dict[str, Any]:
+    """``doc`` with its dict ``fields`` cut (largest first) until the whole doc fits in ``budget``."""
+    out = dict(doc)
+    for name in sorted((f for f in fields if isinstance(out.get(f), dict)), key=lambda f: size_of(out[f]), reverse=True):
+        excess = size_of(out) - budget
+        if excess <= 0:
+            break
+        out[name] = fit(out[name], max(0, size_of(out[name]) - excess))
+    return out
+
+
+# --- cursors ------------------------------------------------------------------------------------
+
+
+def encode_cursor(obj: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> Any:
+    """What ``encode_cursor`` encoded; InvalidInput for anything that is not such a cursor."""
+    try:
+        return json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
+    except Exception as exc:  # garbage of any kind is the caller's error, not ours
+        raise InvalidInput("invalid cursor") from exc
+
+
+def decode_key_cursor(cursor: str, names: Iterable[str], fixed: dict[str, str]) -> dict[str, str]:
+    """A cursor holding a DynamoDB key (``LastEvaluatedKey`` as plain strings) with exactly ``names``.
+
+    ``fixed`` are attributes the cursor must carry unchanged (the tenant, the filter of the
+    listing): a cursor of another tenant or another listing is invalid, never followed.
+    """
+    key = decode_cursor(cursor)
+    if (
+        not isinstance(key, dict)
+        or set(key) != set(names)
+        or not all(isinstance(v, str) and v for v in key.values())
+        or any(key[k] != v for k, v in fixed.items())
+    ):
+        raise InvalidInput("invalid cursor")
+    return key
+
+
+def decode_pair_cursor(cursor: str) -> tuple[str, str]:
+    parts = decode_cursor(cursor)
+    if not (isinstance(parts, list) and len(parts) == 2 and all(isinstance(p, str) and p for p in parts)):
+        raise InvalidInput("invalid cursor")
+    return parts[0], parts[1]

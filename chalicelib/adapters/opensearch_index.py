@@ -1,0 +1,253 @@
+"""The experience index on OpenSearch: k-NN with in-query filters, and BM25, in one index.
+
+Implements ``ports.VectorIndex`` for Amazon OpenSearch Service (faiss or lucene), Amazon OpenSearch
+Serverless (faiss, ``serverless=True``) and a local node (lucene). Request bodies come from
+``opensearch_queries``; this module does the I/O and nothing else.
+
+    IndexUnavailable(RuntimeError)   every failure of the client or the cluster, raised ``from`` the
+                                     opensearch-py exception (connection, timeout, HTTP status,
+                                     serialization, a failed bulk item)
+
+Consistency: on a managed domain or a local node every write waits for a refresh
+(``refresh="wait_for"``) so a search right after it sees it. Serverless has no refresh and makes a
+write searchable some seconds later; it also chooses document ids itself, so a write first looks
+up the documents it replaces -- a write repeated within that window can leave a duplicate, which
+reads drop and the next write of the id removes. The experience store stays the source of truth.
+
+The client is built outside (``build_client``, called by the composition root) and passed in.
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator, Sequence
+from urllib.parse import urlsplit
+
+import numpy as np
+from opensearchpy.exceptions import OpenSearchException, RequestError
+
+from ..ports import IndexEntry, IndexFilter
+from . import opensearch_queries as q
+
+if TYPE_CHECKING:
+    from opensearchpy import OpenSearch
+
+DEFAULT_INDEX = "hindsight-experiences"
+
+
+class IndexUnavailable(RuntimeError):
+    """The OpenSearch index could not serve the request; ``__cause__`` holds the client's error."""
+
+
+def build_client(
+    endpoint: str,
+    *,
+    region: str | None = None,
+    service: str = "es",
+    timeout: float = 10.0,
+    pool_maxsize: int = 10,
+    credentials=None,
+) -> "OpenSearch":
+    """An opensearch-py client for ``endpoint`` (a URL).
+
+    ``service``: ``es`` for an Amazon OpenSearch Service domain, ``aoss`` for Serverless (both
+    signed with SigV4 from ``credentials``, default: the boto3 credential chain, so a Lambda role
+    works), or ``none`` for an unsigned node such as the local one.
+    """
+    from opensearchpy import OpenSearch, RequestsHttpConnection
+
+    url = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+    if not url.hostname:
+        raise ValueError(f"not an endpoint URL: {endpoint!r}")
+    tls = url.scheme == "https"
+    host = {"host": url.hostname, "port": url.port or (443 if tls else 80)}
+    if service == "none":
+        return OpenSearch(hosts=[host], use_ssl=tls, verify_certs=tls, timeout=timeout, pool_maxsize=pool_maxsize)
+    if service not in ("es", "aoss"):
+        raise ValueError(f"service must be es, aoss or none, not {service!r}")
+    if not region:
+        raise ValueError("SigV4 needs the region")
+    from opensearchpy import RequestsAWSV4SignerAuth
+
+    if credentials is None:
+        import boto3
+
+        credentials = boto3.Session().get_credentials()
+        if credentials is None:
+            raise ValueError("no AWS credentials found to sign OpenSearch requests")
+    return OpenSearch(
+        hosts=[host],
+        http_auth=RequestsAWSV4SignerAuth(credentials, region, service),
+        use_ssl=tls,
+        verify_certs=tls,
+        connection_class=RequestsHttpConnection,
+        pool_maxsize=pool_maxsize,
+        timeout=timeout,
+    )
+
+
+@contextmanager
+def _boundary(action: str) -> Iterator[None]:
+    try:
+        yield
+    except OpenSearchException as exc:
+        raise IndexUnavailable(f"OpenSearch {action} failed: {exc}") from exc
+
+
+class OpenSearchVectorIndex:
+    """Implements ``ports.VectorIndex`` over one OpenSearch index shared by every tenant.
+
+    Every query filters by tenant; every delete is by (tenant, experience id). The index is
+    created on first use when missing (concurrent creators are fine).
+    """
+
+    def __init__(
+        self,
+        client: "OpenSearch",
+        spec: q.IndexSpec,
+        *,
+        refresh: bool | str = "wait_for",
+        bulk_chunk: int = 500,
+    ) -> None:
+        self.client = client
+        self.spec = spec
+        self.dim = spec.dim
+        # Serverless answers a refresh parameter with an error
+        self._refresh = None if spec.serverless else refresh
+        self._bulk_chunk = bulk_chunk
+        self._ready = False
+        self._lock = threading.Lock()
+
+    # --- index lifecycle ---------------------------------------------------------------------------
+
+    def ensure_index(self) -> None:
+        """Create the index if it is missing; check the vector dimension of an existing one."""
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            name = self.spec.name
+            with _boundary(f"creating index {name}"):
+                if not self.client.indices.exists(index=name):
+                    try:
+                        self.client.indices.create(index=name, body=q.index_body(self.spec))
+                    except RequestError as exc:
+                        if exc.error != "resource_already_exists_exception":
+                            raise
+                dim = q.mapped_dimension(self.client.indices.get_mapping(index=name), name)
+            if dim is not None and dim != self.spec.dim:
+                raise ValueError(f"index {name} holds {dim}-dimensional vectors, not {self.spec.dim}")
+            self._ready = True
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def _unit(self, vector: np.ndarray) -> list[float] | None:
+        """The unit vector as floats, or None for a zero vector (no direction, no cosine)."""
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if vec.shape[0] != self.dim:
+            raise ValueError(f"vector has {vec.shape[0]} dimensions, the index {self.dim}")
+        norm = float(np.linalg.norm(vec))
+        return (vec / norm).tolist() if norm > 0 else None
+
+    def _search(self, body: dict, action: str) -> dict:
+        self.ensure_index()
+        with _boundary(action):
+            return self.client.search(index=self.spec.name, body=body)
+
+    def _bulk(self, lines: list[dict], action: str) -> None:
+        if not lines:
+            return
+        params = {} if self._refresh is None else {"refresh": self._refresh}
+        with _boundary(action):
+            response = self.client.bulk(body=lines, **params)
+        if response.get("errors"):
+            for item in response["items"]:
+                ((op, result),) = item.items()
+                if op == "delete" and result.get("status") == 404:
+                    continue  # deleting what is not there is the port's no-op
+                if result.get("error"):
+                    raise IndexUnavailable(f"OpenSearch {action} failed for {result.get('_id')}: {result['error']}")
+
+    def _lookup(self, tenant_id: str, experience_ids: Sequence[str]) -> list[str]:
+        """Serverless: the ``_id`` of every document of these entries (duplicates included)."""
+        response = self._search(q.lookup_query(tenant_id, experience_ids), "lookup")
+        return [h["_id"] for h in response["hits"]["hits"]]
+
+    def _chunks(self, items: Sequence) -> Iterator[Sequence]:
+        for start in range(0, len(items), self._bulk_chunk):
+            yield items[start : start + self._bulk_chunk]
+
+    def _ranked(self, response: dict, k: int, to_cosine: bool) -> list[tuple[str, float]]:
+        out: dict[str, float] = {}
+        for experience_id, score in q.hit_ids(response):
+            if experience_id not in out:  # a Serverless duplicate ranks below its first copy
+                out[experience_id] = q.cosine_from_score(score, self.spec.space) if to_cosine else score
+        return list(out.items())[:k]
+
+    # --- the port ----------------------------------------------------------------------------------
+
+    def upsert(self, tenant_id: str, entries: Sequence[IndexEntry]) -> None:
+        if not entries:
+            return
+        latest = {e.experience_id: e for e in entries}  # the last entry of an id wins, as in order
+        docs = [q.document(tenant_id, e, self._unit(e.vector)) for e in latest.values()]
+        self.ensure_index()
+        for chunk in self._chunks(docs):
+            lines: list[dict] = []
+            if self.spec.serverless:
+                stale = self._lookup(tenant_id, [d["experience_id"] for d in chunk])
+                lines += q.bulk_delete_lines(self.spec.name, stale)
+            lines += q.bulk_index_lines(self.spec.name, tenant_id, chunk, self.spec.serverless)
+            self._bulk(lines, "upsert")
+
+    def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
+        ids = list(dict.fromkeys(experience_ids))
+        if not ids:
+            return
+        self.ensure_index()
+        for chunk in self._chunks(ids):
+            if self.spec.serverless:
+                doc_ids = self._lookup(tenant_id, chunk)
+            else:
+                doc_ids = [q.doc_id(tenant_id, i) for i in chunk]
+            self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids), "delete")
+
+    def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        unit = self._unit(vector)
+        if unit is None:  # cosine with a zero vector is 0 for every entry, as in the numpy index
+            response = self._search(q.filter_query(q.filter_clause(tenant_id, flt), k), "search")
+            return [(i, 0.0) for i, _ in self._ranked(response, k, to_cosine=False)]
+        response = self._search(q.search_query(tenant_id, unit, flt, k, self.spec.ef_search), "search")
+        return self._ranked(response, k, to_cosine=True)
+
+    def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        body = q.lexical_query(tenant_id, text, flt, k)
+        if body is None:
+            return []
+        response = self._search(body, "lexical search")
+        return [(i, s) for i, s in self._ranked(response, k, to_cosine=False) if s > 0]
+
+    def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
+        ids = list(dict.fromkeys(experience_ids))
+        if not ids:
+            return {}
+        unit = self._unit(vector)
+        out: dict[str, float] = {}
+        for chunk in self._chunks(ids):
+            if unit is None:
+                response = self._search(q.filter_query(q.ids_clause(tenant_id, chunk), len(chunk)), "similarities")
+                out.update((i, 0.0) for i, _ in q.hit_ids(response))
+            else:
+                response = self._search(q.similarity_query(tenant_id, unit, chunk), "similarities")
+                out.update(self._ranked(response, len(chunk), to_cosine=True))
+        return out
+
+    def count(self, tenant_id: str) -> int:
+        self.ensure_index()
+        with _boundary("count"):
+            return int(self.client.count(index=self.spec.name, body=q.count_query(tenant_id))["count"])
