@@ -7,7 +7,7 @@ import time
 import anyio
 import pytest
 
-from hindsight_client import Hindsight, RetryPolicy, TrajectoryRecorder
+from hindsight_client import Hindsight, RetryPolicy, TrajectoryRecorder, Unauthorized
 from hindsight_client.anomalies import Anomaly
 
 from .servers import FaultProxy, free_port
@@ -116,6 +116,17 @@ def test_an_unreachable_service_never_blocks_the_agent() -> None:
     assert rec.stats.failed == 1000 and rec.errors and not rec.finalized
 
 
+def test_a_rejected_key_is_reported_once_without_hammering_the_service(proxy: FaultProxy) -> None:
+    with Hindsight(proxy.url, "hs_wrong_key", retry=RetryPolicy(max_attempts=2, base_delay=0.01)) as bad:
+        rec = TrajectoryRecorder(bad, agent_id="a", goal="g", flush_interval=0.01).start()
+        for i in range(250):
+            rec.user_input(str(i))
+        assert rec.close() is False
+    assert rec.stats.failed == 250 and not rec.finalized
+    assert len(rec.errors) == 1 and isinstance(rec.errors[0], Unauthorized)
+    assert len(proxy.seen) == 1  # the trajectory's creation, refused; nothing after it
+
+
 def test_anomalies_are_detected_while_the_agent_runs(proxied: Hindsight) -> None:
     seen: list[Anomaly] = []
     with TrajectoryRecorder(proxied, agent_id="a", goal="g", on_anomaly=seen.append) as rec:
@@ -156,6 +167,8 @@ def test_wrapped_tools_record_params_results_and_exceptions(proxied: Hindsight, 
     assert calls[2] == {**calls[2], "tool": "fetch", "params": {"url": "http://x"}, "status": "error",
                         "error": "TimeoutError: http://x timed out"}  # fmt: skip
     assert "fetch" in calls[2]["available_tools"]
+    start = proxy.requests("POST", "/v1/trajectories")[0]
+    assert start.path == "/v1/trajectories" and "fetch" in start.body["tools"]  # wrapped after the constructor
 
 
 def test_large_and_odd_values_are_snapshotted_within_the_service_limits(proxied: Hindsight, proxy: FaultProxy) -> None:

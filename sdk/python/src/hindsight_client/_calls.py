@@ -1,0 +1,208 @@
+"""Every endpoint of HTTP API v1 as a pure function from arguments to a ``Call``.
+
+Writes carry ids chosen here (trajectory_id, event_id, experience_id) when the caller gave none,
+which makes them idempotent on the service: a retry after a lost answer cannot write twice.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import quote
+
+from ._core import Call
+from .models import (
+    DecayReport,
+    EventsAccepted,
+    Experience,
+    ExperiencePage,
+    ExperienceStatus,
+    Health,
+    KeyRotated,
+    Outcome,
+    RecallResult,
+    ReindexReport,
+    Signal,
+    Stats,
+    Tenant,
+    TenantCreated,
+    Trajectory,
+    parse_tenants,
+)
+
+MAX_EVENTS_PER_CALL = 100
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def _seg(value: str) -> str:
+    """An id as one path segment: ids may hold '/' (the service allows it), which must not split the path."""
+    return quote(value, safe="")
+
+
+def _drop_none(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _time(value: datetime | str | int | None) -> str | int | None:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+# --- misc and tenants (admin) ---------------------------------------------------------------
+
+
+def health() -> Call[Health]:
+    return Call("GET", "/v1/health", Health.from_json, auth="none")
+
+
+def openapi() -> Call[dict[str, Any]]:
+    return Call("GET", "/v1/openapi.json", dict, auth="none")
+
+
+def create_tenant(name: str) -> Call[TenantCreated]:
+    # Not idempotent: a retry after a lost answer would create a second tenant.
+    return Call("POST", "/v1/tenants", TenantCreated.from_json, json={"name": name}, auth="admin", idempotent=False)
+
+
+def list_tenants() -> Call[list[Tenant]]:
+    return Call("GET", "/v1/tenants", parse_tenants, auth="admin")
+
+
+def rotate_key(tenant_id: str, *, revoke_old: bool = True) -> Call[KeyRotated]:
+    return Call("POST", f"/v1/tenants/{_seg(tenant_id)}/keys", KeyRotated.from_json,
+                json={"revoke_old": revoke_old}, auth="admin", idempotent=False)  # fmt: skip
+
+
+def decay(as_of: datetime | str | int | None = None) -> Call[DecayReport]:
+    return Call("POST", "/v1/maintenance/decay", DecayReport.from_json, json=_drop_none({"as_of": _time(as_of)}),
+                auth="admin", idempotent=False)  # fmt: skip
+
+
+def reindex() -> Call[ReindexReport]:
+    return Call("POST", "/v1/maintenance/reindex", ReindexReport.from_json, json={})
+
+
+def stats() -> Call[Stats]:
+    return Call("GET", "/v1/stats", Stats.from_json)
+
+
+# --- trajectories --------------------------------------------------------------------------
+
+
+def start_trajectory(
+    agent_id: str,
+    goal: str,
+    *,
+    trajectory_id: str | None = None,
+    user_id: str | None = None,
+    task_type: str | None = None,
+    tools: Sequence[str] = (),
+    intent: str | None = None,
+    tags: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+) -> Call[Trajectory]:
+    body = _drop_none({
+        "trajectory_id": trajectory_id or new_id("traj"), "agent_id": agent_id, "goal": goal, "user_id": user_id,
+        "task_type": task_type, "tools": list(tools), "intent": intent, "tags": list(tags), "metadata": metadata,
+    })  # fmt: skip
+    return Call("POST", "/v1/trajectories", Trajectory.from_json, json=body)
+
+
+def with_event_ids(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(e) if e.get("event_id") else {**e, "event_id": new_id("evt")} for e in events]
+
+
+def append_events(trajectory_id: str, events: Sequence[Mapping[str, Any]]) -> Call[EventsAccepted]:
+    """At most 100 events (the service's limit); events without an event_id get one."""
+    if not events:
+        raise ValueError("append_events needs at least one event")
+    if len(events) > MAX_EVENTS_PER_CALL:
+        raise ValueError(f"at most {MAX_EVENTS_PER_CALL} events per call, got {len(events)}; send them in batches")
+    return Call("POST", f"/v1/trajectories/{_seg(trajectory_id)}/events", EventsAccepted.from_json,
+                json={"events": with_event_ids(events)})  # fmt: skip
+
+
+def finalize(trajectory_id: str, outcome: Outcome, feedback: str | None = None) -> Call[Trajectory]:
+    # A repeat with the same outcome is a no-op on the service, so this is safe to retry.
+    return Call("POST", f"/v1/trajectories/{_seg(trajectory_id)}/finalize", Trajectory.from_json,
+                json=_drop_none({"outcome": outcome, "feedback": feedback}))  # fmt: skip
+
+
+def get_trajectory(trajectory_id: str) -> Call[Trajectory]:
+    return Call("GET", f"/v1/trajectories/{_seg(trajectory_id)}", Trajectory.from_json)
+
+
+# --- experiences ---------------------------------------------------------------------------
+
+
+def write_experience(
+    situation: str,
+    *,
+    lesson: str = "",
+    advice: str = "",
+    action: str = "",
+    result: str = "",
+    experience_id: str | None = None,
+    tags: Sequence[str] = (),
+    task_type: str | None = None,
+    tools: Sequence[str] = (),
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    source: str = "human",
+    sources: Sequence[str] = (),
+    confidence: float | None = None,
+) -> Call[Experience]:
+    """Give a lesson, advice (second person, ready for a prompt) or both. A repeat of an id is a no-op."""
+    body = _drop_none({
+        "experience_id": experience_id or new_id("exp"), "situation": situation, "lesson": lesson, "advice": advice,
+        "action": action, "result": result, "tags": list(tags), "task_type": task_type, "tools": list(tools),
+        "agent_id": agent_id, "user_id": user_id, "source": source, "sources": list(sources), "confidence": confidence,
+    })  # fmt: skip
+    return Call("POST", "/v1/experiences", Experience.from_json, json=body)
+
+
+def get_experience(experience_id: str) -> Call[Experience]:
+    return Call("GET", f"/v1/experiences/{_seg(experience_id)}", Experience.from_json)
+
+
+def list_experiences(
+    *, agent_id: str | None = None, status: ExperienceStatus | None = None, limit: int = 50, cursor: str | None = None
+) -> Call[ExperiencePage]:
+    return Call("GET", "/v1/experiences", ExperiencePage.from_json,
+                params={"agent_id": agent_id, "status": status, "limit": limit, "cursor": cursor})  # fmt: skip
+
+
+def forget(experience_id: str, reason: str | None = None) -> Call[Experience]:
+    return Call("DELETE", f"/v1/experiences/{_seg(experience_id)}", Experience.from_json,
+                json=_drop_none({"reason": reason}))  # fmt: skip
+
+
+def feedback(experience_id: str, signal: Signal) -> Call[Experience]:
+    # Each signal moves utility and freshness once: a duplicate would count twice, so no retry
+    # unless the service refused the call outright.
+    return Call("POST", f"/v1/experiences/{_seg(experience_id)}/feedback", Experience.from_json,
+                json={"signal": signal}, idempotent=False)  # fmt: skip
+
+
+# --- recall --------------------------------------------------------------------------------
+
+
+def recall(
+    query: str,
+    *,
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    task_type: str | None = None,
+    tools: Sequence[str] = (),
+    intent: str | None = None,
+    tags: Sequence[str] = (),
+    top_k: int = 5,
+    min_score: float = 0.0,
+) -> Call[RecallResult]:
+    body = _drop_none({
+        "query": query, "agent_id": agent_id, "user_id": user_id, "task_type": task_type, "tools": list(tools),
+        "intent": intent, "tags": list(tags), "top_k": top_k, "min_score": min_score,
+    })  # fmt: skip
+    return Call("POST", "/v1/recall", RecallResult.from_json, json=body)

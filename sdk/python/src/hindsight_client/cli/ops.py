@@ -1,0 +1,107 @@
+"""Day-to-day commands: recall, stats, reindex, decay, health."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Optional
+
+import typer
+from rich.panel import Panel
+from rich.table import Table
+
+from ._common import client, err, handles_errors, out
+
+
+def _split(values: list[str]) -> list[str]:
+    """--tools a,b --tools c -> [a, b, c]"""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+@handles_errors
+def recall(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="The task or situation, in plain words."),
+    tools: list[str] = typer.Option([], "--tools", "-t", help="Tools the agent has (comma-separated or repeated)."),
+    agent_id: Optional[str] = typer.Option(None, "--agent-id"),
+    user_id: Optional[str] = typer.Option(None, "--user-id"),
+    task_type: Optional[str] = typer.Option(None, "--task-type"),
+    tags: list[str] = typer.Option([], "--tags"),
+    top_k: int = typer.Option(5, "--top-k", min=1, max=50),
+    min_score: float = typer.Option(0.0, "--min-score", min=0.0, max=1.0),
+    as_json: bool = typer.Option(False, "--json", help="Print the service's answer as JSON."),
+) -> None:
+    """What the agent would be told before acting: ranked lessons and the advice block."""
+    with client(ctx) as hs:
+        result = hs.recall(query, agent_id=agent_id, user_id=user_id, task_type=task_type, tools=_split(tools),
+                           tags=_split(tags), top_k=top_k, min_score=min_score)  # fmt: skip
+    if as_json:
+        out().print_json(json.dumps({"advice": result.advice, "hits": [
+            {"experience": h.experience.raw, "score": h.score,
+             "explanation": {"semantic": h.explanation.semantic, "tag_match": h.explanation.tag_match,
+                             "freshness": h.explanation.freshness, "utility": h.explanation.utility}}
+            for h in result.hits]}))  # fmt: skip
+        return
+    if not result.hits:
+        out().print("[dim]nothing recalled for this query[/dim]")
+        return
+    table = Table("#", "score", "advice", "tools", "semantic", "fresh", "utility", "experience_id",
+                  title=f"recall: {query}", show_lines=True)  # fmt: skip
+    for n, hit in enumerate(result.hits, 1):
+        e, x = hit.experience, hit.explanation
+        table.add_row(str(n), f"{hit.score:.3f}", e.advice or e.lesson, ", ".join(e.tools),
+                      f"{x.semantic:.2f}", f"{x.freshness:.2f}", f"{x.utility:.2f}", e.experience_id)  # fmt: skip
+    out().print(table)
+    out().print(Panel(result.advice, title="advice block (what goes in the prompt)", expand=False))
+
+
+@handles_errors
+def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Counts of experiences and trajectories by status, and how fresh the lessons are."""
+    with client(ctx) as hs:
+        s = hs.stats()
+    if as_json:
+        out().print_json(json.dumps({"experiences": s.experiences, "trajectories": s.trajectories,
+                                       "freshness_histogram": [{"bucket": b, "count": c}
+                                                               for b, c in s.freshness_histogram]}))  # fmt: skip
+        return
+    counts = Table("kind", "status", "count", title="hindsight stats")
+    for kind, by_status in (("experiences", s.experiences), ("trajectories", s.trajectories)):
+        for status, count in by_status.items():
+            counts.add_row(kind, status, str(count))
+    out().print(counts)
+    peak = max((c for _, c in s.freshness_histogram), default=0) or 1
+    hist = Table("freshness", "count", "", title="freshness of experiences")
+    for bucket, count in s.freshness_histogram:
+        hist.add_row(bucket, str(count), "█" * round(30 * count / peak))
+    out().print(hist)
+
+
+@handles_errors
+def reindex(ctx: typer.Context) -> None:
+    """Rebuild the tenant's vector index from its stored experiences (tenant key)."""
+    with client(ctx) as hs, err().status("reindexing…"):
+        report = hs.reindex()
+    out().print(f"reindexed {report.reindexed} experiences")
+
+
+@handles_errors
+def decay(
+    ctx: typer.Context,
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="Decay as if it were this time (ISO-8601; naive = UTC)."),
+) -> None:
+    """Run freshness decay and archiving now, for every tenant (admin key)."""
+    try:
+        when = datetime.fromisoformat(as_of) if as_of else None
+    except ValueError as exc:
+        raise typer.BadParameter(f"not an ISO-8601 time: {as_of!r}", param_hint="--as-of") from exc
+    with client(ctx) as hs, err().status("decaying…"):
+        report = hs.decay(when)
+    out().print(f"decayed {report.decayed}, archived {report.archived}")
+
+
+@handles_errors
+def health(ctx: typer.Context) -> None:
+    """Check that the service answers."""
+    with client(ctx) as hs:
+        h = hs.health()
+    out().print(f"{hs.config.url}: {h.status} (backend: {h.backend})")
