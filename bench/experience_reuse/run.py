@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import secrets
 import sys
 import time
+from collections import Counter
 from collections import defaultdict
 from pathlib import Path
 from statistics import mean
@@ -49,6 +51,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-round2", action="store_true", help="skip recording the simulated runs back")
     p.add_argument("--review-timeout", type=float, default=600.0, help="seconds to wait for all reviews")
     p.add_argument("-v", "--verbose", action="store_true", help="print every failing task with its top hit")
+    p.add_argument("--llm-stub", action="store_true",
+                   help="review with the LLM reviewer, pointed at the local OpenAI-compatible stub (devtools.openai_stub)")
     return p.parse_args(argv)
 
 
@@ -241,7 +245,8 @@ def print_report(res: dict[str, Any], fams: Sequence[Family], records: dict[str,
         p(f"server: {res['server']} (its own embedder); baselines: all-MiniLM-L6-v2 (ONNX int8)")
     p(f"reviewed {res['counts']['reviewed']}/{res['counts']['training_trajectories']} "
       f"(review_failed: {res['counts']['review_failed']}) in {res['timings']['review_wait_s']:.1f}s; "
-      f"{res['counts']['experiences']} active experiences learned ({res['counts']['archived']} archived)")
+      f"{res['counts']['experiences']} active experiences learned ({res['counts']['archived']} archived); "
+      f"reviewers: {res['counts']['reviewers']}")
     p()
     p("Retrieval (top_k=%d; a hit = an experience learned from a training trajectory of the task's family)" % res["config"]["top_k"])
     header = f"{'':42} {'hit@1':>6} {'hit@3':>6} {'MRR':>6} {'sib@1':>6} {'oth@1':>6} {'nohit':>6} {'fix':>6} {'fix#1':>6}"
@@ -368,6 +373,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         server_desc = f"existing {url}"
     else:
         t0 = time.monotonic()
+        if args.llm_stub:  # the real OpenAI client in the server, talking to a local stub
+            from devtools.openai_stub import OpenAIStub
+
+            stub = OpenAIStub().__enter__()
+            os.environ["HINDSIGHT_OPENAI_BASE_URL"] = stub.base_url
+            log(f"LLM reviewer on the stub at {stub.base_url}")
         log("starting a fresh server (real MiniLM embedder)...")
         server = LocalServer(keep=args.keep_server).start()
         timings["server_start_s"] = time.monotonic() - t0
@@ -460,6 +471,7 @@ def run(api: Api, fams, by_id, nonce, agent_id, args, timings, t_all, server_des
             "training_trajectories": len(train_ids),
             "reviewed": sum(1 for t in reviewed.values() if t["status"] == "reviewed"),
             "review_failed": sum(1 for t in reviewed.values() if t["status"] == "review_failed"),
+            "reviewers": dict(Counter(str((t.get("review") or {}).get("reviewer", "-")) for t in reviewed.values())),
             "experiences": len(exps),
             "archived": len(archived),
         },

@@ -114,14 +114,14 @@ class DynamoExperienceStore:
                     filter_condition=flt,
                     scan_index_forward=False,
                     limit=limit + 1,  # one more than asked: a full last page then has no cursor
-                    exclusive_start_key=start,
+                    last_evaluated_key=start,
                 )
             )
         items = found[:limit]
         next_cursor = None
         if len(found) > limit and items:
             last = items[-1]
-            next_cursor = encode_cursor({name: getattr(last, name) for name in names})
+            next_cursor = encode_cursor({name: getattr(last, name) for name in sorted(names)})
         return Page([self._experience(i) for i in items], next_cursor)
 
     def find_active_by_fingerprint(

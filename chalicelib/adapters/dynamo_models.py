@@ -225,30 +225,48 @@ def _bind(base: type[M], config: DynamoConfig, table: str, stream: bool) -> type
     return type(base.__name__, (base,), {"Meta": type("Meta", (), meta), "__module__": __name__})
 
 
-class DynamoTables:
-    """The bound model classes of one deployment, and the connection its transactions go through.
+def connect(config: DynamoConfig) -> Connection:
+    """A pynamodb connection (one botocore client, built on first use) to the config's endpoint."""
+    return Connection(
+        region=config.region,
+        host=config.host,
+        connect_timeout_seconds=config.connect_timeout_seconds,
+        read_timeout_seconds=config.read_timeout_seconds,
+        max_retry_attempts=config.max_retry_attempts,
+        max_pool_connections=config.max_pool_connections,
+        aws_access_key_id=config.aws_access_key_id,
+        aws_secret_access_key=config.aws_secret_access_key,
+        aws_session_token=config.aws_session_token,
+    )
 
-    Built once in the composition root and handed to the stores; tests build one per prefix.
+
+class DynamoTables:
+    """The bound model classes of one deployment and the one connection they all go through.
+
+    Built once in the composition root and handed to the stores. ``connection`` may be given (one
+    botocore client for several prefixes, as the tests do); it must point where ``config`` does.
+    Left alone, pynamodb would build a botocore client per model class, each loading the service
+    model again: a cold start pays that once, not five times.
     """
 
-    def __init__(self, config: DynamoConfig) -> None:
+    def __init__(self, config: DynamoConfig, connection: Connection | None = None) -> None:
         self.config = config
-        self.tenants = _bind(TenantItem, config, "tenants", stream=False)
-        self.trajectories = _bind(TrajectoryItem, config, "trajectories", stream=True)
-        self.events = _bind(EventItem, config, "events", stream=True)
-        self.experiences = _bind(ExperienceItem, config, "experiences", stream=False)
-        self.jobs = _bind(JobItem, config, "review-jobs", stream=True)
-        self.connection = Connection(
-            region=config.region,
-            host=config.host,
-            connect_timeout_seconds=config.connect_timeout_seconds,
-            read_timeout_seconds=config.read_timeout_seconds,
-            max_retry_attempts=config.max_retry_attempts,
-            max_pool_connections=config.max_pool_connections,
-            aws_access_key_id=config.aws_access_key_id,
-            aws_secret_access_key=config.aws_secret_access_key,
-            aws_session_token=config.aws_session_token,
-        )
+        self.connection = connection or connect(config)
+        self.tenants = self._bound(TenantItem, "tenants", stream=False)
+        self.trajectories = self._bound(TrajectoryItem, "trajectories", stream=True)
+        self.events = self._bound(EventItem, "events", stream=True)
+        self.experiences = self._bound(ExperienceItem, "experiences", stream=False)
+        self.jobs = self._bound(JobItem, "review-jobs", stream=True)
+
+    def _bound(self, base: type[M], table: str, stream: bool) -> type[M]:
+        model = _bind(base, self.config, table, stream)
+        table_connection = model._get_connection()  # pynamodb's, with the table's key schema
+        try:
+            self.connection.add_meta_table(table_connection.get_meta_table())
+        except ValueError:  # already known to a shared connection: the same table, the same schema
+            pass
+        table_connection.connection = self.connection
+        return model
 
     @property
     def shards(self) -> list[str]:

@@ -31,7 +31,8 @@ def generalize(text: str, values: Mapping[str, str] | None = None) -> str:
 def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """Map each literal parameter value to a placeholder named after its parameter: "Paris" -> "<city>".
 
-    Only short text values are taken: booleans, long text and structures are not literals to hide.
+    Only short values are taken (names, ids, codes: at most three words): long free text such as
+    a message or a query is what the task is about, not a literal to hide.
     """
     out: dict[str, str] = {}
     for p in params:
@@ -39,7 +40,7 @@ def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 continue
             text = str(value).strip()
-            if 2 <= len(text) <= 60 and not text.isspace():
+            if 2 <= len(text) <= 40 and len(text.split()) <= 3:
                 key = _PLACEHOLDER_NAME.sub("_", str(name).lower()).strip("_") or "value"
                 out.setdefault(text, f"<{key}>")
     return out

@@ -265,15 +265,16 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
         return None
     said = ctx.g(short(text))
     if before.is_tool_call:
-        what = f"calling `{before.tool}` with {ctx.g(short(params_of(before)))}"
+        names = ", ".join(f"`{k}`" for k in params_of(before))
+        what = f"calling `{before.tool}`" + (f" (with {names})" if names else "")
         tools: tuple[str, ...] = (before.tool or "",)
-        advice = f"Before {what}, take into account what the user said: \"{said}\"."
+        advice = f"The user objected when you used `{before.tool}` for this: \"{said}\". Do what they asked instead."
     else:
         what = ctx.g(short(str(before.content.get("text") or before.type)))
         tools = ()
         advice = f"Take into account what the user said after you did this ({what}): \"{said}\"."
     return LessonDraft(
-        situation=f"{ctx.task()} The user reacted negatively.",
+        situation=f"{ctx.task()} The user objected" + (f" to `{before.tool}`." if before.is_tool_call else "."),
         action=f"The agent was {what}." if before.is_tool_call else f"The agent did: {what}.",
         result=f"The user said: {said}",
         lesson=f"The user objected to this step: {said}",
@@ -306,13 +307,15 @@ def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "fu
 
     for contrast in attribution.contrasts:
         add(_from_contrast(ctx, contrast))
+    fixed = {(d.tools[0], d.error_class) for d in review.lessons}
 
     by_call: dict[str, list[Event]] = {}
     for call in calls:
         if call.failed:
             by_call.setdefault(call_key(call), []).append(call)
     for failures in by_call.values():
-        if len(failures) >= 2:
+        # "do not retry" says less than the fix this trajectory found for the same failure
+        if len(failures) >= 2 and (failures[0].tool, error_class(failures[0])) not in fixed:
             add(_blind_retry(ctx, failures))
 
     for i, event in enumerate(events):

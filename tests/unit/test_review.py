@@ -115,3 +115,24 @@ def test_snake_case_error_codes_are_error_classes_so_literals_stay_out_of_the_ke
     b = review_trajectory(traj(), [call("post_message", {"channel": "@lea"}, ok=False, error="channel_not_found: '@lea'"), call("send_dm", {"user": "U2"})])
     assert a.lessons[0].error_class == "channel_not_found"
     assert a.lessons[0].fingerprint == b.lessons[0].fingerprint
+
+
+def test_a_fix_found_after_blind_retries_makes_the_do_not_retry_lesson_redundant():
+    events = [
+        call("git_push", {"branch": "main"}, ok=False, error="Protected: branch is protected"),
+        call("git_push", {"branch": "main"}, ok=False, error="Protected: branch is protected"),
+        call("create_pull_request", {"branch": "main"}),
+    ]
+    review = review_trajectory(traj(tools=["git_push", "create_pull_request"]), events)
+    assert [l.kind for l in review.lessons] == ["recovery"]
+    assert review.wasted_calls == 2
+
+
+def test_long_free_text_stays_in_the_situation_while_short_literals_are_hidden():
+    events = [
+        call("post_message", {"channel": "#design", "text": "the new mockups are in Figma"}, ok=False, error="channel_not_found"),
+        call("list_channels", {}, result=[{"id": "C42", "name": "design"}]),
+        call("post_message", {"channel": "C42", "text": "the new mockups are in Figma"}),
+    ]
+    lesson = review_trajectory(traj(goal="Tell #design that the new mockups are in Figma"), events).lessons[0]
+    assert "Tell <channel> that the new mockups are in Figma" in lesson.situation
