@@ -44,7 +44,22 @@ def resolve_admin_key(settings: Settings) -> str:
     return key
 
 
+def openai_client(settings: Settings):
+    import openai
+
+    return openai.OpenAI(
+        base_url=settings.openai_base_url,
+        api_key=settings.openai_api_key or "not-needed",
+        timeout=settings.llm_timeout_seconds,
+        max_retries=settings.llm_max_retries,
+    )
+
+
 def build_embedder(settings: Settings):
+    if settings.embedder == "openai":
+        from .adapters.openai_embedder import OpenAIEmbedder
+
+        return OpenAIEmbedder(openai_client(settings), settings.embedding_model, settings.embedding_dim)
     if settings.embedder == "hash":
         from .adapters.hash_embedder import HashEmbedder
 
@@ -60,17 +75,9 @@ def build_reviewer(settings: Settings):
         from .adapters.deterministic_reviewer import DeterministicReviewer
 
         return DeterministicReviewer()
-    import openai
-
     from .adapters.llm_reviewer import LLMReviewer
 
-    client = openai.OpenAI(
-        base_url=settings.openai_base_url,
-        api_key=settings.openai_api_key or "not-needed",
-        timeout=settings.llm_timeout_seconds,
-        max_retries=settings.llm_max_retries,
-    )
-    return LLMReviewer(client, settings.review_model_full, settings.review_model_local)
+    return LLMReviewer(openai_client(settings), settings.review_model_full, settings.review_model_local)
 
 
 def build_embedded(settings: Settings) -> Deps:

@@ -13,7 +13,9 @@ class Settings(BaseSettings):
     backend: Literal["embedded"] = "embedded"
     data_dir: str = "./.hindsight"
     admin_key: str | None = None
-    embedder: Literal["minilm", "hash"] = "minilm"
+    embedder: Literal["minilm", "hash", "openai"] = "minilm"
+    embedding_model: str = "text-embedding-3-small"  # with embedder=openai
+    embedding_dim: int = 512  # with embedder=openai (text-embedding-3 models shorten on request)
     embedder_threads: int | None = None
 
     # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set

@@ -1,5 +1,6 @@
 """A local OpenAI-compatible HTTP server for tests and benchmarks (OpenAI itself is unreachable here).
 
+``POST /v1/embeddings`` returns deterministic hashed-feature vectors (``dimensions`` honoured).
 ``POST /v1/chat/completions`` answers a trajectory review the way a careful model would, from the
 compressed trajectory in the last user message: each failed call followed by a successful change
 becomes a second-person lesson naming the tools. It is a rule-based stand-in, not a model: it proves
@@ -20,6 +21,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from chalicelib.adapters.hash_embedder import HashEmbedder
 
 _CALL = re.compile(r"^#(\d+) CALL (\w[\w.-]*)\((.*)\) -> (ERROR|ok)\s*:?\s*(.*)$")
 _CLASS = re.compile(r"^\s*([A-Z][\w.]*)\s*:")
@@ -104,6 +107,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        """Deterministic embeddings (hashed word and trigram features), in reverse order, as the API
+        only promises ``index``, not order."""
+        st = self.state
+        with st.lock:
+            st.requests.append(body)
+            fail = st.fail > 0
+            if fail:
+                st.fail -= 1
+        if fail:
+            return self._send(500, {"error": {"message": "stub failure", "type": "server_error"}})
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vectors = HashEmbedder(int(body.get("dimensions") or 256)).embed(texts)
+        data = [{"object": "embedding", "index": i, "embedding": vectors[i].tolist()} for i in range(len(texts))]
+        self._send(200, {"object": "list", "data": data[::-1], "model": body.get("model", "stub"),
+                         "usage": {"prompt_tokens": sum(len(t) // 4 for t in texts), "total_tokens": sum(len(t) // 4 for t in texts)}})
+
     def do_GET(self) -> None:
         if self.path == "/stub/requests":
             with self.state.lock:
@@ -117,6 +137,8 @@ class _Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.fail, st.invalid, st.delay = int(body.get("fail", 0)), int(body.get("invalid", 0)), float(body.get("delay", 0))
             return self._send(200, {"ok": True})
+        if self.path.endswith("/embeddings"):
+            return self._embeddings(body)
         if not self.path.endswith("/chat/completions"):
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
         with st.lock:

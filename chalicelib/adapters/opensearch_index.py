@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
-from opensearchpy.exceptions import OpenSearchException, RequestError
+from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, RequestError
 
 from ..ports import IndexEntry, IndexFilter
 from . import opensearch_queries as q
@@ -90,7 +90,7 @@ def build_client(
 def _boundary(action: str) -> Iterator[None]:
     try:
         yield
-    except OpenSearchException as exc:
+    except (OpenSearchException, ImproperlyConfigured) as exc:
         raise IndexUnavailable(f"OpenSearch {action} failed: {exc}") from exc
 
 

@@ -116,20 +116,26 @@ def _propagate(events: Sequence[Event], parents: dict[str, str | None], labels: 
     return contribution
 
 
+def _scalars(value: Any) -> list[str]:
+    """Every scalar inside a value, as lower-case text (nested dicts and lists flattened)."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scalars(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _scalars(v)]
+    if value is None or isinstance(value, bool):
+        return []
+    return [str(value).strip().lower()]
+
+
 def _supplies(source: Event, before: dict[str, Any], after: dict[str, Any]) -> bool:
-    """Data flow: the source call's result holds a parameter value the successful retry used and
-    the failed call did not (``lookup_airport`` -> "CDG" -> ``search_flights(from="CDG")``)."""
-    result = source.content.get("result")
-    if result in (None, ""):
+    """Data flow: the source call's result holds a value the successful retry used and the failed
+    call did not (``lookup_airport`` -> "CDG" -> ``search_flights(from="CDG")``; ``get_token`` ->
+    "t0k" -> ``headers={"Authorization": "Bearer t0k"}``)."""
+    produced = [s for s in _scalars(source.content.get("result")) if len(s) >= 2]
+    if not produced:
         return False
-    text = (result if isinstance(result, str) else json.dumps(result, default=str)).lower()
-    for key, value in after.items():
-        if before.get(key) == value or isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            continue
-        v = str(value).strip().lower()
-        if len(v) >= 2 and v in text:
-            return True
-    return False
+    used = [s for key, value in after.items() if before.get(key) != value for s in _scalars(value)]
+    return any(p in u or (len(u) >= 2 and u in p) for p in produced for u in used if len(p) >= 3 or p == u)
 
 
 def _fix_for(failed: Event, after: Sequence[Event], objected: set[str]) -> Contrast | None:

@@ -42,7 +42,8 @@ def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
             text = str(value).strip()
             if 2 <= len(text) <= 40 and len(text.split()) <= 3:
                 key = _PLACEHOLDER_NAME.sub("_", str(name).lower()).strip("_") or "value"
-                out.setdefault(text, f"<{key}>")
+                sigil = text[0] if text[0] in "#@$" else ""  # "#design" and "@omar" are different kinds of thing
+                out.setdefault(text, f"{sigil}<{key}>")
     return out
 
 

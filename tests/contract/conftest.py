@@ -128,6 +128,18 @@ BACKENDS: dict[str, Callable[[Path], Backend]] = {
     "sqlite": SqliteBackend,
 }
 
+# The DynamoDB stores and queue on a local moto server started on first use; see dynamo_backend.py.
+from tests.contract.dynamo_backend import DynamoBackend  # noqa: E402
+
+BACKENDS["dynamo"] = DynamoBackend
+
+# Index-only backends on a real OpenSearch node (marker ``opensearch``); the imported hook
+# deselects the tests of theirs that use a store or the queue. See tests/conftest_opensearch.py.
+from tests.conftest_opensearch import pytest_collection_modifyitems_opensearch  # noqa: E402,F401
+from tests.contract.opensearch_backend import INDEX_ONLY_BACKENDS  # noqa: E402
+
+BACKENDS.update(INDEX_ONLY_BACKENDS)
+
 
 @pytest.fixture(params=list(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path):

@@ -134,3 +134,19 @@ def test_a_call_the_user_objected_to_is_not_a_fix():
     attribution = attribute(events)
     assert attribution.contrasts == []
     assert list(attribution.labels.values()) == ["failed", "objected"]
+
+
+def test_a_value_nested_in_a_structured_parameter_is_traced_to_its_source():
+    events = [
+        call("http_request", {"url": "/orders", "headers": {}}, ok=False, error="401 Unauthorized"),
+        call("get_token", {"scope": "orders"}, result={"access_token": "tok-9f2c"}),
+        call("http_request", {"url": "/orders", "headers": {"Authorization": "Bearer tok-9f2c"}}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.prerequisite) == ("order", "get_token")
+
+
+def test_sigils_survive_generalization():
+    assert literal_values([{"channel": "#design", "user": "@omar", "city": "Lyon"}]) == {
+        "#design": "#<channel>", "@omar": "@<user>", "Lyon": "<city>"
+    }

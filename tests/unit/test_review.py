@@ -135,4 +135,4 @@ def test_long_free_text_stays_in_the_situation_while_short_literals_are_hidden()
         call("post_message", {"channel": "C42", "text": "the new mockups are in Figma"}),
     ]
     lesson = review_trajectory(traj(goal="Tell #design that the new mockups are in Figma"), events).lessons[0]
-    assert "Tell <channel> that the new mockups are in Figma" in lesson.situation
+    assert "Tell #<channel> that the new mockups are in Figma" in lesson.situation

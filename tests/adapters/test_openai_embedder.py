@@ -1,0 +1,45 @@
+"""The OpenAI embedder with the real client against the local OpenAI-compatible stub."""
+from __future__ import annotations
+
+import numpy as np
+import openai
+import pytest
+
+from chalicelib.adapters.hash_embedder import HashEmbedder
+from chalicelib.adapters.openai_embedder import OpenAIEmbedder
+from devtools.openai_stub import OpenAIStub
+
+
+@pytest.fixture()
+def stub():
+    with OpenAIStub() as s:
+        yield s
+
+
+def embedder(stub, dim=64, batch=3):
+    client = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
+    return OpenAIEmbedder(client, "text-embedding-3-small", dim, batch_size=batch)
+
+
+def test_vectors_come_back_in_input_order_normalized_across_batches(stub):
+    texts = [f"text number {i}" for i in range(7)]
+    got = embedder(stub).embed(texts)
+    assert got.shape == (7, 64) and got.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(got, HashEmbedder(64).embed(texts), atol=1e-5)  # the stub answers in reverse order
+    requests = stub.state.requests
+    assert [len(r["input"]) for r in requests] == [3, 3, 1]
+    assert {r["dimensions"] for r in requests} == {64} and requests[0]["model"] == "text-embedding-3-small"
+
+
+def test_empty_input_makes_no_call_and_blank_text_is_sent_as_a_space(stub):
+    e = embedder(stub)
+    assert e.embed([]).shape == (0, 64) and stub.state.requests == []
+    e.embed([""])
+    assert stub.state.requests[0]["input"] == [" "]
+
+
+def test_a_failing_endpoint_raises(stub):
+    stub.faults(fail=1)
+    with pytest.raises(openai.APIError):
+        embedder(stub).embed(["x"])

@@ -1,0 +1,148 @@
+"""A real OpenSearch node for the tests that need one (marker ``opensearch``).
+
+``node_url()`` answers with ``OPENSEARCH_URL`` when it is set and reachable; otherwise it starts a
+node of its own with ``scripts/opensearch/start.sh`` on a free port, in a private cache directory
+(its own data, logs and pid file, the distribution hard-linked from the shared one), so it neither
+meets nor stops a node someone else runs. That node is stopped and removed when the test process
+exits. A node that cannot start fails the tests with the tail of its log: they never skip.
+
+Not a conftest by name: ``tests/contract/conftest.py`` imports what it uses from here.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = REPO / "scripts" / "opensearch"
+MARKER = "opensearch: needs a real OpenSearch node (OPENSEARCH_URL, or one started by scripts/opensearch/start.sh)"
+
+
+def reachable(url: str, timeout: float = 3.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/_cluster/health", timeout=timeout) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, lines: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"(no {path})"
+
+
+class LocalNode:
+    """One node started by the project's scripts in a directory of its own."""
+
+    def __init__(self) -> None:
+        self.home: Path | None = None
+        self.url: str | None = None
+
+    def _env(self, port: int | None = None) -> dict[str, str]:
+        env = dict(os.environ, OPENSEARCH_HOME=str(self.home))
+        if port is not None:
+            env["OPENSEARCH_PORT"] = str(port)
+        return env
+
+    def start(self) -> str:
+        # the shared cache holds the distribution (fetch.sh is idempotent and fast once done)
+        shared = dict(os.environ)
+        shared.pop("OPENSEARCH_HOME", None)
+        fetched = subprocess.run([str(SCRIPTS / "fetch.sh")], env=shared, capture_output=True, text=True)
+        if fetched.returncode != 0:
+            raise RuntimeError(f"scripts/opensearch/fetch.sh failed:\n{fetched.stdout}\n{fetched.stderr}")
+        dist = next((REPO / ".opensearch").glob("opensearch-*/bin/opensearch")).parent.parent
+        # run as the opensearch user when root: every parent of the cache must be enterable
+        self.home = Path(tempfile.mkdtemp(prefix="hindsight-opensearch-"))
+        self.home.chmod(0o755)
+        copy = subprocess.run(["cp", "-al", str(dist), str(self.home)], capture_output=True)
+        if copy.returncode != 0:  # another filesystem: a real copy (~65 MB)
+            shutil.copytree(dist, self.home / dist.name, symlinks=True)
+        port = int(os.environ.get("OPENSEARCH_PORT") or free_port())
+        started = subprocess.run(
+            [str(SCRIPTS / "start.sh")], env=self._env(port), capture_output=True, text=True,
+            timeout=int(os.environ.get("OPENSEARCH_START_TIMEOUT", "180")) + 120,
+        )
+        if started.returncode != 0:
+            log = _tail(self.home / "logs" / "console.log")
+            self.stop()
+            raise RuntimeError(
+                f"OpenSearch did not start on port {port} (start.sh exit {started.returncode}):\n"
+                f"{started.stderr[-4000:]}\n--- console.log tail ---\n{log}"
+            )
+        self.url = started.stdout.strip().splitlines()[-1]
+        return self.url
+
+    def stop(self) -> None:
+        if self.home is None:
+            return
+        subprocess.run([str(SCRIPTS / "stop.sh")], env=self._env(), capture_output=True, text=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+        self.home = self.url = None
+
+
+_lock = threading.Lock()
+_url: str | None = None
+_failure: str | None = None
+
+
+def node_url() -> str:
+    """The URL of a running node for this test process, started on first use."""
+    global _url, _failure
+    with _lock:
+        if _url is not None:
+            return _url
+        if _failure is not None:  # one attempt per process; every later test fails the same way
+            pytest.fail(_failure, pytrace=False)
+        given = os.environ.get("OPENSEARCH_URL")
+        if given and reachable(given):
+            _url = given.rstrip("/")
+            return _url
+        node = LocalNode()
+        atexit.register(node.stop)
+        try:
+            _url = node.start()
+        except Exception as exc:  # noqa: BLE001 -- reported, never skipped
+            _failure = f"no OpenSearch node for the opensearch tests: {exc}"
+            pytest.fail(_failure, pytrace=False)
+        return _url
+
+
+@pytest.hookimpl(specname="pytest_collection_modifyitems", tryfirst=True)
+def pytest_collection_modifyitems_opensearch(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests that run on an index-only backend ``opensearch``, and deselect those of
+    theirs that exercise another port (stores, queue), which such a backend does not implement."""
+    from tests.contract.opensearch_backend import INDEX_ONLY_BACKENDS, OTHER_PORT_FIXTURES
+
+    config.addinivalue_line("markers", MARKER)
+    keep, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or callspec.params.get("backend") not in INDEX_ONLY_BACKENDS:
+            keep.append(item)
+            continue
+        if OTHER_PORT_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            dropped.append(item)
+            continue
+        item.add_marker(pytest.mark.opensearch)
+        keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
