@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 .PHONY: run test install bench clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt sdk/python/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-local.txt requirements-dev.txt sdk/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import datetime
 
-from chalice import Chalice, Response
+from chalice import Chalice, Rate, Response
 
 from chalicelib.api import schemas as s
 from chalicelib.api.http import endpoint, experience_out, hit_out, json_response, parse_json, trajectory_out, validate
@@ -254,3 +255,31 @@ def reindex() -> Response:
 @endpoint
 def stats() -> Response:
     return json_response(maintenance.tenant_stats(get_deps(), _tenant()))
+
+
+# --- background work in the cloud (locally, chalicelib.worker does the same in a thread) ---------
+
+JOBS_STREAM_ARN = os.environ.get(
+    "HINDSIGHT_JOBS_STREAM_ARN", "arn:aws:dynamodb:us-east-1:000000000000:table/hindsight-dev-review-jobs/stream/local"
+)
+
+
+@app.on_dynamodb_record(stream_arn=JOBS_STREAM_ARN, batch_size=10, starting_position="TRIM_HORIZON", name="review_worker")
+def review_worker(event) -> dict:
+    from chalicelib.lambda_handlers import review_stream
+
+    return review_stream(event.to_dict(), event.context)
+
+
+@app.schedule(Rate(1, unit=Rate.MINUTES), name="review_sweeper")
+def review_sweeper(event) -> dict:
+    from chalicelib.lambda_handlers import sweep
+
+    return sweep()
+
+
+@app.schedule(Rate(1, unit=Rate.HOURS), name="decay_schedule")
+def decay_schedule(event) -> dict:
+    from chalicelib.lambda_handlers import decay
+
+    return decay()

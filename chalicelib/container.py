@@ -90,7 +90,6 @@ def build_embedded(settings: Settings) -> Deps:
         SqliteTenantStore,
         SqliteTrajectoryStore,
     )
-    from .domain.scoring import DecayPolicy, ScoringWeights
 
     data = Path(settings.data_dir)
     data.mkdir(parents=True, exist_ok=True)
@@ -105,6 +104,16 @@ def build_embedded(settings: Settings) -> Deps:
         reviewer=build_reviewer(settings),
         queue=SqliteReviewQueue(db),
         clock=SystemClock(),
+        admin_key=resolve_admin_key(settings),
+        **_policies(settings),
+    )
+
+
+def _policies(settings: Settings) -> dict:
+    """The Deps fields that come straight from settings, whatever the backend."""
+    from .domain.scoring import DecayPolicy, ScoringWeights
+
+    return dict(
         weights=ScoringWeights(
             semantic=settings.weight_semantic,
             lexical=settings.weight_lexical,
@@ -118,7 +127,6 @@ def build_embedded(settings: Settings) -> Deps:
             archive_below=settings.archive_below,
             min_age_days=settings.archive_min_age_days,
         ),
-        admin_key=resolve_admin_key(settings),
         recall_candidates=settings.recall_candidates,
         recall_filter_task_type=settings.recall_filter_task_type,
         advice_max_items=settings.advice_max_items,
@@ -132,12 +140,55 @@ def build_embedded(settings: Settings) -> Deps:
     )
 
 
+def build_aws(settings: Settings) -> Deps:
+    """DynamoDB for every store and the review queue (its stream drives the review Lambda),
+    OpenSearch for the index. Endpoints are overridable, so the same wiring runs on moto and a
+    local OpenSearch node."""
+    from .adapters.clock import SystemClock
+    from .adapters.dynamo_stores import (
+        DynamoConfig,
+        DynamoExperienceStore,
+        DynamoReviewQueue,
+        DynamoTables,
+        DynamoTenantStore,
+        DynamoTrajectoryStore,
+    )
+    from .adapters.opensearch_index import OpenSearchVectorIndex, build_client
+    from .adapters.opensearch_queries import IndexSpec
+
+    tables = DynamoTables(DynamoConfig(prefix=settings.table_prefix, region=settings.aws_region, host=settings.dynamodb_endpoint))
+    if settings.create_tables:
+        tables.create()
+    embedder = build_embedder(settings)
+    client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service)
+    spec = IndexSpec(
+        name=settings.opensearch_index, dim=embedder.dim, engine=settings.opensearch_engine,
+        serverless=settings.opensearch_service == "aoss",
+    )
+    return Deps(
+        tenants=DynamoTenantStore(tables),
+        trajectories=DynamoTrajectoryStore(tables),
+        experiences=DynamoExperienceStore(tables),
+        index=OpenSearchVectorIndex(client, spec),
+        embedder=embedder,
+        reviewer=build_reviewer(settings),
+        queue=DynamoReviewQueue(tables),
+        clock=SystemClock(),
+        admin_key=settings.admin_key,
+        **_policies(settings),
+    )
+
+
+def build(settings: Settings) -> Deps:
+    return build_aws(settings) if settings.backend == "aws" else build_embedded(settings)
+
+
 def get_deps() -> Deps:
     global _deps
     if _deps is None:
         with _lock:
             if _deps is None:
-                _deps = build_embedded(get_settings())
+                _deps = build(get_settings())
     return _deps
 
 

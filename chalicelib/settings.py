@@ -10,13 +10,24 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore")
 
-    backend: Literal["embedded"] = "embedded"
+    backend: Literal["embedded", "aws"] = "embedded"
     data_dir: str = "./.hindsight"
     admin_key: str | None = None
     embedder: Literal["minilm", "hash", "openai"] = "minilm"
     embedding_model: str = "text-embedding-3-small"  # with embedder=openai
     embedding_dim: int = 512  # with embedder=openai (text-embedding-3 models shorten on request)
     embedder_threads: int | None = None
+
+    # AWS backend: DynamoDB tables and an OpenSearch index (endpoints overridable for local stacks)
+    aws_region: str = "us-east-1"
+    table_prefix: str = "hindsight-dev-"
+    dynamodb_endpoint: str | None = None  # e.g. a moto server; None: the region's endpoint
+    create_tables: bool = False  # local stacks only: the cloud's tables come from infra/
+    opensearch_endpoint: str = "http://127.0.0.1:9200"
+    opensearch_service: Literal["es", "aoss", "none"] = "none"  # SigV4 service, or unsigned
+    opensearch_index: str = "hindsight-experiences"
+    opensearch_engine: Literal["lucene", "faiss"] = "lucene"
+    idempotency_table: str | None = None  # Powertools idempotency of stream records (default: prefix + "idempotency")
 
     # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set
     openai_base_url: str | None = None

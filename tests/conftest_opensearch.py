@@ -63,12 +63,11 @@ class LocalNode:
 
     def start(self) -> str:
         # the shared cache holds the distribution (fetch.sh is idempotent and fast once done)
-        shared = dict(os.environ)
-        shared.pop("OPENSEARCH_HOME", None)
-        fetched = subprocess.run([str(SCRIPTS / "fetch.sh")], env=shared, capture_output=True, text=True)
+        cache = Path(os.environ.get("OPENSEARCH_HOME") or REPO / ".opensearch")
+        fetched = subprocess.run([str(SCRIPTS / "fetch.sh")], capture_output=True, text=True)
         if fetched.returncode != 0:
             raise RuntimeError(f"scripts/opensearch/fetch.sh failed:\n{fetched.stdout}\n{fetched.stderr}")
-        dist = next((REPO / ".opensearch").glob("opensearch-*/bin/opensearch")).parent.parent
+        dist = sorted(cache.glob("opensearch-*/.fetched-knn-*"))[-1].parent
         # run as the opensearch user when root: every parent of the cache must be enterable
         self.home = Path(tempfile.mkdtemp(prefix="hindsight-opensearch-"))
         self.home.chmod(0o755)
@@ -81,12 +80,11 @@ class LocalNode:
             timeout=int(os.environ.get("OPENSEARCH_START_TIMEOUT", "180")) + 120,
         )
         if started.returncode != 0:
-            log = _tail(self.home / "logs" / "console.log")
+            report = started.stderr[-6000:]
+            if "last log lines" not in report:  # start.sh prints the log tail for most failures
+                report += "\n--- console.log tail ---\n" + _tail(self.home / "logs" / "console.log")
             self.stop()
-            raise RuntimeError(
-                f"OpenSearch did not start on port {port} (start.sh exit {started.returncode}):\n"
-                f"{started.stderr[-4000:]}\n--- console.log tail ---\n{log}"
-            )
+            raise RuntimeError(f"OpenSearch did not start on port {port} (start.sh exit {started.returncode}):\n{report}")
         self.url = started.stdout.strip().splitlines()[-1]
         return self.url
 

@@ -17,13 +17,13 @@ from typing import Iterator
 from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 
-from ..domain.errors import HindsightError
+from ..domain.errors import HindsightError, Unavailable
 
 CONDITION_FAILED = "ConditionalCheckFailed"  # the code inside a transaction's cancellation reasons
 CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailedException"  # the code of a single-item write
 
 
-class StoreUnavailable(RuntimeError):
+class StoreUnavailable(Unavailable, RuntimeError):
     """DynamoDB could not do the request: unreachable, throttled past retries, table missing, or
     contended past the retries of an optimistic write. Worth a retry later (HTTP 503)."""
 

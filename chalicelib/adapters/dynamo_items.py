@@ -90,16 +90,16 @@ def size_of(obj: Any) -> int:
     return len(dumps(obj).encode())
 
 
-def _utf8_prefix(text: str, max_bytes: int) -> str:
-    return text.encode()[: max(0, max_bytes)].decode(errors="ignore")
-
-
 def _cut(text: str, max_stored: int) -> str:
     """The longest prefix of ``text`` whose stored (JSON string) form takes at most ``max_stored`` bytes."""
-    prefix = _utf8_prefix(text, max_stored)
-    while prefix and size_of(prefix) > max_stored:  # escapes (quotes, newlines) take more than a byte
-        prefix = _utf8_prefix(prefix, len(prefix.encode()) - (size_of(prefix) - max_stored))
-    return prefix
+    lo, hi = 0, min(len(text), max(0, max_stored))  # a character takes at least one byte
+    while lo < hi:  # escapes and multibyte characters make the size uneven: search, do not guess
+        mid = (lo + hi + 1) // 2
+        if size_of(text[:mid]) <= max_stored:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
 
 
 def fit(value: dict[str, Any], budget: int) -> dict[str, Any]:
@@ -114,15 +114,21 @@ def fit(value: dict[str, Any], budget: int) -> dict[str, Any]:
     original = size_of(value)
     if original <= budget:
         return value
-    out = dict(value)
-    cut: list[str] = []
     marker = {TRUNCATED: True, ORIGINAL_BYTES: original}
-    for key in sorted(out, key=lambda k: size_of(out[k]), reverse=True):
-        excess = size_of({**out, **marker, TRUNCATED_KEYS: [*cut, key]}) - budget
-        if excess <= 0:
+    out = dict(value)
+    sizes = {key: size_of(entry) for key, entry in out.items()}
+    cut: list[str] = []
+    # the size of the result, kept up to date without serialising it again (16 bytes of slack for
+    # the commas and brackets this count leaves out)
+    total = original + size_of({**marker, TRUNCATED_KEYS: []}) + 16
+    for key in sorted(out, key=lambda k: sizes[k], reverse=True):
+        if total <= budget:
             break
+        listed = size_of(key) + 1  # its name in _truncated_keys
+        excess = total + listed - budget
         entry = out[key]
-        out[key] = _cut(entry if isinstance(entry, str) else dumps(entry), size_of(entry) - excess)
+        out[key] = _cut(entry if isinstance(entry, str) else dumps(entry), sizes[key] - excess)
+        total += size_of(out[key]) - sizes[key] + listed
         cut.append(key)
     result = {**out, **marker, TRUNCATED_KEYS: cut}
     if size_of(result) <= budget:

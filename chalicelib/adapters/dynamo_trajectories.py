@@ -59,7 +59,7 @@ def marker_sk(event_id: str) -> str:
 
 
 def _backoff(attempt: int) -> None:
-    time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** min(attempt, 6))))
+    time.sleep(random.uniform(0, min(0.1, 0.005 * 2 ** attempt)))
 
 
 class DynamoTrajectoryStore:

@@ -12,7 +12,8 @@ Consistency: on a managed domain or a local node every write waits for a refresh
 (``refresh="wait_for"``) so a search right after it sees it. Serverless has no refresh and makes a
 write searchable some seconds later; it also chooses document ids itself, so a write first looks
 up the documents it replaces -- a write repeated within that window can leave a duplicate, which
-reads drop and the next write of the id removes. The experience store stays the source of truth.
+searches drop, ``count`` includes, and the next write or delete of the id removes. The experience
+store stays the source of truth (``services.maintenance.reindex_tenant`` rewrites from it).
 
 The client is built outside (``build_client``, called by the composition root) and passed in.
 """
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, RequestError
 
+from ..domain.errors import Unavailable
 from ..ports import IndexEntry, IndexFilter
 from . import opensearch_queries as q
 
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 DEFAULT_INDEX = "hindsight-experiences"
 
 
-class IndexUnavailable(RuntimeError):
+class IndexUnavailable(Unavailable, RuntimeError):
     """The OpenSearch index could not serve the request; ``__cause__`` holds the client's error."""
 
 

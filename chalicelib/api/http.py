@@ -10,7 +10,7 @@ from typing import Any, Callable, TypeVar
 from chalice import Response
 from pydantic import BaseModel, ValidationError
 
-from ..domain.errors import HindsightError, InvalidInput, MalformedRequest, PayloadTooLarge, RateLimited
+from ..domain.errors import HindsightError, InvalidInput, MalformedRequest, PayloadTooLarge, RateLimited, Unavailable
 from ..domain.models import Experience, Hit, Trajectory
 from . import schemas as s
 
@@ -37,7 +37,7 @@ def endpoint(view: Callable[..., Response]) -> Callable[..., Response]:
     def wrapper(*args: Any, **kwargs: Any) -> Response:
         try:
             return view(*args, **kwargs)
-        except RateLimited as exc:
+        except (RateLimited, Unavailable) as exc:
             return error_response(exc.status, exc.code, exc.message, headers={"Retry-After": str(exc.retry_after)})
         except HindsightError as exc:
             return error_response(exc.status, exc.code, exc.message, exc.details)

@@ -6,7 +6,8 @@
     ├── Unauthorized       401      missing, unknown or wrong-kind key
     ├── NotFound           404      unknown id, or an id of another tenant (never 403)
     ├── Conflict           409      the state forbids the change (e.g. events after finalize)
-    └── RateLimited        429      too many requests for this tenant
+    ├── RateLimited        429      too many requests for this tenant
+    └── Unavailable        503      a dependency (store, index, LLM) failed; retry later
 """
 from __future__ import annotations
 
@@ -58,3 +59,11 @@ class RateLimited(HindsightError):
     def __init__(self, message: str, *, retry_after: int = 1) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Unavailable(HindsightError):
+    """Raised by adapters (``from`` the SDK's error) when their service cannot answer."""
+
+    status = 503
+    code = "unavailable"
+    retry_after = 1

@@ -159,3 +159,17 @@ def test_an_internal_failure_is_a_json_500_without_a_trace(api, monkeypatch):
     resp = api.call("POST", "/v1/recall", key, {"query": "x"})
     assert_error(resp, 500, "internal_error")
     assert "secret" not in resp.body.decode()
+
+
+def test_a_dependency_that_is_down_answers_503_with_retry_after(api, monkeypatch):
+    from chalicelib.domain.errors import Unavailable
+
+    key = api.tenant()
+
+    def down(*a, **k):
+        raise Unavailable("the vector index did not answer")
+
+    monkeypatch.setattr(api.deps.index, "search", down)
+    resp = api.call("POST", "/v1/recall", key, {"query": "x"})
+    assert_error(resp, 503, "unavailable")
+    assert resp.headers["Retry-After"] == "1"

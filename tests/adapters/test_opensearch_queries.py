@@ -1,0 +1,467 @@
+"""OpenSearch bodies as data (``opensearch_queries``), and the adapter's I/O rules against a
+recording client: Serverless never gets an id or a refresh, every client error is translated.
+The real engine runs the contract suite (tests/contract, marker ``opensearch``)."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import opensearchpy.exceptions as os_exc
+import pytest
+from botocore.credentials import Credentials
+
+from chalicelib.adapters import opensearch_queries as q
+from chalicelib.adapters.opensearch_index import IndexUnavailable, OpenSearchVectorIndex, build_client
+from chalicelib.ports import IndexEntry, IndexFilter
+
+ABSENT_AGENT = {"bool": {"must_not": [{"exists": {"field": "agent_id"}}]}}
+ABSENT_USER = {"bool": {"must_not": [{"exists": {"field": "user_id"}}]}}
+TENANT = {"term": {"tenant_id": "t1"}}
+IDS_ONLY = {"_source": False, "docvalue_fields": ["experience_id"]}
+
+
+def either(field: str, clause: dict) -> dict:
+    return {
+        "bool": {
+            "should": [clause, {"bool": {"must_not": [{"exists": {"field": field}}]}}],
+            "minimum_should_match": 1,
+        }
+    }
+
+
+# --- index ----------------------------------------------------------------------------------------
+
+
+def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_text_field():
+    spec = q.IndexSpec("hindsight-experiences", 384, replicas=0)
+    keyword = {"type": "keyword"}
+    assert q.index_body(spec) == {
+        "settings": {
+            "index": {
+                "knn": True,
+                "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.75}},
+                "number_of_shards": 1,
+                "number_of_replicas": 0,
+            }
+        },
+        "mappings": {
+            "dynamic": "strict",
+            "properties": {
+                "tenant_id": keyword,
+                "experience_id": keyword,
+                "agent_id": keyword,
+                "user_id": keyword,
+                "task_type": keyword,
+                "tools": keyword,
+                "tags": keyword,
+                "text": {"type": "text", "analyzer": "whitespace", "similarity": "hindsight_bm25"},
+                "embedding": {
+                    "type": "knn_vector",
+                    "dimension": 384,
+                    "method": {
+                        "name": "hnsw",
+                        "engine": "lucene",
+                        "space_type": "cosinesimil",
+                        "parameters": {"m": 16, "ef_construction": 128},
+                    },
+                },
+            },
+        },
+    }
+
+
+def test_a_serverless_faiss_index_names_its_engine_and_no_shard_settings():
+    body = q.index_body(q.IndexSpec("x", 8, engine="faiss", serverless=True, replicas=2))
+    assert body["settings"] == {
+        "index": {"knn": True, "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.75}}}
+    }
+    assert body["mappings"]["properties"]["embedding"]["method"]["engine"] == "faiss"
+
+
+def test_shards_and_replicas_left_none_take_the_cluster_defaults():
+    body = q.index_body(q.IndexSpec("x", 8, shards=None))
+    assert "number_of_shards" not in body["settings"]["index"] and "number_of_replicas" not in body["settings"]["index"]
+
+
+@pytest.mark.parametrize("kw", [{"engine": "nmslib"}, {"space": "l2"}, {"dim": 0}])
+def test_an_index_spec_refuses_engines_without_efficient_filtering_and_other_spaces(kw):
+    with pytest.raises(ValueError):
+        q.IndexSpec("x", **{"dim": 8, **kw})
+
+
+def test_the_dimension_is_read_back_from_a_mapping_response():
+    response = {"x": {"mappings": {"properties": {"embedding": {"type": "knn_vector", "dimension": 384}}}}}
+    assert q.mapped_dimension(response, "x") == 384
+    assert q.mapped_dimension({"x": {"mappings": {}}}, "x") is None
+
+
+# --- documents ------------------------------------------------------------------------------------
+
+
+def test_a_document_lowercases_tools_and_task_type_and_leaves_out_what_is_shared():
+    entry = IndexEntry(
+        "e1", None, agent_id="a1", tools=("Git", "docker", "git"), task_type="Operation",
+        tags=("ci",), text="Call get_weather: MissingParameter",
+    )
+    assert q.document("t1", entry, [0.6, 0.8]) == {
+        "tenant_id": "t1",
+        "experience_id": "e1",
+        "agent_id": "a1",
+        "task_type": "operation",
+        "tools": ["docker", "git"],
+        "tags": ["ci"],
+        "text": "call get_weather get weather missingparameter missing parameter",
+        "embedding": [0.6, 0.8],
+    }
+
+
+def test_a_shared_entry_without_a_vector_is_only_tenant_id_and_text():
+    assert q.document("t1", IndexEntry("e1", None), None) == {"tenant_id": "t1", "experience_id": "e1", "text": ""}
+
+
+def test_document_ids_are_unambiguous_whatever_the_ids_contain():
+    assert q.doc_id("t1", "e1") == "2:t1:e1"
+    assert q.doc_id("a:b", "c") != q.doc_id("a", "b:c")
+
+
+def test_bulk_index_lines_carry_the_document_id_except_on_serverless():
+    docs = [{"experience_id": "e1", "tenant_id": "t1"}, {"experience_id": "e2", "tenant_id": "t1"}]
+    assert q.bulk_index_lines("ix", "t1", docs, serverless=False) == [
+        {"index": {"_index": "ix", "_id": "2:t1:e1"}}, docs[0],
+        {"index": {"_index": "ix", "_id": "2:t1:e2"}}, docs[1],
+    ]
+    assert q.bulk_index_lines("ix", "t1", docs, serverless=True) == [
+        {"index": {"_index": "ix"}}, docs[0], {"index": {"_index": "ix"}}, docs[1],
+    ]
+
+
+def test_bulk_delete_lines_name_each_document():
+    assert q.bulk_delete_lines("ix", ["a", "b"]) == [
+        {"delete": {"_index": "ix", "_id": "a"}},
+        {"delete": {"_index": "ix", "_id": "b"}},
+    ]
+
+
+# --- filters --------------------------------------------------------------------------------------
+
+
+def test_a_reader_without_agent_or_user_sees_only_shared_entries_of_its_tenant():
+    assert q.filter_clause("t1", IndexFilter()) == {"bool": {"filter": [TENANT, ABSENT_AGENT, ABSENT_USER]}}
+
+
+def test_a_reader_sees_its_own_agent_and_user_and_the_shared_ones():
+    assert q.filter_clause("t1", IndexFilter(agent_id="a1", user_id="u1")) == {
+        "bool": {
+            "filter": [
+                TENANT,
+                either("agent_id", {"term": {"agent_id": "a1"}}),
+                either("user_id", {"term": {"user_id": "u1"}}),
+            ]
+        }
+    }
+
+
+def test_tools_and_task_type_keep_entries_that_name_none_and_compare_lowercased():
+    flt = IndexFilter(tools=("Git", "KubeCtl", "git"), task_type="Operation")
+    assert q.filter_clause("t1", flt) == {
+        "bool": {
+            "filter": [
+                TENANT,
+                ABSENT_AGENT,
+                ABSENT_USER,
+                either("task_type", {"term": {"task_type": "operation"}}),
+                either("tools", {"terms": {"tools": ["git", "kubectl"]}}),
+            ]
+        }
+    }
+
+
+def test_an_empty_task_type_is_no_filter():
+    assert q.filter_clause("t1", IndexFilter(task_type="")) == q.filter_clause("t1", IndexFilter())
+
+
+# --- queries --------------------------------------------------------------------------------------
+
+
+def test_search_puts_the_filter_inside_the_knn_clause():
+    flt = IndexFilter(agent_id="a1")
+    assert q.search_query("t1", [1.0, 0.0], flt, 5) == {
+        "size": 5,
+        **IDS_ONLY,
+        "query": {"knn": {"embedding": {"vector": [1.0, 0.0], "k": 5, "filter": q.filter_clause("t1", flt)}}},
+    }
+
+
+def test_ef_search_goes_with_the_query_and_is_never_below_k():
+    knn = q.search_query("t1", [1.0], IndexFilter(), 50, ef_search=20)["query"]["knn"]["embedding"]
+    assert knn["method_parameters"] == {"ef_search": 50}
+    knn = q.search_query("t1", [1.0], IndexFilter(), 5, ef_search=100)["query"]["knn"]["embedding"]
+    assert knn["method_parameters"] == {"ef_search": 100}
+
+
+def test_k_is_capped_at_the_largest_result_window():
+    body = q.search_query("t1", [1.0], IndexFilter(), 50_000)
+    assert body["size"] == body["query"]["knn"]["embedding"]["k"] == q.MAX_K
+
+
+def test_lexical_search_matches_distinct_terms_under_the_same_filter():
+    flt = IndexFilter(tools=("git",))
+    assert q.lexical_query("t1", "get_weather failed: get_weather MissingParameter", flt, 10) == {
+        "size": 10,
+        **IDS_ONLY,
+        "query": {
+            "bool": {
+                "must": [{"match": {"text": {
+                    "query": "get_weather get weather failed missingparameter missing parameter",
+                    "analyzer": "whitespace",
+                }}}],
+                "filter": [q.filter_clause("t1", flt)],
+            }
+        },
+    }
+
+
+def test_a_text_of_stopwords_only_asks_nothing():
+    assert q.lexical_query("t1", "the and of", IndexFilter(), 10) is None
+
+
+def test_similarities_are_an_exact_knn_over_the_listed_ids():
+    assert q.similarity_query("t1", [1.0, 0.0], ["a", "b", "a"]) == {
+        "size": 2,
+        **IDS_ONLY,
+        "query": {"knn": {"embedding": {
+            "vector": [1.0, 0.0],
+            "k": 2,
+            "filter": {"bool": {"filter": [TENANT, {"terms": {"experience_id": ["a", "b"]}}]}},
+        }}},
+    }
+
+
+def test_lookup_and_count_are_tenant_scoped():
+    assert q.lookup_query("t1", ["a"]) == {
+        "size": q.MAX_K,
+        **IDS_ONLY,
+        "query": {"bool": {"filter": [{"bool": {"filter": [TENANT, {"terms": {"experience_id": ["a"]}}]}}]}},
+    }
+    assert q.count_query("t1") == {"query": {"term": {"tenant_id": "t1"}}}
+
+
+# --- responses ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cos", [1.0, 0.7, 0.0, -0.3, -1.0])
+def test_scores_turn_back_into_cosines(cos):
+    assert q.cosine_from_score((1 + cos) / 2, "cosinesimil") == pytest.approx(cos)
+    ip_score = 1 + cos if cos >= 0 else 1 / (1 - cos)
+    assert q.cosine_from_score(ip_score, "innerproduct") == pytest.approx(cos)
+
+
+def test_hits_give_their_experience_id_and_score():
+    response = {"hits": {"hits": [
+        {"_id": "2:t1:a", "_score": 0.9, "fields": {"experience_id": ["a"]}},
+        {"_id": "2:t1:b", "_score": None, "fields": {"experience_id": ["b"]}},
+    ]}}
+    assert q.hit_ids(response) == [("a", 0.9), ("b", 0.0)]
+
+
+# --- the adapter's I/O, against a recording client ----------------------------------------------
+
+
+def hit(experience_id: str, score: float, _id: str | None = None) -> dict:
+    return {"_id": _id or f"auto-{experience_id}", "_score": score, "fields": {"experience_id": [experience_id]}}
+
+
+class FakeIndices:
+    def __init__(self, client: "FakeClient") -> None:
+        self.client = client
+
+    def exists(self, index):
+        self.client.calls.append(("exists", index))
+        return self.client.index_exists
+
+    def create(self, index, body):
+        self.client.calls.append(("create", index))
+        if self.client.create_error is not None:
+            raise self.client.create_error
+
+    def get_mapping(self, index):
+        return {index: {"mappings": {"properties": {"embedding": {"dimension": self.client.dim}}}}}
+
+
+class FakeClient:
+    """Records every call; answers searches from ``hits`` and bulks from ``bulk_response``."""
+
+    def __init__(self, dim: int = 2, error: Exception | None = None) -> None:
+        self.dim = dim
+        self.error = error
+        self.calls: list[tuple] = []
+        self.index_exists = True
+        self.create_error: Exception | None = None
+        self.hits: list[dict] = []
+        self.bulk_response: dict = {"errors": False, "items": []}
+        self.indices = FakeIndices(self)
+
+    def search(self, index, body):
+        self.calls.append(("search", body))
+        if self.error:
+            raise self.error
+        return {"hits": {"hits": self.hits}}
+
+    def bulk(self, body, **params):
+        self.calls.append(("bulk", body, params))
+        if self.error:
+            raise self.error
+        return self.bulk_response
+
+    def count(self, index, body):
+        self.calls.append(("count", body))
+        if self.error:
+            raise self.error
+        return {"count": 3}
+
+
+def adapter(client: FakeClient, **kw) -> OpenSearchVectorIndex:
+    return OpenSearchVectorIndex(client, q.IndexSpec("ix", client.dim, **kw))
+
+
+def bulks(client: FakeClient) -> list[tuple]:
+    return [c for c in client.calls if c[0] == "bulk"]
+
+
+def test_writes_wait_for_a_refresh_and_replace_by_document_id():
+    client = FakeClient()
+    adapter(client).upsert("t1", [IndexEntry("e1", np.array([3.0, 4.0]))])
+    ((_, lines, params),) = bulks(client)
+    assert params == {"refresh": "wait_for"}
+    assert lines[0] == {"index": {"_index": "ix", "_id": "2:t1:e1"}}
+    assert lines[1]["embedding"] == pytest.approx([0.6, 0.8])
+
+
+def test_serverless_writes_send_no_id_and_no_refresh_and_replace_what_a_lookup_finds():
+    client = FakeClient()
+    client.hits = [hit("e1", 0.0, "old-1"), hit("e1", 0.0, "old-2")]  # an earlier copy and a duplicate
+    index = adapter(client, serverless=True, engine="faiss")
+    index.upsert("t1", [IndexEntry("e1", np.array([1.0, 0.0]))])
+    index.delete("t1", ["e1"])
+    (_, upsert, upsert_params), (_, delete, delete_params) = bulks(client)
+    assert upsert_params == delete_params == {}
+    assert upsert[:2] == q.bulk_delete_lines("ix", ["old-1", "old-2"])
+    assert upsert[2] == {"index": {"_index": "ix"}}
+    assert delete == q.bulk_delete_lines("ix", ["old-1", "old-2"])
+    assert all("_id" not in line.get("index", {}) for _, lines, _ in bulks(client) for line in lines)
+
+
+def test_the_last_entry_of_an_id_in_one_upsert_wins():
+    client = FakeClient()
+    adapter(client).upsert("t1", [IndexEntry("e1", np.array([1.0, 0.0])), IndexEntry("e1", np.array([0.0, 1.0]))])
+    ((_, lines, _),) = bulks(client)
+    assert len(lines) == 2 and lines[1]["embedding"] == [0.0, 1.0]
+
+
+def test_search_returns_cosines_and_drops_a_later_copy_of_an_id():
+    client = FakeClient()
+    client.hits = [hit("a", 1.0), hit("b", 0.75), hit("a", 0.5), hit("c", 0.25)]
+    assert adapter(client).search("t1", np.array([1.0, 0.0]), IndexFilter(), 3) == [("a", 1.0), ("b", 0.5), ("c", -0.5)]
+
+
+def test_a_zero_query_vector_scores_every_passing_entry_zero():
+    client = FakeClient()
+    client.hits = [hit("a", 0.0), hit("b", 0.0)]
+    index = adapter(client)
+    assert index.search("t1", np.zeros(2), IndexFilter(), 5) == [("a", 0.0), ("b", 0.0)]
+    assert "knn" not in client.calls[-1][1]["query"]
+    assert index.similarities("t1", np.zeros(2), ["a", "b"]) == {"a": 0.0, "b": 0.0}
+
+
+def test_a_zero_vector_is_stored_without_embedding():
+    client = FakeClient()
+    adapter(client).upsert("t1", [IndexEntry("e1", np.zeros(2), text="kept for lexical search")])
+    ((_, lines, _),) = bulks(client)
+    assert "embedding" not in lines[1] and lines[1]["text"] == "kept lexical search"
+
+
+def test_a_vector_of_the_wrong_dimension_is_refused_before_any_request():
+    client = FakeClient()
+    with pytest.raises(ValueError):
+        adapter(client).upsert("t1", [IndexEntry("e1", np.ones(3))])
+    assert bulks(client) == []
+
+
+def test_deleting_a_missing_document_is_not_an_error_but_a_failed_write_is():
+    client = FakeClient()
+    client.bulk_response = {"errors": True, "items": [{"delete": {"_id": "x", "status": 404, "result": "not_found"}}]}
+    index = adapter(client)
+    index.delete("t1", ["x"])
+    client.bulk_response = {"errors": True, "items": [
+        {"index": {"_id": "2:t1:e1", "status": 429, "error": {"type": "es_rejected_execution_exception"}}},
+    ]}
+    with pytest.raises(IndexUnavailable, match="es_rejected_execution_exception"):
+        index.upsert("t1", [IndexEntry("e1", np.ones(2))])
+
+
+def test_the_index_is_created_once_when_missing_and_a_concurrent_creator_is_fine():
+    client = FakeClient()
+    client.index_exists = False
+    client.create_error = os_exc.RequestError(400, "resource_already_exists_exception", {})
+    index = adapter(client)
+    assert index.count("t1") == 3 and index.count("t1") == 3
+    assert [c for c in client.calls if c[0] in ("exists", "create")] == [("exists", "ix"), ("create", "ix")]
+
+
+def test_an_existing_index_of_another_dimension_is_refused():
+    client = FakeClient(dim=2)
+    index = OpenSearchVectorIndex(client, q.IndexSpec("ix", 384))
+    with pytest.raises(ValueError, match="2-dimensional"):
+        index.count("t1")
+
+
+UPSTREAM = [
+    cls for _, cls in inspect.getmembers(os_exc, inspect.isclass)
+    if issubclass(cls, (os_exc.OpenSearchException, os_exc.ImproperlyConfigured))
+]
+
+
+@pytest.mark.parametrize("cls", UPSTREAM, ids=lambda c: c.__name__)
+def test_every_client_error_becomes_index_unavailable(cls):
+    error = cls(503, "unavailable", {}) if issubclass(cls, os_exc.TransportError) else cls("broken")
+    client = FakeClient(error=error)
+    index = adapter(client)
+    calls = [
+        lambda: index.upsert("t1", [IndexEntry("e1", np.ones(2))]),
+        lambda: index.delete("t1", ["e1"]),
+        lambda: index.search("t1", np.ones(2), IndexFilter(), 5),
+        lambda: index.lexical_search("t1", "kubectl rollout", IndexFilter(), 5),
+        lambda: index.similarities("t1", np.ones(2), ["e1"]),
+        lambda: index.count("t1"),
+    ]
+    for call in calls:
+        with pytest.raises(IndexUnavailable) as caught:
+            call()
+        assert caught.value.__cause__ is error
+
+
+# --- the client factory ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("service", ["es", "aoss"])
+def test_aws_endpoints_are_signed_with_sigv4_for_their_service(service):
+    client = build_client(
+        "https://vectors.eu-west-1.aoss.amazonaws.com", region="eu-west-1", service=service,
+        credentials=Credentials("AKIDEXAMPLE", "secret"),
+    )
+    conn = client.transport.get_connection()
+    assert type(conn).__name__ == "RequestsHttpConnection"
+    assert conn.host == "https://vectors.eu-west-1.aoss.amazonaws.com:443"
+    assert type(conn.session.auth).__name__ == "RequestsAWSV4SignerAuth" and conn.session.auth.service == service
+
+
+def test_a_local_node_is_reached_unsigned():
+    conn = build_client("http://127.0.0.1:9200", service="none").transport.get_connection()
+    assert conn.host == "http://127.0.0.1:9200"
+
+
+@pytest.mark.parametrize("kw", [{"service": "es"}, {"service": "nmslib", "region": "x"}])
+def test_the_factory_refuses_sigv4_without_a_region_and_unknown_services(kw):
+    with pytest.raises(ValueError):
+        build_client("https://x.es.amazonaws.com", credentials=Credentials("a", "b"), **kw)
+

@@ -1,0 +1,167 @@
+"""The serverless pipeline on local real components: moto server as DynamoDB, a real OpenSearch
+node, the OpenAI-compatible stub, the Chalice app with its Lambda handlers, and a stream poller that
+feeds the review-jobs stream to the review handler as Lambda's event source mapping would.
+
+Trajectory in over HTTP -> review from the stream -> experience in OpenSearch -> recall over HTTP
+-> the decay schedule archives it; then faults: the LLM failing, OpenSearch down, a record
+delivered twice. Nothing is lost, nothing duplicated.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import boto3
+import pytest
+from chalice.test import Client
+
+import app as app_module
+from chalicelib import container, lambda_handlers
+from chalicelib.settings import Settings
+from devtools.openai_stub import OpenAIStub
+from devtools.stream_poller import StreamPoller
+from tests.conftest_opensearch import node_url
+from tests.contract.dynamo_backend import moto_endpoint
+from tests.http.conftest import ADMIN, Api
+
+pytestmark = [pytest.mark.e2e, pytest.mark.opensearch]
+
+EVENTS = [
+    {"event_id": "e1", "type": "user_input", "content": {"text": "Fly me from Paris to Rome on Friday"}},
+    {"event_id": "e2", "type": "tool_call", "content": {"tool": "search_flights", "params": {"from": "Paris", "to": "Rome"},
+                                                        "status": "error", "error": "InvalidAirport: expected an IATA code"}},
+    {"event_id": "e3", "type": "tool_call", "content": {"tool": "lookup_airport", "params": {"city": "Paris"}, "result": "CDG"}},
+    {"event_id": "e4", "type": "tool_call", "content": {"tool": "search_flights", "params": {"from": "CDG", "to": "FCO"}, "result": ["AZ1"]}},
+]
+
+
+@pytest.fixture()
+def stack(monkeypatch):
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                       "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}.items():
+        monkeypatch.setenv(key, value)
+    prefix = f"e2e{uuid.uuid4().hex[:8]}-"
+    with OpenAIStub() as stub:
+        settings = Settings(
+            backend="aws", table_prefix=prefix, dynamodb_endpoint=moto_endpoint(), create_tables=True,
+            opensearch_endpoint=node_url(), opensearch_service="none", opensearch_index=f"{prefix}experiences",
+            embedder="openai", embedding_dim=64, openai_base_url=stub.base_url, llm_max_retries=0,
+            admin_key=ADMIN, review_max_attempts=3,
+        )
+        ddb = boto3.client("dynamodb", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
+        ddb.create_table(
+            TableName=f"{prefix}idempotency", BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        )
+        deps = container.build(settings)
+        container.set_deps(deps, settings)
+        lambda_handlers._idempotent_runner.cache_clear()
+        with Client(app_module.app) as client:
+            streams = boto3.client("dynamodbstreams", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
+            arn = ddb.describe_table(TableName=f"{prefix}review-jobs")["Table"]["LatestStreamArn"]
+            poller = StreamPoller(streams, arn, lambda event: client.lambda_.invoke("review_worker", event).payload)
+            yield Api(client, deps), poller, stub, deps
+        container.set_deps(None, Settings())
+        lambda_handlers._idempotent_runner.cache_clear()
+        deps.index.client.indices.delete(index=settings.opensearch_index, ignore_unavailable=True)
+
+
+def scheduled(api: Api, name: str):
+    event = api.client.events.generate_cw_event(source="aws.events", detail_type="Scheduled Event", detail={}, resources=[])
+    return api.client.lambda_.invoke(name, event).payload
+
+
+def record(api: Api, key: str, tid: str) -> None:
+    assert api.call("POST", "/v1/trajectories", key, {"trajectory_id": tid, "agent_id": "travel", "goal": "Fly from Paris to Rome",
+                                                      "task_type": "query", "tools": ["search_flights", "lookup_airport"]}).status_code == 201
+    assert api.call("POST", f"/v1/trajectories/{tid}/events", key, {"events": EVENTS}).status_code == 202
+    assert api.call("POST", f"/v1/trajectories/{tid}/finalize", key, {"outcome": "success"}).status_code == 202
+
+
+def status(api: Api, key: str, tid: str) -> dict:
+    return api.call("GET", f"/v1/trajectories/{tid}", key).json_body
+
+
+QUERY = {"query": "Book a flight from Berlin to Madrid", "agent_id": "travel", "tools": ["search_flights", "lookup_airport"]}
+
+
+def test_trajectory_to_recall_to_decay_through_the_stream(stack):
+    api, poller, stub, deps = stack
+    key = api.tenant()
+    record(api, key, "t1")
+    assert status(api, key, "t1")["status"] == "finalized"  # ingest never waits on a review
+    assert poller.poll_once() >= 1
+    traj = status(api, key, "t1")
+    assert traj["status"] == "reviewed" and traj["review"]["reviewer"].startswith("llm:")
+    (exp_id,) = traj["experience_ids"]
+    assert deps.index.count(api.call("GET", "/v1/tenants", ADMIN).json_body["tenants"][0]["tenant_id"]) == 1
+    recall = api.call("POST", "/v1/recall", key, QUERY).json_body
+    assert recall["hits"][0]["experience"]["experience_id"] == exp_id and "lookup_airport" in recall["advice"]
+
+    real_now = deps.clock.now
+    deps.clock.now = lambda: real_now() + timedelta(days=400)  # the schedule runs a year later
+    result = scheduled(api, "decay_schedule")
+    assert result == {"decayed": 1, "archived": 1}
+    deps.clock.now = real_now
+    assert api.call("GET", f"/v1/experiences/{exp_id}", key).json_body["status"] == "archived"
+    assert api.call("POST", "/v1/recall", key, QUERY).json_body["hits"] == []
+
+
+def test_a_failing_llm_and_a_down_index_lose_nothing_and_duplicate_nothing(stack):
+    api, poller, stub, deps = stack
+    key = api.tenant()
+    stub.faults(fail=1000)
+    record(api, key, "t1")
+    poller.poll_once()
+    assert status(api, key, "t1")["status"] == "finalized"  # attempt 1 failed, a retry is scheduled
+
+    stub.faults()
+    real_client = deps.index.client
+    from chalicelib.adapters.opensearch_index import build_client
+
+    deps.index.client = build_client("http://127.0.0.1:9", service="none", timeout=1)  # OpenSearch down
+    real_now = deps.clock.now
+    deps.clock.now = lambda: real_now() + timedelta(minutes=10)
+    scheduled(api, "review_sweeper")
+    assert status(api, key, "t1")["status"] == "finalized"  # attempt 2 failed at the index
+
+    deps.index.client = real_client
+    deps.clock.now = lambda: real_now() + timedelta(minutes=30)
+    scheduled(api, "review_sweeper")
+    deps.clock.now = real_now
+    traj = status(api, key, "t1")
+    assert traj["status"] == "reviewed"
+    listed = api.call("GET", "/v1/experiences", key).json_body["items"]
+    assert [e["experience_id"] for e in listed] == traj["experience_ids"]  # stored once, though attempt 2 wrote it
+    hits = api.call("POST", "/v1/recall", key, QUERY).json_body["hits"]
+    assert [h["experience"]["experience_id"] for h in hits] == traj["experience_ids"]
+    assert poller.dead_letters == []
+
+
+def test_a_record_delivered_twice_creates_no_second_experience(stack):
+    api, poller, stub, deps = stack
+    key = api.tenant()
+    record(api, key, "t1")
+    batches = []
+    real_handler = poller.handler
+    poller.handler = lambda event: (batches.append(event), real_handler(event))[1]
+    poller.poll_once()
+    before = api.call("GET", "/v1/experiences", key).json_body["items"]
+    assert len(before) == 1
+    tenant_id = api.call("GET", "/v1/tenants", ADMIN).json_body["tenants"][0]["tenant_id"]
+
+    # an operator re-queues the job, and Lambda redelivers the original records
+    deps.queue.enqueue(tenant_id, "t1", "full", deps.clock.now())
+    for event in batches:
+        assert real_handler(event) == {"batchItemFailures": []}
+    assert deps.queue.pending() == 1  # the redelivered records were recognised: they ran nothing
+
+    # the re-queued job's own record does run, and finds the trajectory already reviewed
+    poller.handler = real_handler
+    poller.poll_once()
+    assert deps.queue.pending() == 0
+    after = api.call("GET", "/v1/experiences", key).json_body["items"]
+    assert [(e["experience_id"], e["support"], e["version"]) for e in after] == [
+        (e["experience_id"], e["support"], e["version"]) for e in before
+    ]
