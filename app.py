@@ -6,12 +6,12 @@ import os
 import uuid
 from datetime import datetime
 
-from chalice import Chalice, Rate, Response
+from chalice import AuthResponse, Chalice, Rate, Response
 
 from chalicelib.api import schemas as s
 from chalicelib.api.http import endpoint, experience_out, hit_out, json_response, parse_json, trajectory_out, validate
 from chalicelib.container import get_deps, get_settings
-from chalicelib.domain.errors import PayloadTooLarge
+from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, RecallQuery, Signal, Source, Trajectory
 from chalicelib.services import experiences, ingest, maintenance, recall, tenants
 
@@ -25,7 +25,29 @@ def _body(model, required: bool = True):
     return validate(model, parse_json(app.current_request.raw_body, get_settings().max_body_bytes, required))
 
 
+@app.authorizer(name="api_key_authorizer", ttl_seconds=int(os.environ.get("HINDSIGHT_AUTHORIZER_TTL", "0")))
+def api_key_authorizer(auth_request) -> AuthResponse:
+    """Maps an API key to its tenant once per request (or per key and TTL, with API Gateway's cache).
+
+    It never denies: the route answers 401 in the contract's error shape, which an authorizer's
+    own denial cannot (a missing header is refused by API Gateway itself; infra/ gives that
+    response the same shape).
+    """
+    context: dict[str, str] = {}
+    try:
+        context["tenant_id"] = tenants.authenticate(get_deps(), auth_request.token)
+    except Unauthorized as exc:
+        context["error"] = exc.message
+    return AuthResponse(routes=["*"], principal_id=context.get("tenant_id", "anonymous"), context=context)
+
+
 def _tenant() -> str:
+    """The tenant the authorizer resolved; without one (a direct invocation), resolve it here."""
+    resolved = (app.current_request.context or {}).get("authorizer") or {}
+    if resolved.get("tenant_id"):
+        return resolved["tenant_id"]
+    if resolved.get("error"):
+        raise Unauthorized(resolved["error"])
     return tenants.authenticate(get_deps(), app.current_request.headers.get("authorization"))
 
 
@@ -73,7 +95,7 @@ def rotate_key(tenant_id: str) -> Response:
     return json_response({"tenant_id": tenant_id, "api_key": key}, 201)
 
 
-@app.route("/v1/trajectories", methods=["POST"], content_types=BODY_TYPES)
+@app.route("/v1/trajectories", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
 @endpoint
 def start_trajectory() -> Response:
     tenant_id = _tenant()
@@ -98,13 +120,13 @@ def start_trajectory() -> Response:
     return json_response(trajectory_out(traj), 201 if created else 200)
 
 
-@app.route("/v1/trajectories/{trajectory_id}", methods=["GET"])
+@app.route("/v1/trajectories/{trajectory_id}", methods=["GET"], authorizer=api_key_authorizer)
 @endpoint
 def get_trajectory(trajectory_id: str) -> Response:
     return json_response(trajectory_out(ingest.get_trajectory(get_deps(), _tenant(), trajectory_id)))
 
 
-@app.route("/v1/trajectories/{trajectory_id}/events", methods=["POST"], content_types=BODY_TYPES)
+@app.route("/v1/trajectories/{trajectory_id}/events", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
 @endpoint
 def append_events(trajectory_id: str) -> Response:
     tenant_id = _tenant()
@@ -139,7 +161,7 @@ def append_events(trajectory_id: str) -> Response:
     return json_response({"accepted": result.accepted, "duplicates": result.duplicates}, 202)
 
 
-@app.route("/v1/trajectories/{trajectory_id}/finalize", methods=["POST"], content_types=BODY_TYPES)
+@app.route("/v1/trajectories/{trajectory_id}/finalize", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
 @endpoint
 def finalize(trajectory_id: str) -> Response:
     tenant_id = _tenant()
@@ -148,7 +170,7 @@ def finalize(trajectory_id: str) -> Response:
     return json_response(trajectory_out(traj), 202)
 
 
-@app.route("/v1/experiences", methods=["POST"], content_types=BODY_TYPES)
+@app.route("/v1/experiences", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
 @endpoint
 def write_experience() -> Response:
     tenant_id = _tenant()
@@ -180,7 +202,7 @@ def write_experience() -> Response:
     return json_response(experience_out(exp), 201 if created else 200)
 
 
-@app.route("/v1/experiences", methods=["GET"])
+@app.route("/v1/experiences", methods=["GET"], authorizer=api_key_authorizer)
 @endpoint
 def list_experiences() -> Response:
     tenant_id = _tenant()
@@ -191,13 +213,13 @@ def list_experiences() -> Response:
     return json_response({"items": [experience_out(e) for e in page.items], "cursor": page.cursor})
 
 
-@app.route("/v1/experiences/{experience_id}", methods=["GET"])
+@app.route("/v1/experiences/{experience_id}", methods=["GET"], authorizer=api_key_authorizer)
 @endpoint
 def get_experience(experience_id: str) -> Response:
     return json_response(experience_out(experiences.get_experience(get_deps(), _tenant(), experience_id)))
 
 
-@app.route("/v1/experiences/{experience_id}", methods=["DELETE"], content_types=BODY_TYPES)
+@app.route("/v1/experiences/{experience_id}", methods=["DELETE"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
 @endpoint
 def forget_experience(experience_id: str) -> Response:
     tenant_id = _tenant()
@@ -205,7 +227,7 @@ def forget_experience(experience_id: str) -> Response:
     return json_response(experience_out(experiences.forget(get_deps(), tenant_id, experience_id, b.reason)))
 
 
-@app.route("/v1/experiences/{experience_id}/feedback", methods=["POST"], content_types=BODY_TYPES)
+@app.route("/v1/experiences/{experience_id}/feedback", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
 @endpoint
 def experience_feedback(experience_id: str) -> Response:
     tenant_id = _tenant()
@@ -213,7 +235,7 @@ def experience_feedback(experience_id: str) -> Response:
     return json_response(experience_out(experiences.feedback(get_deps(), tenant_id, experience_id, Signal(b.signal))))
 
 
-@app.route("/v1/recall", methods=["POST"], content_types=BODY_TYPES)
+@app.route("/v1/recall", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
 @endpoint
 def recall_route() -> Response:
     tenant_id = _tenant()
@@ -245,13 +267,13 @@ def decay() -> Response:
     return json_response({"decayed": report.decayed, "archived": report.archived})
 
 
-@app.route("/v1/maintenance/reindex", methods=["POST"], content_types=BODY_TYPES)
+@app.route("/v1/maintenance/reindex", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
 @endpoint
 def reindex() -> Response:
     return json_response({"reindexed": maintenance.reindex_tenant(get_deps(), _tenant())})
 
 
-@app.route("/v1/stats", methods=["GET"])
+@app.route("/v1/stats", methods=["GET"], authorizer=api_key_authorizer)
 @endpoint
 def stats() -> Response:
     return json_response(maintenance.tenant_stats(get_deps(), _tenant()))

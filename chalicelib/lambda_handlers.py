@@ -17,6 +17,7 @@ import os
 import time
 from typing import Any
 
+from . import observability as obs
 from .container import get_deps, get_settings
 from .services.maintenance import run_decay
 from .services.review import process_review_jobs, requeue_unreviewed
@@ -84,14 +85,30 @@ def review_stream(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if context is not None and hasattr(context, "get_remaining_time_in_millis"):
         config.register_lambda_context(context)
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
-    return process_partial_response(event=event, record_handler=_record_handler, processor=processor, context=context)
+    result = process_partial_response(event=event, record_handler=_record_handler, processor=processor, context=context)
+    failed = len(result.get("batchItemFailures", []))
+    obs.count("StreamRecords", len(event.get("Records", [])))
+    obs.count("StreamRecordsFailed", failed)
+    obs.logger().info("review stream batch", extra={"records": len(event.get("Records", [])), "failed": failed})
+    obs.flush()
+    return result
 
 
 def sweep() -> dict[str, int]:
     requeued = requeue_unreviewed(get_deps())
-    return {"requeued": requeued, "ran": run_due_jobs(budget_seconds=float(os.environ.get("HINDSIGHT_SWEEP_SECONDS", "50")))}
+    result = {"requeued": requeued, "ran": run_due_jobs(budget_seconds=float(os.environ.get("HINDSIGHT_SWEEP_SECONDS", "50")))}
+    obs.count("ReviewJobsRequeued", requeued)
+    obs.count("ReviewJobsRun", result["ran"])
+    obs.logger().info("review sweep", extra=result)
+    obs.flush()
+    return result
 
 
 def decay() -> dict[str, int]:
     report = run_decay(get_deps())
-    return {"decayed": report.decayed, "archived": report.archived}
+    result = {"decayed": report.decayed, "archived": report.archived}
+    obs.count("ExperiencesDecayed", report.decayed)
+    obs.count("ExperiencesArchived", report.archived)
+    obs.logger().info("decay", extra=result)
+    obs.flush()
+    return result

@@ -82,7 +82,10 @@ def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
 def _dispatch(gateway: LocalGateway, method: str, path: str, headers: dict, raw: bytes | None):
     try:
         resp = gateway.handle_request(method, path, headers, raw)
-    except LocalGatewayException:  # Chalice raises this when no route matches
+    except LocalGatewayException as exc:
+        if exc.CODE == 401:  # API Gateway's own refusal of a request without a key
+            return _error(401, "unauthorized", "missing Authorization header (expected 'Bearer <key>')")
+        # the only other refusal: no route matches (our authorizer never denies)
         return _error(404, "not_found", f"no route for {method} {path.split('?')[0]}")
     except Exception:
         log.exception("request failed")

@@ -17,13 +17,26 @@ def assert_error(resp, status: int, code: str | None = None):
         assert body["error"]["code"] == code
 
 
-@pytest.mark.parametrize("header", [None, "", "Bearer", "Basic abc", "Bearer nope", "Token hs_x"])
-def test_missing_or_wrong_keys_get_401(api, header):
-    headers = {"Content-Type": "application/json"}
-    if header is not None:
-        headers["Authorization"] = header
+@pytest.mark.parametrize("header", ["", "Bearer", "Basic abc", "Bearer nope", "Token hs_x"])
+def test_wrong_keys_get_401(api, header):
+    headers = {"Content-Type": "application/json", "Authorization": header}
     resp = api.client.http.post("/v1/recall", headers=headers, body=json.dumps({"query": "x"}))
     assert_error(resp, 401, "unauthorized")
+
+
+def test_a_missing_key_gets_401_in_the_contracts_shape_from_the_server(api):
+    """Without the header, API Gateway (and Chalice's emulation of it) refuses before the app runs;
+    the embedded server and the deployed gateway's responses give that refusal the contract's shape."""
+    import httpx
+
+    import app as app_module
+    from chalicelib.server import make_wsgi_app
+
+    assert api.client.http.post("/v1/recall", headers={}, body=b"{}").status_code == 401
+    with httpx.Client(transport=httpx.WSGITransport(app=make_wsgi_app(app_module.app, 1_048_576)), base_url="http://hs") as c:
+        resp = c.post("/v1/recall", json={"query": "x"})
+        assert resp.status_code == 401 and resp.json()["error"]["code"] == "unauthorized"
+        assert c.get("/v1/nowhere").json()["error"]["code"] == "not_found"
 
 
 @pytest.mark.parametrize("raw", ["{", "not json", '{"query": }', "\xff\xfe", "[1, 2"])
