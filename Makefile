@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-.PHONY: run test install bench clean
+.PHONY: run test install bench synth clean
 
 $(VENV)/.installed: requirements.txt requirements-local.txt requirements-dev.txt sdk/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,5 +22,9 @@ bench: install
 	$(PY) bench/recall_latency.py
 	$(PY) bench/ingest_throughput.py
 
+# CloudFormation template(s) of a stage, offline (CDK v2, needs Node.js): make synth [SYNTH_ARGS="--stack prod --package full"]
+synth: install
+	$(PY) infra/synth.py $(SYNTH_ARGS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache infra/cdk.out infra/.build

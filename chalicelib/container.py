@@ -21,8 +21,24 @@ _settings: Settings | None = None
 def get_settings() -> Settings:
     global _settings
     if _settings is None:
-        _settings = Settings()
+        _settings = resolve_secrets(Settings())
     return _settings
+
+
+def resolve_secrets(settings: Settings) -> Settings:
+    """Fill admin_key / openai_api_key from Secrets Manager when only their secret is named: the AWS
+    stack (infra/) passes secret ARNs, never values. One GetSecretValue per secret per process."""
+    wanted = {
+        name: ref
+        for name in ("admin_key", "openai_api_key")
+        if (ref := getattr(settings, f"{name}_secret")) and not getattr(settings, name)
+    }
+    if not wanted:
+        return settings
+    import boto3
+
+    client = boto3.client("secretsmanager", region_name=settings.aws_region)
+    return settings.model_copy(update={name: client.get_secret_value(SecretId=ref)["SecretString"] for name, ref in wanted.items()})
 
 
 def admin_key_path(settings: Settings) -> Path:

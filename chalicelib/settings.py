@@ -13,6 +13,7 @@ class Settings(BaseSettings):
     backend: Literal["embedded", "aws"] = "embedded"
     data_dir: str = "./.hindsight"
     admin_key: str | None = None
+    admin_key_secret: str | None = None  # AWS: Secrets Manager secret (ARN or name) holding the admin key
     embedder: Literal["minilm", "hash", "openai"] = "minilm"
     embedding_model: str = "text-embedding-3-small"  # with embedder=openai
     embedding_dim: int = 512  # with embedder=openai (text-embedding-3 models shorten on request)
@@ -32,6 +33,7 @@ class Settings(BaseSettings):
     # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set
     openai_base_url: str | None = None
     openai_api_key: str | None = None
+    openai_api_key_secret: str | None = None  # AWS: Secrets Manager secret (ARN or name) holding the API key
     review_model_full: str = "gpt-4.1-mini"
     review_model_local: str | None = None  # default: the full review's model
     llm_timeout_seconds: float = 60.0

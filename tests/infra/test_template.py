@@ -1,0 +1,493 @@
+"""The synthesized stack (infra/) against what the application declares and needs.
+
+Tables are compared with what pynamodb itself creates from ``chalicelib.adapters.dynamo_models``
+(on moto, in process), so a table, key, index, projection or stream added to the models and
+missing from the stack fails here. The review stream's event source mapping, IAM, alarms and the
+OpenSearch choice are read from the template, after the SAM transform where it matters.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import re
+
+import pytest
+
+from tests.infra.conftest import ALARM_EMAIL, DOMAIN_STAGE, SERVERLESS_STAGE, Template, render
+
+pytest.importorskip("pynamodb")
+
+STREAMED = {"trajectories", "events", "review-jobs"}  # the models' docstring: streams on these three
+# Resources allowed to carry a wildcard, each a sub-resource of one named resource of this stack
+# (or the one unavoidable "*": X-Ray, off by default, has no resource-level permissions).
+ALLOWED_WILDCARDS = [
+    (re.compile(r"^\{\w+Table\.Arn\}/index/\*$"), "a table's indexes"),
+    (re.compile(r"^\{ReviewJobsTable\.Arn\}/stream/\*$"), "the jobs table's stream"),
+    (re.compile(r"^arn:\{AWS::Partition\}:secretsmanager:\{AWS::Region\}:\{AWS::AccountId\}:secret:[\w/+=.@-]+-\?{6}$"),
+     "a secret named by the stage, with Secrets Manager's six-character suffix"),
+    (re.compile(r"^arn:\{AWS::Partition\}:es:\{AWS::Region\}:\{AWS::AccountId\}:domain/hindsight-[a-z0-9-]+/\*$"),
+     "the paths of the stack's own OpenSearch domain"),
+]
+
+
+def table_name(t: Template, table: str) -> str:
+    return f"hindsight-{t.stage}-{table}"
+
+
+def tables_by_name(t: Template) -> dict[str, dict]:
+    return {r["Properties"]["TableName"]: r["Properties"] for r in t.of_type("AWS::DynamoDB::Table").values()}
+
+
+def functions(t: Template) -> dict[str, dict]:
+    """Lambda functions by FunctionName (after the SAM transform)."""
+    return {r["Properties"]["FunctionName"]: r for r in t.of_type("AWS::Lambda::Function").values()}
+
+
+def policy_statements(t: Template) -> list[tuple[str, dict]]:
+    """(policy logical id, statement) of every identity policy in the template."""
+    out = []
+    for logical_id, r in t.resources.items():
+        if r["Type"] == "AWS::IAM::Policy":
+            out += [(logical_id, s) for s in r["Properties"]["PolicyDocument"]["Statement"]]
+        elif r["Type"] == "AWS::IAM::Role":
+            for p in r["Properties"].get("Policies", []):
+                out += [(logical_id, s) for s in p["PolicyDocument"]["Statement"]]
+    return out
+
+
+def as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def role_statements(t: Template, role_prefix: str) -> list[dict]:
+    role_id = t.logical_id(role_prefix, "AWS::IAM::Role")
+    out = []
+    for r in t.of_type("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in r["Properties"]["Roles"]:
+            out += r["Properties"]["PolicyDocument"]["Statement"]
+    return out
+
+
+def actions_on(statements: list[dict]) -> dict[str, set[str]]:
+    """{action: rendered resources} over Allow statements."""
+    out: dict[str, set[str]] = {}
+    for s in statements:
+        if s["Effect"] != "Allow":
+            continue
+        for action in as_list(s["Action"]):
+            out.setdefault(action, set()).update(render(r) for r in as_list(s["Resource"]))
+    return out
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pynamodb_tables(monkeypatch_module):
+    """What pynamodb creates from the models (DynamoTables.create) under moto, as DescribeTable shows it."""
+    boto3 = pytest.importorskip("boto3")
+    moto = pytest.importorskip("moto")
+    from chalicelib.adapters.dynamo_models import DynamoConfig, DynamoTables
+
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                       "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}.items():
+        monkeypatch_module.setenv(key, value)
+    with moto.mock_aws():
+        prefix = f"hindsight-{SERVERLESS_STAGE}-"
+        tables = DynamoTables(DynamoConfig(prefix=prefix, region="us-east-1"))
+        tables.create()
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        described = {}
+        for name in client.list_tables()["TableNames"]:
+            described[name] = client.describe_table(TableName=name)["Table"]
+    return prefix, described
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def _keys(schema: list[dict]) -> list[tuple[str, str]]:
+    return sorted((k["AttributeName"], k["KeyType"]) for k in schema)
+
+
+def _indexes(indexes: list[dict] | None) -> dict[str, tuple]:
+    out = {}
+    for i in indexes or []:
+        projection = i["Projection"]
+        out[i["IndexName"]] = (_keys(i["KeySchema"]), projection["ProjectionType"], sorted(projection.get("NonKeyAttributes", [])))
+    return out
+
+
+def test_the_stack_has_every_table_of_the_models_plus_idempotency(serverless, pynamodb_tables):
+    prefix, described = pynamodb_tables
+    assert set(tables_by_name(serverless)) == set(described) | {prefix + "idempotency"}
+    assert {n[len(prefix):] for n in described} == {"tenants", "trajectories", "events", "experiences", "review-jobs"}
+
+
+def test_keys_indexes_and_streams_match_what_pynamodb_creates(serverless, pynamodb_tables):
+    _, described = pynamodb_tables
+    stack = tables_by_name(serverless)
+    for name, live in described.items():
+        declared = stack[name]
+        assert _keys(declared["KeySchema"]) == _keys(live["KeySchema"]), name
+        assert declared["KeySchema"][0]["KeyType"] == "HASH", name
+        assert {(a["AttributeName"], a["AttributeType"]) for a in declared["AttributeDefinitions"]} == {
+            (a["AttributeName"], a["AttributeType"]) for a in live["AttributeDefinitions"]
+        }, name
+        assert _indexes(declared.get("GlobalSecondaryIndexes")) == _indexes(live.get("GlobalSecondaryIndexes")), name
+        assert _indexes(declared.get("LocalSecondaryIndexes")) == _indexes(live.get("LocalSecondaryIndexes")), name
+        live_stream = live.get("StreamSpecification") or {}
+        expected_view = live_stream.get("StreamViewType") if live_stream.get("StreamEnabled") else None
+        assert (declared.get("StreamSpecification") or {}).get("StreamViewType") == expected_view, name
+
+
+def test_streams_are_on_trajectories_events_and_review_jobs_only(template):
+    for name, props in tables_by_name(template).items():
+        table = name.removeprefix(f"hindsight-{template.stage}-")
+        view = (props.get("StreamSpecification") or {}).get("StreamViewType")
+        assert view == ("NEW_AND_OLD_IMAGES" if table in STREAMED else None), name
+
+
+def test_every_table_is_on_demand_with_point_in_time_recovery(template):
+    tables = tables_by_name(template)
+    assert len(tables) == 6
+    for name, props in tables.items():
+        assert props["BillingMode"] == "PAY_PER_REQUEST", name
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
+        assert "ProvisionedThroughput" not in props
+        assert all("ProvisionedThroughput" not in i for i in props.get("GlobalSecondaryIndexes", []))
+
+
+def test_the_idempotency_table_is_the_one_powertools_uses(serverless):
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    defaults = inspect.signature(DynamoDBPersistenceLayer.__init__).parameters
+    key_attr, expiry_attr = defaults["key_attr"].default, defaults["expiry_attr"].default
+    name = table_name(serverless, "idempotency")
+    props = tables_by_name(serverless)[name]
+    assert props["KeySchema"] == [{"AttributeName": key_attr, "KeyType": "HASH"}]
+    assert props["AttributeDefinitions"] == [{"AttributeName": key_attr, "AttributeType": "S"}]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": expiry_attr, "Enabled": True}
+    for fn in serverless.of_type("AWS::Serverless::Function").values():
+        assert fn["Properties"]["Environment"]["Variables"]["HINDSIGHT_IDEMPOTENCY_TABLE"] == name
+
+
+def test_table_prefix_comes_from_the_stage(template):
+    prefix = f"hindsight-{template.stage}-"
+    assert all(name.startswith(prefix) for name in tables_by_name(template))
+    for fn in template.of_type("AWS::Serverless::Function").values():
+        assert fn["Properties"]["Environment"]["Variables"]["HINDSIGHT_TABLE_PREFIX"] == prefix
+        assert fn["Properties"]["FunctionName"].startswith(f"hindsight-{template.stage}-")
+
+
+# --- the review stream --------------------------------------------------------------------------
+
+
+def test_review_stream_mapping_reports_partial_failures_bisects_retries_and_dead_letters(translated):
+    import app as app_module
+
+    (source,) = [e for e in app_module.app.event_sources if type(e).__name__ == "DynamoDBEventConfig"]
+    _, esm = translated.one("AWS::Lambda::EventSourceMapping")
+    p = esm["Properties"]
+    dlq = translated.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
+    assert p["EventSourceArn"] == {"Fn::GetAtt": ["ReviewJobsTable", "StreamArn"]}
+    assert p["FunctionName"] == {"Ref": "ReviewWorker"}
+    assert functions(translated)[f"hindsight-{translated.stage}-{source.name}"]["Properties"]["Handler"] == f"app.{source.name}"
+    assert p["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert p["BisectBatchOnFunctionError"] is True
+    assert p["MaximumRetryAttempts"] == 3
+    assert 60 <= p["MaximumRecordAgeInSeconds"] <= 604800
+    assert p["StartingPosition"] == "TRIM_HORIZON"
+    assert p["BatchSize"] == source.batch_size
+    assert p["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
+
+
+def test_the_review_worker_waits_for_the_permissions_its_mapping_needs(translated):
+    worker = translated.resources["ReviewWorker"]
+    policy = translated.logical_id("ReviewWorkerPolicy", "AWS::IAM::Policy")
+    assert policy in worker["DependsOn"]
+    assert worker["Properties"]["Role"] == {"Fn::GetAtt": [translated.logical_id("ReviewWorkerRole", "AWS::IAM::Role"), "Arn"]}
+
+
+def test_timeouts_cover_the_handlers_time_budgets(template):
+    from chalicelib import lambda_handlers
+
+    budget = inspect.signature(lambda_handlers.run_due_jobs).parameters["budget_seconds"].default
+    fns = {f["Properties"]["FunctionName"]: f["Properties"] for f in template.of_type("AWS::Serverless::Function").values()}
+    prefix = f"hindsight-{template.stage}-"
+    assert fns[prefix + "review_worker"]["Timeout"] > budget + 60  # the budget, then one review with its LLM call
+    sweep_budget = float(fns[prefix + "review_sweeper"]["Environment"]["Variables"].get("HINDSIGHT_SWEEP_SECONDS", 50))
+    assert fns[prefix + "review_sweeper"]["Timeout"] > sweep_budget + 60
+    assert fns[prefix + "api_handler"]["Timeout"] <= 30  # API Gateway answers 504 after 29 s anyway
+
+
+def test_the_dead_letter_queue_is_encrypted_and_kept_two_weeks(template):
+    _, q = template.one("AWS::SQS::Queue")
+    assert q["Properties"]["SqsManagedSseEnabled"] is True
+    assert q["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    assert q["Properties"]["QueueName"] == f"hindsight-{template.stage}-review-dlq"
+
+
+# --- IAM ----------------------------------------------------------------------------------------
+
+
+def test_no_wildcard_actions_and_no_wildcard_resources_beyond_sub_resources(translated):
+    statements = policy_statements(translated)
+    assert statements
+    for policy, s in statements:
+        if s["Effect"] != "Allow":
+            continue
+        for action in as_list(s["Action"]):
+            assert "*" not in action, f"{policy}: wildcard action {action}"
+        for resource in as_list(s["Resource"]):
+            text = render(resource)
+            if "*" not in text and "?" not in text:
+                continue
+            if re.fullmatch(r"\{\w+LogGroup\.Arn\}", text):
+                continue  # a log group's Arn attribute ends in ":*" (its streams): GetAtt, no literal wildcard
+            assert any(p.match(text) for p, _ in ALLOWED_WILDCARDS), f"{policy}: {s['Action']} on {text}"
+
+
+def test_the_only_roles_are_the_two_execution_roles_without_managed_policies(translated):
+    roles = translated.of_type("AWS::IAM::Role")
+    assert sorted(re.sub(r"[0-9A-F]{8}$", "", k) for k in roles) == ["AppRole", "ReviewWorkerRole"]
+    for role in roles.values():
+        assert "ManagedPolicyArns" not in role["Properties"]
+        assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
+            {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
+        ]
+    role_ids = {{"Fn::GetAtt": [k, "Arn"]}["Fn::GetAtt"][0] for k in roles}
+    for name, fn in functions(translated).items():
+        assert fn["Properties"]["Role"]["Fn::GetAtt"][0] in role_ids, name
+
+
+def test_dynamodb_access_is_on_the_stacks_tables_only(translated):
+    app = actions_on(role_statements(translated, "AppRole"))
+    worker = actions_on(role_statements(translated, "ReviewWorkerRole"))
+    app_tables = {"Tenants", "Trajectories", "Events", "Experiences", "ReviewJobs"}
+    expected = {f"{{{t}Table.Arn}}" for t in app_tables} | {f"{{{t}Table.Arn}}/index/*" for t in app_tables}
+    for action in ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"):
+        assert app[action] == expected, action
+    assert "dynamodb:Scan" not in app and "dynamodb:CreateTable" not in app and "dynamodb:DeleteTable" not in app
+    assert worker["dynamodb:PutItem"] == expected | {"{IdempotencyTable.Arn}"}  # shared policy + idempotency
+    assert "{IdempotencyTable.Arn}" not in app["dynamodb:PutItem"]
+    stream = {"{ReviewJobsTable.Arn}/stream/*"}
+    for action in ("dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:DescribeStream", "dynamodb:ListStreams"):
+        assert worker[action] == stream, action
+        assert action not in app, action
+
+
+def test_only_the_review_worker_may_send_to_the_dlq(translated):
+    dlq = translated.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
+    assert actions_on(role_statements(translated, "ReviewWorkerRole"))["sqs:SendMessage"] == {f"{{{dlq}.Arn}}"}
+    assert not any(a.startswith("sqs:") for a in actions_on(role_statements(translated, "AppRole")))
+
+
+def test_secrets_are_read_by_arn_and_never_in_the_template(translated):
+    admin = translated.logical_id("AdminKeySecret", "AWS::SecretsManager::Secret")
+    props = translated.resources[admin]["Properties"]
+    assert "SecretString" not in props and props["GenerateSecretString"]["PasswordLength"] >= 32
+    read = actions_on(role_statements(translated, "AppRole"))["secretsmanager:GetSecretValue"]
+    assert read == {f"{{{admin}}}", "arn:{AWS::Partition}:secretsmanager:{AWS::Region}:{AWS::AccountId}:secret:"
+                    f"hindsight/{translated.stage}/openai-api-key-??????"}
+    for name, fn in functions(translated).items():
+        env = fn["Properties"]["Environment"]["Variables"]
+        assert "HINDSIGHT_OPENAI_API_KEY" not in env and "HINDSIGHT_ADMIN_KEY" not in env, name
+        assert env["HINDSIGHT_ADMIN_KEY_SECRET"] == {"Ref": admin}
+        assert env["HINDSIGHT_OPENAI_API_KEY_SECRET"] == f"hindsight/{translated.stage}/openai-api-key"
+
+
+def test_settings_read_the_secrets_the_stack_names(monkeypatch):
+    """The functions get secret ARNs (HINDSIGHT_*_SECRET); get_settings() must return their values."""
+    from chalicelib import container
+    from chalicelib.settings import Settings
+
+    missing = {"admin_key_secret", "openai_api_key_secret"} - set(Settings.model_fields)
+    if missing:
+        pytest.skip(f"chalicelib/settings.py has no {sorted(missing)} yet: the stack passes secret ARNs the app "
+                    "does not read (infra/README.md, 'Secrets', lists the lines to add)")
+    boto3 = pytest.importorskip("boto3")
+    moto = pytest.importorskip("moto")
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                       "HINDSIGHT_AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("HINDSIGHT_ADMIN_KEY", raising=False)
+    monkeypatch.delenv("HINDSIGHT_OPENAI_API_KEY", raising=False)
+    with moto.mock_aws():
+        sm = boto3.client("secretsmanager", region_name="us-east-1")
+        admin_arn = sm.create_secret(Name="hindsight/ci/admin-key", SecretString="admin-from-secret")["ARN"]
+        sm.create_secret(Name="hindsight/ci/openai-api-key", SecretString="sk-from-secret")
+        monkeypatch.setenv("HINDSIGHT_ADMIN_KEY_SECRET", admin_arn)  # the stack passes an ARN ...
+        monkeypatch.setenv("HINDSIGHT_OPENAI_API_KEY_SECRET", "hindsight/ci/openai-api-key")  # ... or a name
+        monkeypatch.setattr(container, "_settings", None)
+        settings = container.get_settings()
+    assert settings.admin_key == "admin-from-secret"
+    assert settings.openai_api_key == "sk-from-secret"
+
+
+def test_the_lambda_environment_is_made_of_settings(template):
+    from chalicelib.settings import Settings
+
+    known = {f"HINDSIGHT_{name.upper()}" for name in Settings.model_fields}
+    # read outside Settings: app.py (the stream ARN, for Chalice's decorator), observability.py,
+    # lambda_handlers.py; and the secret references until settings.py reads them
+    read_elsewhere = {"HINDSIGHT_JOBS_STREAM_ARN", "HINDSIGHT_TRACING", "HINDSIGHT_SWEEP_SECONDS",
+                      "HINDSIGHT_ADMIN_KEY_SECRET", "HINDSIGHT_OPENAI_API_KEY_SECRET"}
+    for fn in template.of_type("AWS::Serverless::Function").values():
+        env = fn["Properties"]["Environment"]["Variables"]
+        unknown = {k for k in env if k.startswith("HINDSIGHT_")} - known - read_elsewhere
+        assert not unknown, f"{fn['Properties']['FunctionName']}: {sorted(unknown)} are no setting"
+        assert env["HINDSIGHT_BACKEND"] == "aws"
+        assert env["HINDSIGHT_AWS_REGION"] == {"Ref": "AWS::Region"}
+        assert env["HINDSIGHT_EMBEDDER"] == "openai"
+        assert env["HINDSIGHT_OPENSEARCH_ENGINE"] == "faiss"
+        Settings.model_validate({k.removeprefix("HINDSIGHT_").lower(): v for k, v in env.items()
+                                 if isinstance(v, str) and k in known})
+
+
+# --- OpenSearch ---------------------------------------------------------------------------------
+
+
+def test_serverless_collection_with_its_three_policies(serverless):
+    name = f"hindsight-{serverless.stage}"
+    _, collection = serverless.one("AWS::OpenSearchServerless::Collection")
+    assert collection["Properties"]["Type"] == "VECTORSEARCH"
+    assert collection["Properties"]["Name"] == name
+    policies = {r["Properties"]["Type"]: r for r in serverless.of_type("AWS::OpenSearchServerless::SecurityPolicy").values()}
+    encryption = json.loads(policies["encryption"]["Properties"]["Policy"])
+    assert encryption == {"Rules": [{"ResourceType": "collection", "Resource": [f"collection/{name}"]}], "AWSOwnedKey": True}
+    network = json.loads(policies["network"]["Properties"]["Policy"])
+    assert network[0]["Rules"] == [{"ResourceType": "collection", "Resource": [f"collection/{name}"]}]
+    assert {"CollectionEncryptionPolicy", "CollectionNetworkPolicy"} <= set(collection["DependsOn"])
+
+    _, access = serverless.one("AWS::OpenSearchServerless::AccessPolicy")
+    text = render(access["Properties"]["Policy"])
+    roles = [serverless.logical_id(p, "AWS::IAM::Role") for p in ("AppRole", "ReviewWorkerRole")]
+    for role in roles:
+        assert "{%s.Arn}" % role in text
+    assert access["Properties"]["Type"] == "data"
+    assert f'"index/{name}/hindsight-experiences"' in text and '"aoss:*"' not in text
+
+    app = actions_on(role_statements(serverless, "AppRole"))
+    assert app["aoss:APIAccessAll"] == {"{Collection.Arn}"}
+    assert not serverless.of_type("AWS::OpenSearchService::Domain")
+    for fn in serverless.of_type("AWS::Serverless::Function").values():
+        env = fn["Properties"]["Environment"]["Variables"]
+        assert env["HINDSIGHT_OPENSEARCH_SERVICE"] == "aoss"
+        assert env["HINDSIGHT_OPENSEARCH_ENDPOINT"] == {"Fn::GetAtt": ["Collection", "CollectionEndpoint"]}
+
+
+def test_managed_domain_runs_opensearch_2_19_encrypted_for_the_two_roles_only(domain):
+    name = f"hindsight-{domain.stage}"
+    _, d = domain.one("AWS::OpenSearchService::Domain")
+    p = d["Properties"]
+    assert p["EngineVersion"] == "OpenSearch_2.19"
+    assert p["DomainName"] == name
+    assert p["EncryptionAtRestOptions"] == {"Enabled": True}
+    assert p["NodeToNodeEncryptionOptions"] == {"Enabled": True}
+    assert p["DomainEndpointOptions"]["EnforceHTTPS"] is True
+    (statement,) = p["AccessPolicies"]["Statement"]
+    roles = sorted(domain.logical_id(x, "AWS::IAM::Role") for x in ("AppRole", "ReviewWorkerRole"))
+    assert sorted(r["Fn::GetAtt"][0] for r in statement["Principal"]["AWS"]) == roles
+    assert render(statement["Resource"]).endswith(f":domain/{name}/*")
+    app = actions_on(role_statements(domain, "AppRole"))
+    es = {a: r for a, r in app.items() if a.startswith("es:")}
+    assert set(es) == {"es:ESHttpDelete", "es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost", "es:ESHttpPut"}
+    assert all(r == {render(statement["Resource"])} for r in es.values())
+    assert not domain.of_type("AWS::OpenSearchServerless::Collection")
+    for fn in domain.of_type("AWS::Serverless::Function").values():
+        env = fn["Properties"]["Environment"]["Variables"]
+        assert env["HINDSIGHT_OPENSEARCH_SERVICE"] == "es"
+        assert render(env["HINDSIGHT_OPENSEARCH_ENDPOINT"]) == f"https://{{{next(iter(domain.of_type('AWS::OpenSearchService::Domain')))}.DomainEndpoint}}"
+
+
+# --- alarms -------------------------------------------------------------------------------------
+
+
+def test_every_function_of_the_app_has_an_errors_alarm(translated):
+    import app as app_module
+
+    chalice_app = app_module.app
+    expected = {"api_handler"} | {e.name for e in chalice_app.event_sources} \
+        | {a.name for a in chalice_app.builtin_auth_handlers} | {f.name for f in chalice_app.pure_lambda_functions}
+    prefix = f"hindsight-{translated.stage}-"
+    assert set(functions(translated)) == {prefix + n for n in expected}
+    alarmed = {}
+    for alarm in translated.of_type("AWS::CloudWatch::Alarm").values():
+        p = alarm["Properties"]
+        if p.get("MetricName") == "Errors":
+            assert p["Namespace"] == "AWS/Lambda" and p["Statistic"] == "Sum"
+            assert p["ComparisonOperator"] == "GreaterThanThreshold" and p["Threshold"] == 0
+            (dim,) = p["Dimensions"]
+            alarmed[dim["Value"]] = p
+    assert set(alarmed) == set(functions(translated))
+
+
+def test_the_dlq_depth_alarm_fires_on_one_message(template):
+    dlq = template.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
+    topic = template.logical_id("AlarmTopic", "AWS::SNS::Topic")
+    (p,) = [a["Properties"] for a in template.of_type("AWS::CloudWatch::Alarm").values()
+            if a["Properties"].get("Namespace") == "AWS/SQS"]
+    assert p["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert p["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
+    assert p["ComparisonOperator"] == "GreaterThanThreshold" and p["Threshold"] == 0
+    assert p["AlarmActions"] == [{"Ref": topic}]
+
+
+def test_every_alarm_notifies_the_topic_and_the_topic_mails_the_operator(template):
+    topic = template.logical_id("AlarmTopic", "AWS::SNS::Topic")
+    alarms = template.of_type("AWS::CloudWatch::Alarm")
+    assert len(alarms) >= 7  # DLQ, 5 functions' errors, iterator age
+    assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic}] for a in alarms.values())
+    (sub,) = template.of_type("AWS::SNS::Subscription").values()
+    assert sub["Properties"]["Protocol"] == "email" and sub["Properties"]["Endpoint"] == ALARM_EMAIL
+
+
+# --- validity -----------------------------------------------------------------------------------
+
+
+def test_the_stub_template_refuses_to_deploy(template):
+    assert "StubPackageIsNotDeployable" in template.doc["Rules"]
+
+
+def test_the_expanded_template_passes_cfn_lint(translated):
+    pytest.importorskip("cfnlint", reason="cfn-lint validates every resource against CloudFormation's schemas")
+    from cfnlint.api import ManualArgs, lint
+
+    # W8003: the stub rule's Fn::Equals is always false -- on purpose
+    matches = lint(json.dumps(translated.doc), config=ManualArgs(ignore_checks=["W8003"], regions=["us-east-1"]))
+    assert not matches, "\n".join(str(m) for m in matches)
+
+
+def test_stage_parameters():
+    from infra.hindsight_infra.config import load_stage
+
+    dev, prod = load_stage("dev"), load_stage("prod")
+    assert dev.table_prefix == "hindsight-dev-" and prod.table_prefix == "hindsight-prod-"
+    assert not dev.retain_data and prod.retain_data
+    assert prod.serverless_standby_replicas and not dev.serverless_standby_replicas
+    assert load_stage("dev", {"opensearch": "domain"}).opensearch_service == "es"
+    assert load_stage("alice").table_prefix == "hindsight-alice-"  # an unlisted stage takes the defaults
+    assert load_stage("dev", {"lambda_timeout_s": '{"review_worker": 600}'}).timeout("review_worker") == 600
+    for bad in ("Dev", "a-stage-name-that-is-too-long", "1st"):
+        with pytest.raises(ValueError):
+            load_stage(bad)
+    with pytest.raises(ValueError):
+        load_stage("dev", {"no_such_parameter": 1})
+    with pytest.raises(ValueError):
+        load_stage("dev", {"opensearch": "elasticsearch"})
+    with pytest.raises(ValueError):
+        load_stage("dev", {"environment": {"OPENAI_API_KEY": "x"}})
+
+
+def test_stacks_stand_alone(template, cdk_out):
+    """Two stages synthesized together share nothing: no export, no import, no stack dependency."""
+    text = json.dumps(template.doc)
+    assert "Fn::ImportValue" not in text
+    assert not any("Export" in o for o in template.doc.get("Outputs", {}).values())
+    manifest = json.loads((cdk_out / "manifest.json").read_text())
+    assert manifest["artifacts"][f"hindsight-{template.stage}"]["dependencies"] == [f"hindsight-{template.stage}.assets"]
