@@ -21,6 +21,7 @@ test: install
 bench: install
 	$(PY) bench/recall_latency.py
 	$(PY) bench/ingest_throughput.py
+	$(PY) -m bench.experience_reuse
 
 # CloudFormation template(s) of a stage, offline (CDK v2, needs Node.js): make synth [SYNTH_ARGS="--stack prod --package full"]
 synth: install

@@ -60,15 +60,35 @@ def resolve_admin_key(settings: Settings) -> str:
     return key
 
 
-def openai_client(settings: Settings):
-    import openai
+class _Lazy:
+    """Builds the wrapped client on first use: importing the openai SDK costs ~1 s on a cold
+    Lambda, which requests that never embed or review (ingest, reads) should not pay."""
 
-    return openai.OpenAI(
-        base_url=settings.openai_base_url,
-        api_key=settings.openai_api_key or "not-needed",
-        timeout=settings.llm_timeout_seconds,
-        max_retries=settings.llm_max_retries,
-    )
+    def __init__(self, factory) -> None:
+        self._factory = factory
+        self._client = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str):
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._factory()
+        return getattr(self._client, name)
+
+
+def openai_client(settings: Settings):
+    def build():
+        import openai
+
+        return openai.OpenAI(
+            base_url=settings.openai_base_url,
+            api_key=settings.openai_api_key or "not-needed",
+            timeout=settings.llm_timeout_seconds,
+            max_retries=settings.llm_max_retries,
+        )
+
+    return _Lazy(build)
 
 
 def build_embedder(settings: Settings):
