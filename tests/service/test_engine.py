@@ -127,6 +127,18 @@ def fix_trajectory(deps, clock, tid, font, **kw):
     return ingest.get_trajectory(deps, "t1", tid)
 
 
+def install_fonts_trajectory(deps, clock, tid, **kw):
+    """The same failure as ``fix_trajectory``, fixed another way: install fonts, then retry."""
+    start(deps, tid, **kw)
+    ingest.append_events(deps, "t1", tid, [
+        call(clock, "render_pdf", {"doc": "x"}, ok=False, error="FontError: missing font"),
+        call(clock, "install_fonts", {}),
+        call(clock, "render_pdf", {"doc": "x"}),
+    ])
+    ingest.finalize(deps, "t1", tid, "success", None)
+    run_all(deps)
+
+
 def test_the_same_lesson_from_many_trajectories_is_one_experience_with_support(deps, clock):
     ids = {i for n in range(4) for i in fix_trajectory(deps, clock, f"tr{n}", "embedded").experience_ids}
     assert len(ids) == 1
@@ -143,14 +155,7 @@ def test_a_near_identical_lesson_is_merged_by_similarity(deps, clock):
 
 def test_a_lesson_with_another_fix_for_the_same_situation_supersedes_the_old_one(deps, clock):
     (old_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
-    start(deps, "tr2")
-    ingest.append_events(deps, "t1", "tr2", [
-        call(clock, "render_pdf", {"doc": "x"}, ok=False, error="FontError: missing font"),
-        call(clock, "install_fonts", {}),
-        call(clock, "render_pdf", {"doc": "x"}),
-    ])
-    ingest.finalize(deps, "t1", "tr2", "success", None)
-    run_all(deps)
+    install_fonts_trajectory(deps, clock, "tr2")
     (new_id,) = ingest.get_trajectory(deps, "t1", "tr2").experience_ids
     old, new = experiences.get_experience(deps, "t1", old_id), experiences.get_experience(deps, "t1", new_id)
     assert old.status is ExperienceStatus.ARCHIVED and old.superseded_by == new_id
@@ -160,14 +165,7 @@ def test_a_lesson_with_another_fix_for_the_same_situation_supersedes_the_old_one
 
 def test_a_well_supported_lesson_is_not_superseded_by_one_contrary_run(deps, clock):
     (old_id,) = {i for n in range(3) for i in fix_trajectory(deps, clock, f"tr{n}", "embedded").experience_ids}
-    start(deps, "other")
-    ingest.append_events(deps, "t1", "other", [
-        call(clock, "render_pdf", {"doc": "x"}, ok=False, error="FontError: missing font"),
-        call(clock, "install_fonts", {}),
-        call(clock, "render_pdf", {"doc": "x"}),
-    ])
-    ingest.finalize(deps, "t1", "other", "success", None)
-    run_all(deps)
+    install_fonts_trajectory(deps, clock, "other")
     assert experiences.get_experience(deps, "t1", old_id).status is ExperienceStatus.ACTIVE
     assert deps.index.count("t1") == 2  # both fixes stay, as alternatives
 
@@ -186,14 +184,7 @@ def test_a_human_lesson_is_not_superseded_by_an_agent(deps, clock):
 
 def test_the_same_tool_and_error_in_another_kind_of_task_does_not_supersede(deps, clock):
     (old_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
-    start(deps, "tr2", goal="Print shipping labels for the warehouse")
-    ingest.append_events(deps, "t1", "tr2", [
-        call(clock, "render_pdf", {"doc": "x"}, ok=False, error="FontError: missing font"),
-        call(clock, "install_fonts", {}),
-        call(clock, "render_pdf", {"doc": "x"}),
-    ])
-    ingest.finalize(deps, "t1", "tr2", "success", None)
-    run_all(deps)
+    install_fonts_trajectory(deps, clock, "tr2", goal="Print shipping labels for the warehouse")
     assert experiences.get_experience(deps, "t1", old_id).status is ExperienceStatus.ACTIVE
 
 
