@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-.PHONY: run test install bench synth clean
+.PHONY: run test install bench synth opensearch opensearch-stop clean
 
 $(VENV)/.installed: requirements.txt requirements-local.txt requirements-dev.txt sdk/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,13 @@ bench: install
 	$(PY) bench/recall_latency.py
 	$(PY) bench/ingest_throughput.py
 	$(PY) -m bench.experience_reuse
+
+# A local OpenSearch 2.19.1 node with k-NN on 127.0.0.1:$${OPENSEARCH_PORT:-9200} (fetched from Maven Central)
+opensearch:
+	scripts/opensearch/start.sh
+
+opensearch-stop:
+	scripts/opensearch/stop.sh
 
 # CloudFormation template(s) of a stage, offline (CDK v2, needs Node.js): make synth [SYNTH_ARGS="--stack prod --package full"]
 synth: install

@@ -115,7 +115,12 @@ def main(argv: list[str] | None = None) -> None:
 
     url = f"http://{settings.host}:{settings.port}"
     key_src = "HINDSIGHT_ADMIN_KEY" if settings.admin_key else str(admin_key_path(settings).resolve())
-    print(f"hindsight is serving {url} (backend: {settings.backend}, data: {settings.data_dir})", flush=True)
+    where = (
+        f"tables: {settings.table_prefix}* at {settings.dynamodb_endpoint or settings.aws_region}, index: {settings.opensearch_endpoint}"
+        if settings.backend == "aws"
+        else f"data: {settings.data_dir}"
+    )
+    print(f"hindsight is serving {url} (backend: {settings.backend}, {where})", flush=True)
     print(f"admin key: {key_src}", flush=True)
     waitress.serve(
         make_wsgi_app(chalice_app, settings.max_body_bytes),
