@@ -233,6 +233,7 @@ class HindsightStack(cdk.Stack):
         self.function_names = self._complete_functions(
             policies={"app": shared.node.default_child, "worker": worker_only.node.default_child}
         )
+        self._contract_shaped_gateway_errors()
 
         # --- alarms ---------------------------------------------------------------------------------
         self.alarm_topic = sns.Topic(self, "AlarmTopic", topic_name=f"{cfg.resource_name}-alarms")
@@ -384,6 +385,24 @@ class HindsightStack(cdk.Stack):
         return cdk.Fn.join("", ["https://", domain.attr_domain_endpoint]), statement
 
     # --- app ------------------------------------------------------------------------------------
+
+    def _contract_shaped_gateway_errors(self) -> None:
+        """API Gateway answers some requests itself (no Authorization header, no such route, its own
+        faults): give those answers the contract's error shape too, {"error": {"code", "message"}}."""
+        def response(status: int | None, code: str) -> dict[str, Any]:
+            body = '{"error": {"code": "%s", "message": $context.error.messageString}}' % code
+            out: dict[str, Any] = {"ResponseTemplates": {"application/json": body}}
+            if status is not None:  # None: keep the status API Gateway chose
+                out["StatusCode"] = str(status)
+            return out
+
+        self.chalice.get_resource("RestAPI").add_property_override("GatewayResponses", {
+            "UNAUTHORIZED": response(401, "unauthorized"),
+            "MISSING_AUTHENTICATION_TOKEN": response(404, "not_found"),  # what API Gateway says for an unknown route
+            "ACCESS_DENIED": response(401, "unauthorized"),
+            "DEFAULT_4XX": response(None, "bad_request"),
+            "DEFAULT_5XX": response(None, "internal_error"),
+        })
 
     def _sam_functions(self) -> dict[str, dict[str, Any]]:
         """The SAM template Chalice wrote: its AWS::Serverless::Function resources by logical id."""

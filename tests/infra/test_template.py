@@ -491,3 +491,15 @@ def test_stacks_stand_alone(template, cdk_out):
     assert not any("Export" in o for o in template.doc.get("Outputs", {}).values())
     manifest = json.loads((cdk_out / "manifest.json").read_text())
     assert manifest["artifacts"][f"hindsight-{template.stage}"]["dependencies"] == [f"hindsight-{template.stage}.assets"]
+
+
+def test_api_gateways_own_refusals_keep_the_contracts_error_shape(translated):
+    (api,) = translated.of_type("AWS::ApiGateway::RestApi").values()
+    responses = api["Properties"]["Body"]["x-amazon-apigateway-gateway-responses"]
+    assert {"UNAUTHORIZED", "MISSING_AUTHENTICATION_TOKEN", "ACCESS_DENIED", "DEFAULT_4XX", "DEFAULT_5XX"} <= set(responses)
+    assert str(responses["UNAUTHORIZED"]["statusCode"]) == "401"
+    assert str(responses["MISSING_AUTHENTICATION_TOKEN"]["statusCode"]) == "404"
+    assert "statusCode" not in responses["DEFAULT_4XX"]  # API Gateway's own status is kept
+    for response in responses.values():
+        body = response["responseTemplates"]["application/json"]
+        assert body.startswith('{"error": {"code": "') and "$context.error.messageString" in body
