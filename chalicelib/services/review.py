@@ -24,16 +24,21 @@ from .deps import Deps
 log = logging.getLogger(__name__)
 
 
-def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience], vectors=None) -> None:
+def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience], known: dict[str, Any] | None = None) -> None:
+    """Upsert the experiences' index entries. ``known``: vectors already computed, by embedding text;
+    only the other texts are embedded (embedding is the costly step of a review)."""
     if not experiences:
         return
-    if vectors is None:
-        vectors = deps.embedder.embed([e.embedding_text() for e in experiences])
+    vectors = dict(known or {})
+    missing = list(dict.fromkeys(e.embedding_text() for e in experiences if e.embedding_text() not in vectors))
+    if missing:
+        vectors.update(zip(missing, deps.embedder.embed(missing)))
     deps.index.upsert(
         tenant_id,
         [
-            IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags), e.search_text())
-            for e, v in zip(experiences, vectors)
+            IndexEntry(e.experience_id, vectors[e.embedding_text()], e.agent_id, e.user_id, tuple(e.tools), e.task_type,
+                       tuple(e.tags), e.search_text())
+            for e in experiences
         ],
     )
 
@@ -45,6 +50,7 @@ class Distilled:
     rejected: list[dict[str, Any]] = field(default_factory=list)
     merged: int = 0
     superseded: list[str] = field(default_factory=list)
+    vectors: dict[str, Any] = field(default_factory=dict)  # embedding text -> vector, computed once
 
 
 def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
@@ -87,6 +93,7 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
         return out
     fresh = [draft_to_experience(d, traj, now) for d in drafts]
     vectors = deps.embedder.embed([e.embedding_text() for e in fresh])
+    out.vectors = {e.embedding_text(): v for e, v in zip(fresh, vectors)}
     for draft, exp, vector in zip(drafts, fresh, vectors):
         existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
         if existing is None:
@@ -111,7 +118,7 @@ def _persist(deps: Deps, tenant_id: str, result: Distilled) -> None:
     for exp in result.stored.values():
         deps.experiences.put(exp)
     active = [e for e in result.stored.values() if e.status is ExperienceStatus.ACTIVE]
-    index_experiences(deps, tenant_id, active)
+    index_experiences(deps, tenant_id, active, known=result.vectors)
     gone = [e.experience_id for e in result.stored.values() if e.status is not ExperienceStatus.ACTIVE]
     deps.index.delete(tenant_id, gone)
 

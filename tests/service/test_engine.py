@@ -198,3 +198,12 @@ def test_a_do_not_retry_lesson_never_supersedes_a_fix(deps, clock):
         ingest.finalize(deps, "t1", f"retry{n}", "failure", None)
         run_all(deps)
     assert experiences.get_experience(deps, "t1", fix_id).status is ExperienceStatus.ACTIVE
+
+
+def test_a_review_embeds_each_new_lesson_once(deps, clock):
+    embedded: list[str] = []
+    real = deps.embedder.embed
+    deps.embedder.embed = lambda texts: (embedded.extend(texts), real(texts))[1]
+    (exp_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
+    assert embedded == [experiences.get_experience(deps, "t1", exp_id).embedding_text()]
+    assert deps.index.count("t1") == 1
