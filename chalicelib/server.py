@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 import threading
+from http import HTTPStatus
 from typing import Any, Callable, Iterable
 
 from chalice.config import Config
@@ -17,10 +18,6 @@ from chalice.local import LocalChalice, LocalGateway, LocalGatewayException
 
 log = logging.getLogger("hindsight.server")
 
-_STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 400: "Bad Request",
-                401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
-                413: "Payload Too Large", 422: "Unprocessable Entity", 429: "Too Many Requests",
-                500: "Internal Server Error"}
 
 
 def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
@@ -73,7 +70,7 @@ def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
         else:
             raw = environ["wsgi.input"].read(length) if length else None
             status, out_headers, body = _dispatch(gateway, method, path + (f"?{query}" if query else ""), headers, raw)
-        start_response(f"{status} {_STATUS_TEXT.get(status, 'Status')}", [*out_headers.items(), ("Content-Length", str(len(body)))])
+        start_response(f"{status} {HTTPStatus(status).phrase}", [*out_headers.items(), ("Content-Length", str(len(body)))])
         return [body]
 
     return wsgi
