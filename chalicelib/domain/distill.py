@@ -44,7 +44,19 @@ def experience_id_for(tenant_id: str, trajectory_id: str, fingerprint: str) -> s
     return f"exp_{digest[:24]}"
 
 
-def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime) -> Experience:
+MAX_EXAMPLES = 5
+
+
+def _examples(*lists: list[str]) -> list[str]:
+    """Distinct task examples, newest last, at most MAX_EXAMPLES."""
+    out: list[str] = []
+    for example in (e for items in lists for e in items):
+        if example and example not in out:
+            out.append(example)
+    return out[-MAX_EXAMPLES:]
+
+
+def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime, example: str = "") -> Experience:
     return Experience(
         tenant_id=traj.tenant_id,
         experience_id=experience_id_for(traj.tenant_id, traj.trajectory_id, draft.fingerprint),
@@ -69,6 +81,7 @@ def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime) -> 
         situation_key=draft.situation_key or None,
         error_class=draft.error_class,
         intent=traj.intent,
+        examples=_examples([example]),
     )
 
 
@@ -92,6 +105,7 @@ def merge_into(existing: Experience, new: Experience, now: datetime) -> Experien
         lesson=wording.lesson,
         advice=wording.advice,
         sources=existing.sources + added,
+        examples=_examples(existing.examples, new.examples),
         support=support,
         confidence=round(confidence, 6),
         tags=sorted(set(existing.tags) | set(new.tags)),

@@ -47,12 +47,40 @@ def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
+def _number_kind(value: int | float) -> str:
+    """Whole or fractional, and the sign: what tells 1999 cents from 19.99 euros, or a refund."""
+    sign = "negative " if value < 0 else ""
+    if isinstance(value, int) or float(value).is_integer():
+        return f"a {sign}whole number"
+    return f"a {sign}decimal number"
+
+
+_EXAMPLE = re.compile(r"(?<=a value like )`[^`]*`| ?\(e\.g\. [^)]*\)")
+_CLAUSE_START = re.compile(r"[,:;(]\s*|\.\s+|^\s*")
+
+
+def without_examples(text: str) -> str:
+    """The text without the example values ``describe_value`` gave the fix: "(e.g. `2024-07-15`)",
+    "a value like `hotfix/x`". They were one past task's literals; matching a new task on them is
+    matching on chance (the pattern, "an ISO date YYYY-MM-DD", stays). What to avoid ("not a value
+    like `main`") stays whole: the wrong value is the situation a new task may well be in."""
+    out, last = [], 0
+    for m in _EXAMPLE.finditer(text):
+        clause = [c.end() for c in _CLAUSE_START.finditer(text, 0, m.start())]
+        if text[clause[-1] if clause else 0 : m.start()].lstrip().startswith("not "):
+            continue
+        out.append(text[last : m.start()])
+        last = m.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
 def describe_value(value: Any) -> str:
     """An attribute pattern for a parameter value, with the value as an example."""
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     if isinstance(value, (int, float)):
-        return f"a number (e.g. {value})"
+        return f"{_number_kind(value)} (e.g. {value})"
     if not isinstance(value, str):
         return "a structured value"
     v = value.strip()
@@ -65,7 +93,7 @@ def describe_value(value: Any) -> str:
     if re.fullmatch(r"[\w.+-]+@[\w-]+\.[\w.-]+", v):
         return "an email address"
     if re.fullmatch(r"-?\d+(?:\.\d+)?", v):
-        return f"a number (e.g. `{v}`)"
+        return f"{_number_kind(float(v) if '.' in v else int(v))} in a string (e.g. `{v}`)"
     if len(v) > 40:
         return f"a value like `{v[:37]}…`"
     return f"a value like `{v}`"

@@ -1,6 +1,7 @@
 """Lexical matching (BM25), because tool names, parameter names and error strings matter and an
 embedding model blurs them. The tokenizer keeps identifiers whole and also splits them into words:
-``get_weather`` -> ``get_weather get weather``; ``MissingParameter`` -> ``missingparameter missing parameter``.
+``get_weather`` -> ``get_weather get weather``; ``MissingParameter`` -> ``missingparameter missing parameter``;
+``#design`` -> ``#* design``.
 """
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ import re
 
 K1, B = 1.2, 0.75
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# "#design" (a channel, a tag) and "@omar" (a person) are different kinds of thing; so are their
+# placeholders "#<channel>" and "@<handle>". The sigil becomes a term of its own; emails and number
+# references ("#59871", "#<n>": a ticket, an issue) do not count.
+_SIGIL = re.compile(r"(?<![\w@#])([#@])(?=(?!<n>)<?[A-Za-z])")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 STOPWORDS = frozenset(
     "a an and are as at be but by for from has have i if in into is it its me my of on or our so that the their "
@@ -18,7 +23,7 @@ STOPWORDS = frozenset(
 
 
 def terms(text: str) -> list[str]:
-    out: list[str] = []
+    out: list[str] = [f"{sigil}*" for sigil in _SIGIL.findall(text)]
     for word in _WORD.findall(text):
         whole = word.lower().strip("._-")
         if not whole or whole in STOPWORDS:

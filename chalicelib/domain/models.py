@@ -144,6 +144,9 @@ class Experience:
     superseded_by: str | None = None
     error_class: str | None = None
     intent: str | None = None
+    # the tasks it was learned from, generalized (newest last, at most MAX_EXAMPLES): a lesson is
+    # matched against the kind of task it helps with, not only against its one wording
+    examples: list[str] = field(default_factory=list)
 
     @property
     def scope(self) -> Scope:
@@ -154,9 +157,18 @@ class Experience:
         tools = f" Tools: {', '.join(self.tools)}." if self.tools else ""
         return f"{self.situation} {self.lesson}{tools}".strip()
 
+    def embedding_texts(self) -> tuple[str, ...]:
+        """Every text whose meaning the lesson's vector stands for: the lesson in its situation,
+        then each task it was learned from (the vector is their normalised sum, a prototype)."""
+        return (self.embedding_text(), *(e for e in self.examples if e))
+
     def search_text(self) -> str:
-        """What lexical search matches: everything that names tools, parameters and errors."""
-        return " ".join(p for p in (self.situation, self.lesson, self.advice, self.action, " ".join(self.tools)) if p)
+        """What lexical search matches: everything that names tools, parameters and errors, and the
+        tasks it was learned from; not the example values of one past task (see ``without_examples``)."""
+        from .generalize import without_examples
+
+        text = " ".join(p for p in (self.situation, self.lesson, self.advice, self.action, " ".join(self.tools), *self.examples) if p)
+        return without_examples(text)
 
 
 @dataclass(frozen=True)

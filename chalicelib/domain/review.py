@@ -57,6 +57,7 @@ class Review:
     key_decisions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    example: str = ""  # the task, generalized: what every lesson of this review was learned on
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -298,6 +299,7 @@ def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "fu
     review.ineffective_steps = attribution.steps("failed") + attribution.steps("repeated")
     review.key_decisions = attribution.key_decisions(events)
     ctx = _Context(traj, events)
+    review.example = ctx.g(traj.goal).strip()
     seen: set[str] = set()
 
     def add(draft: LessonDraft | None) -> None:

@@ -24,19 +24,33 @@ from .deps import Deps
 log = logging.getLogger(__name__)
 
 
+def embed_texts(deps: Deps, texts: list[str], known: dict[str, Any]) -> dict[str, Any]:
+    """Vectors of ``texts`` by text; ``known`` ones are reused and the cache is filled in place
+    (embedding is the costly step of a review)."""
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    if missing:
+        known.update(zip(missing, deps.embedder.embed(missing)))
+    return known
+
+
+def experience_vector(exp: Experience, vectors: dict[str, Any]) -> Any:
+    """The lesson's vector: the normalised sum of its texts' vectors (the lesson in its situation,
+    and each task it was learned from), so it sits among the tasks it helps with."""
+    total = sum(vectors[t] for t in exp.embedding_texts())
+    norm = float((total @ total) ** 0.5)
+    return total / norm if norm else total
+
+
 def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience], known: dict[str, Any] | None = None) -> None:
-    """Upsert the experiences' index entries. ``known``: vectors already computed, by embedding text;
-    only the other texts are embedded (embedding is the costly step of a review)."""
+    """Upsert the experiences' index entries. ``known``: vectors already computed, by text; only
+    the other texts are embedded."""
     if not experiences:
         return
-    vectors = dict(known or {})
-    missing = list(dict.fromkeys(e.embedding_text() for e in experiences if e.embedding_text() not in vectors))
-    if missing:
-        vectors.update(zip(missing, deps.embedder.embed(missing)))
+    vectors = embed_texts(deps, [t for e in experiences for t in e.embedding_texts()], dict(known or {}))
     deps.index.upsert(
         tenant_id,
         [
-            IndexEntry(e.experience_id, vectors[e.embedding_text()], e.agent_id, e.user_id, tuple(e.tools), e.task_type,
+            IndexEntry(e.experience_id, experience_vector(e, vectors), e.agent_id, e.user_id, tuple(e.tools), e.task_type,
                        tuple(e.tags), e.search_text())
             for e in experiences
         ],
@@ -50,7 +64,7 @@ class Distilled:
     rejected: list[dict[str, Any]] = field(default_factory=list)
     merged: int = 0
     superseded: list[str] = field(default_factory=list)
-    vectors: dict[str, Any] = field(default_factory=dict)  # embedding text -> vector, computed once
+    vectors: dict[str, Any] = field(default_factory=dict)  # text -> vector, each embedded once per review
 
 
 def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
@@ -91,10 +105,10 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
             out.rejected.append({"lesson": draft.lesson, "reason": why})
     if not drafts:
         return out
-    fresh = [draft_to_experience(d, traj, now) for d in drafts]
-    vectors = deps.embedder.embed([e.embedding_text() for e in fresh])
-    out.vectors = {e.embedding_text(): v for e, v in zip(fresh, vectors)}
-    for draft, exp, vector in zip(drafts, fresh, vectors):
+    fresh = [draft_to_experience(d, traj, now, review.example) for d in drafts]
+    out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], {})
+    for draft, exp in zip(drafts, fresh):
+        vector = experience_vector(exp, out.vectors)
         existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
         if existing is None:
             existing = _near_duplicate(deps, exp, vector)

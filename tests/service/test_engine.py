@@ -205,5 +205,5 @@ def test_a_review_embeds_each_new_lesson_once(deps, clock):
     real = deps.embedder.embed
     deps.embedder.embed = lambda texts: (embedded.extend(texts), real(texts))[1]
     (exp_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
-    assert embedded == [experiences.get_experience(deps, "t1", exp_id).embedding_text()]
+    assert embedded == list(experiences.get_experience(deps, "t1", exp_id).embedding_texts())
     assert deps.index.count("t1") == 1

@@ -78,7 +78,11 @@ def test_ids_urls_paths_and_emails_are_generalized():
 def test_values_are_described_as_patterns_with_an_example():
     assert describe_value("CDG") == "a 3-letter uppercase code (e.g. `CDG`)"
     assert describe_value("2026-05-01") == "an ISO date YYYY-MM-DD (e.g. `2026-05-01`)"
-    assert describe_value(10) == "a number (e.g. 10)"
+    assert describe_value(10) == "a whole number (e.g. 10)"
+    # what tells cents from euros, or a charge from a refund, is in the pattern, not only the example
+    assert describe_value(19.99) == "a decimal number (e.g. 19.99)"
+    assert describe_value(-5) == "a negative whole number (e.g. -5)"
+    assert describe_value("0.5") == "a decimal number in a string (e.g. `0.5`)"
 
 
 def test_lessons_carry_placeholders_not_the_literals_of_one_task():
@@ -150,3 +154,13 @@ def test_sigils_survive_generalization():
     assert literal_values([{"channel": "#design", "user": "@omar", "city": "Lyon"}]) == {
         "#design": "#<channel>", "@omar": "@<user>", "Lyon": "<city>"
     }
+
+
+def test_example_values_of_the_fix_are_left_out_of_matching_but_what_to_avoid_stays():
+    from chalicelib.domain.generalize import without_examples
+
+    advice = (f"set `branch` to a value like `hotfix/login-500`, not a value like `main`; "
+              f"set `amount` to {describe_value(1999)}, not {describe_value(19.99)}")
+    out = without_examples(advice)
+    assert "hotfix" not in out and "1999" not in out
+    assert "`main`" in out and "19.99" in out and "a whole number" in out and "a decimal number" in out

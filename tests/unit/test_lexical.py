@@ -19,3 +19,13 @@ def test_rare_terms_weigh_more_and_repetition_saturates():
 
 def test_saturation_maps_scores_into_the_unit_interval():
     assert saturate(0) == 0 and saturate(4.0) == 0.5 and 0.9 < saturate(100) < 1
+
+
+def test_a_channel_and_a_person_are_different_kinds_of_reference():
+    from chalicelib.domain.lexical import terms
+
+    assert "#*" in terms("Post the summary to #growth") and "@*" not in terms("Post the summary to #growth")
+    assert "@*" in terms("DM @omar.farouk") and "#*" not in terms("DM @omar.farouk")
+    # placeholders keep the kind; emails and number references (#59871, #<n>) are not sigils
+    assert terms("channel_not_found: '#<channel>'").count("#*") == 1
+    assert not {"#*", "@*"} & set(terms("mail ops@example.com about ticket #59871 and #<n>"))
