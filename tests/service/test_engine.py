@@ -207,3 +207,16 @@ def test_a_review_embeds_each_new_lesson_once(deps, clock):
     (exp_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
     assert embedded == list(experiences.get_experience(deps, "t1", exp_id).embedding_texts())
     assert deps.index.count("t1") == 1
+
+
+def test_a_lessons_vector_is_the_prototype_of_its_situation_and_tasks(deps, clock):
+    import numpy as np
+
+    (exp_id,) = fix_trajectory(deps, clock, "tr1", "proto").experience_ids
+    exp = experiences.get_experience(deps, "t1", exp_id)
+    assert exp.examples == ["Export the monthly report to PDF"]
+    vectors = deps.embedder.embed(list(exp.embedding_texts()))
+    prototype = vectors.sum(axis=0) / np.linalg.norm(vectors.sum(axis=0))
+    own = deps.index.similarities("t1", prototype, [exp_id])[exp_id]
+    text_only = deps.index.similarities("t1", vectors[0], [exp_id])[exp_id]
+    assert own > 0.999 and text_only < own
