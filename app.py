@@ -9,11 +9,20 @@ from datetime import datetime
 from chalice import AuthResponse, Chalice, Rate, Response
 
 from chalicelib.api import schemas as s
-from chalicelib.api.http import endpoint, experience_out, hit_out, json_response, parse_json, trajectory_out, validate
+from chalicelib.api.http import (
+    endpoint,
+    experience_out,
+    failed_review_out,
+    hit_out,
+    json_response,
+    parse_json,
+    trajectory_out,
+    validate,
+)
 from chalicelib.container import get_deps, get_settings
 from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, RecallQuery, Signal, Source, Trajectory
-from chalicelib.services import experiences, ingest, maintenance, recall, tenants
+from chalicelib.services import experiences, ingest, maintenance, recall, review, tenants
 
 app = Chalice(app_name="hindsight", configure_logs=False)
 app.api.binary_types = []  # every body is JSON text
@@ -265,6 +274,23 @@ def decay() -> Response:
     b = _body(s.DecayIn, required=False)
     report = maintenance.run_decay(get_deps(), b.as_of)
     return json_response({"decayed": report.decayed, "archived": report.archived})
+
+
+@app.route("/v1/maintenance/failed-reviews", methods=["GET"])
+@endpoint
+def failed_reviews() -> Response:
+    _admin()
+    q = validate(s.FailedReviewsQuery, dict(app.current_request.query_params or {}))
+    jobs = review.failed_reviews(get_deps(), q.tenant_id, q.limit)
+    return json_response({"failed": [failed_review_out(j) for j in jobs]})
+
+
+@app.route("/v1/maintenance/redrive", methods=["POST"], content_types=BODY_TYPES)
+@endpoint
+def redrive() -> Response:
+    _admin()
+    b = _body(s.RedriveIn, required=False)
+    return json_response({"redriven": review.redrive_failed(get_deps(), b.tenant_id, b.trajectory_ids)})
 
 
 @app.route("/v1/maintenance/reindex", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)

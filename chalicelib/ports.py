@@ -201,6 +201,18 @@ class ReviewJob:
     attempts: int
 
 
+@dataclass(frozen=True)
+class DeadJob:
+    """A review job given up on after its last attempt, kept for an operator to see and redrive."""
+
+    tenant_id: str
+    trajectory_id: str
+    kind: str
+    attempts: int
+    error: str | None
+    failed_at: datetime | None  # when it was given up (the end of its last lease if not told)
+
+
 class ReviewQueue(Protocol):
     def enqueue(self, tenant_id: str, trajectory_id: str, kind: str, now: datetime) -> None:
         """Idempotent per (tenant, trajectory, kind) while the job is pending."""
@@ -212,8 +224,16 @@ class ReviewQueue(Protocol):
 
     def retry_later(self, job: ReviewJob, error: str, now: datetime, delay_seconds: float) -> None: ...
 
-    def dead(self, job: ReviewJob, error: str) -> None:
-        """Give up on the job (kept for an operator to see and redrive)."""
+    def dead(self, job: ReviewJob, error: str, now: datetime | None = None) -> None:
+        """Give up on the job at ``now``; it is kept, with the error, for ``dead_jobs`` and ``redrive``."""
+
+    def dead_jobs(self, tenant_id: str | None = None, limit: int = 100) -> list[DeadJob]:
+        """Jobs given up on, of one tenant or of all, the oldest failure first."""
+
+    def redrive(self, jobs: Sequence[DeadJob], now: datetime) -> int:
+        """Make each listed job that is still dead pending, due at ``now``, with a fresh set of
+        attempts. A listed job in any other state (pending, leased, done, unknown) is left alone.
+        Returns how many were sent round again."""
 
     def pending(self) -> int: ...
 

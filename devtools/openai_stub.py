@@ -8,6 +8,9 @@ the real client, the schema, the prompt and the pipeline end to end.
 
 Faults for tests, set with ``POST /stub/faults`` ``{"fail": n, "invalid": n, "delay": s}``: the next
 n calls answer 500, the next n answer invalid JSON, every call waits ``delay`` seconds.
+Scripted answers, for hostile-model tests: ``POST /stub/script`` ``{"answers": [...]}`` (or
+``stub.script(...)``): the next chat calls answer these contents verbatim, one each, in order (an
+object is sent as its JSON text), before the rule-based answers resume.
 ``GET /stub/requests`` returns the request bodies received.
 
 Run: ``python -m devtools.openai_stub --port 8900``.
@@ -89,6 +92,7 @@ class StubState:
         self.fail = 0
         self.invalid = 0
         self.delay = 0.0
+        self.script: list[str] = []  # verbatim answers of the next chat calls
         self.requests: list[dict[str, Any]] = []
 
 
@@ -137,6 +141,10 @@ class _Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.fail, st.invalid, st.delay = int(body.get("fail", 0)), int(body.get("invalid", 0)), float(body.get("delay", 0))
             return self._send(200, {"ok": True})
+        if self.path == "/stub/script":
+            with st.lock:
+                st.script = [a if isinstance(a, str) else json.dumps(a) for a in body.get("answers", [])]
+            return self._send(200, {"ok": True})
         if self.path.endswith("/embeddings"):
             return self._embeddings(body)
         if not self.path.endswith("/chat/completions"):
@@ -144,6 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
         with st.lock:
             st.requests.append(body)
             fail, invalid, delay = st.fail > 0, st.invalid > 0 and st.fail == 0, st.delay
+            scripted = st.script.pop(0) if st.script and not fail and not invalid else None
             if fail:
                 st.fail -= 1
             elif invalid:
@@ -153,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fail:
             return self._send(500, {"error": {"message": "stub failure", "type": "server_error"}})
         text = body["messages"][-1]["content"]
-        content = "{not json" if invalid else json.dumps(review_from_trajectory(text))
+        content = "{not json" if invalid else scripted if scripted is not None else json.dumps(review_from_trajectory(text))
         self._send(200, {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "stub"),
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
@@ -178,6 +187,11 @@ class OpenAIStub:
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def script(self, *answers: str | dict[str, Any]) -> None:
+        """The next chat calls answer these contents verbatim (a dict as its JSON), in order."""
+        with self.state.lock:
+            self.state.script = [a if isinstance(a, str) else json.dumps(a) for a in answers]
 
     def faults(self, fail: int = 0, invalid: int = 0, delay: float = 0.0) -> None:
         with self.state.lock:

@@ -23,7 +23,7 @@ from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.domain.errors import Conflict, InvalidInput, NotFound
 from chalicelib.domain.lexical import term_score, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
-from chalicelib.ports import AppendResult, IndexEntry, IndexFilter, Page, ReviewJob
+from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob
 from chalicelib.services.deps import Deps
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -441,8 +441,28 @@ class InMemoryReviewQueue:
     def retry_later(self, job: ReviewJob, error: str, now: datetime, delay_seconds: float) -> None:
         self._set(job, "pending", error, now + timedelta(seconds=delay_seconds))
 
-    def dead(self, job: ReviewJob, error: str) -> None:
-        self._set(job, "dead", error)
+    def dead(self, job: ReviewJob, error: str, now: datetime | None = None) -> None:
+        self._set(job, "dead", error, now)
+
+    def dead_jobs(self, tenant_id: str | None = None, limit: int = 100) -> list[DeadJob]:
+        with self._lock:
+            dead = sorted(
+                (job["due"], key) for key, job in self._jobs.items()
+                if job["state"] == "dead" and tenant_id in (None, key[0])
+            )
+            return [
+                DeadJob(*key, self._jobs[key]["attempts"], self._jobs[key]["error"], due) for due, key in dead[: max(limit, 0)]
+            ]
+
+    def redrive(self, jobs: Sequence[DeadJob], now: datetime) -> int:
+        with self._lock:
+            redriven = 0
+            for j in jobs:
+                stored = self._jobs.get((j.tenant_id, j.trajectory_id, j.kind))
+                if stored is not None and stored["state"] == "dead":
+                    stored.update(state="pending", due=now, attempts=0)
+                    redriven += 1
+            return redriven
 
     def release_leases(self, now: datetime) -> int:
         with self._lock:

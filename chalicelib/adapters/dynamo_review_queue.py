@@ -6,21 +6,27 @@ A job that is pending or leased carries ``due_shard``/``due_sk``, which put it i
 first, merged over the shards) and leases each with an update conditional on the state, due time
 and attempt count it read, so two workers never lease the same job: the slower one's condition
 fails and it moves on. In the cloud the table's stream starts the review Lambda on each enqueue.
+
+A dead job stays in the same sparse index under partitions of its own (``dead#<shard>``, sorted by
+when it was given up), which ``claim`` and ``pending`` never read: an operator lists dead jobs
+without a scan of the table and without another index to deploy.
 """
 from __future__ import annotations
 
 import heapq
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from typing import Any, Sequence
 
-from pynamodb.exceptions import UpdateError
+from pynamodb.exceptions import DoesNotExist, UpdateError
 
-from ..ports import ReviewJob
+from ..ports import DeadJob, ReviewJob
 from .dynamo_errors import boundary, failed_condition
 from .dynamo_items import compose, micros, shard_of, us_key, us_key_bound
 from .dynamo_models import DynamoTables
 
 PENDING, LEASED, DONE, DEAD = "pending", "leased", "done", "dead"
+DEAD_SHARD = "dead#"  # prefix of the due index's partitions that hold dead jobs
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class DynamoReviewQueue:
@@ -98,8 +104,50 @@ class DynamoReviewQueue:
         actions = [J.state.set(PENDING), J.last_error.set(error), *self._due(job.tenant_id, job.trajectory_id, job.kind, due_us)]
         self._finish(job, actions, "retry_later")
 
-    def dead(self, job: ReviewJob, error: str) -> None:
-        self._finish(job, [self.Job.state.set(DEAD), self.Job.last_error.set(error), *self._not_due()], "dead")
+    def _dead_at(self, tenant_id: str, trajectory_id: str, kind: str, failed_us: int) -> list:
+        J = self.Job
+        shard = DEAD_SHARD + shard_of(compose(tenant_id, trajectory_id, kind), self.tables.config.shards)
+        return [J.due_us.set(failed_us), J.due_shard.set(shard), J.due_sk.set(us_key(failed_us, tenant_id, trajectory_id, kind))]
+
+    def dead(self, job: ReviewJob, error: str, now: datetime | None = None) -> None:
+        J = self.Job
+        if now is None:  # the end of its last lease, which the item still holds
+            with boundary("dead"):
+                try:
+                    failed_us = int(J.get(job.tenant_id, compose(job.trajectory_id, job.kind)).due_us)
+                except DoesNotExist:
+                    return
+        else:
+            failed_us = micros(now)
+        actions = [J.state.set(DEAD), J.last_error.set(error), *self._dead_at(job.tenant_id, job.trajectory_id, job.kind, failed_us)]
+        self._finish(job, actions, "dead")
+
+    def dead_jobs(self, tenant_id: str | None = None, limit: int = 100) -> list[DeadJob]:
+        J = self.Job
+        if limit <= 0:
+            return []
+        only = (J.tenant_id == tenant_id) if tenant_id is not None else None
+        with boundary("dead_jobs"):
+            shards = [J.due.query(DEAD_SHARD + s, filter_condition=only, page_size=max(limit, 10)) for s in self.tables.shards]
+            out = []
+            for job in heapq.merge(*shards, key=lambda j: j.due_sk):
+                out.append(DeadJob(job.tenant_id, job.trajectory_id, job.kind, int(job.attempts), job.last_error,
+                                   _EPOCH + timedelta(microseconds=int(job.due_us))))
+                if len(out) == limit:
+                    break
+        return out
+
+    def redrive(self, jobs: Sequence[DeadJob], now: datetime) -> int:
+        J = self.Job
+        redriven = 0
+        with boundary("redrive"):
+            for j in jobs:
+                redriven += self._update(
+                    J(j.tenant_id, compose(j.trajectory_id, j.kind)),
+                    [J.state.set(PENDING), J.attempts.set(0), *self._due(j.tenant_id, j.trajectory_id, j.kind, micros(now))],
+                    J.state == DEAD,
+                )
+        return redriven
 
     def pending(self) -> int:
         with boundary("pending"):

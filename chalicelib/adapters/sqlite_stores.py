@@ -9,7 +9,7 @@ from typing import Sequence
 
 from ..domain.errors import Conflict, InvalidInput, NotFound
 from ..domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
-from ..ports import AppendResult, Page, ReviewJob
+from ..ports import AppendResult, DeadJob, Page, ReviewJob
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
 from .sqlite_db import SqliteDatabase, decode_cursor, dumps, encode_cursor, from_us, to_us
 
@@ -338,8 +338,31 @@ class SqliteReviewQueue:
     def retry_later(self, job: ReviewJob, error: str, now: datetime, delay_seconds: float) -> None:
         self._set(job, "pending", error, to_us(now) + int(delay_seconds * 1_000_000))
 
-    def dead(self, job: ReviewJob, error: str) -> None:
-        self._set(job, "dead", error)
+    def dead(self, job: ReviewJob, error: str, now: datetime | None = None) -> None:
+        # a dead job is never due again: its due time records when it was given up
+        self._set(job, "dead", error, to_us(now) if now is not None else None)
+
+    def dead_jobs(self, tenant_id: str | None = None, limit: int = 100) -> list[DeadJob]:
+        rows = self.db.read().execute(
+            "SELECT tenant_id, trajectory_id, kind, attempts, last_error, due_us FROM review_jobs"
+            " WHERE state='dead' AND (? IS NULL OR tenant_id=?) ORDER BY due_us, tenant_id, trajectory_id, kind LIMIT ?",
+            (tenant_id, tenant_id, limit),
+        ).fetchall()
+        return [
+            DeadJob(r["tenant_id"], r["trajectory_id"], r["kind"], r["attempts"], r["last_error"], from_us(r["due_us"]))
+            for r in rows
+        ]
+
+    def redrive(self, jobs: Sequence[DeadJob], now: datetime) -> int:
+        with self.db.write() as conn:
+            return sum(
+                conn.execute(
+                    "UPDATE review_jobs SET state='pending', attempts=0, due_us=?"
+                    " WHERE tenant_id=? AND trajectory_id=? AND kind=? AND state='dead'",
+                    (to_us(now), j.tenant_id, j.trajectory_id, j.kind),
+                ).rowcount
+                for j in jobs
+            )
 
     def release_leases(self, now: datetime) -> int:
         with self.db.write() as conn:

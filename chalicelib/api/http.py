@@ -87,3 +87,7 @@ def trajectory_out(traj: Trajectory) -> dict[str, Any]:
 
 def hit_out(hit: Hit) -> dict[str, Any]:
     return {"experience": experience_out(hit.experience), "score": hit.score, "explanation": asdict(hit.explanation)}
+
+
+def failed_review_out(job: Any) -> dict[str, Any]:
+    return s.FailedReviewOut.model_validate(asdict(job)).model_dump(mode="json")

@@ -29,6 +29,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, int, type[BaseModel] |
     ("post", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store", None, 200, s.ReindexOut, "tenant", (401,)),
     ("get", "/v1/stats", "Counts by status and a freshness histogram", None, 200, s.StatsOut, "tenant", (401,)),
     ("post", "/v1/maintenance/decay", "Decay freshness and archive stale lessons", s.DecayIn, 200, s.DecayOut, "admin", (400, 401, 413, 422)),
+    ("get", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason", None, 200, s.FailedReviewList, "admin", (400, 401, 422)),
+    ("post", "/v1/maintenance/redrive", "Send failed reviews round again (all, a tenant's, or listed trajectories)", s.RedriveIn, 200, s.RedriveOut, "admin", (400, 401, 413, 422)),
 ]
 
 _LIST_PARAMS = [

@@ -317,6 +317,35 @@ class ReindexOut(Model):
     reindexed: int
 
 
+class FailedReviewsQuery(Strict):
+    tenant_id: Id | None = None
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100
+
+
+class FailedReviewOut(Model):
+    tenant_id: str
+    trajectory_id: str
+    kind: str = Field(description="full, or local:<event_id> for the review of an ingest anomaly")
+    attempts: int
+    error: str | None = None
+    failed_at: datetime | None = None
+
+
+class FailedReviewList(Model):
+    failed: list[FailedReviewOut]
+
+
+class RedriveIn(Strict):
+    """Without tenant_id nor trajectory_ids every failed review is sent round again."""
+
+    tenant_id: Id | None = None
+    trajectory_ids: Annotated[list[Id], Field(max_length=1000)] | None = None
+
+
+class RedriveOut(Model):
+    redriven: int
+
+
 class HistogramBucket(Model):
     bucket: str
     count: int

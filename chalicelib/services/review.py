@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..domain.anomaly import WINDOW, qualifies_for_full_review
 from ..domain.distill import draft_to_experience, merge_into, passes_quality_gate, should_supersede, supersede
 from ..domain.errors import NotFound
 from ..domain.models import Experience, ExperienceStatus, Trajectory, TrajectoryStatus
 from ..domain.review import Review
-from ..ports import IndexEntry, IndexFilter, ReviewJob
+from ..ports import DeadJob, IndexEntry, IndexFilter, ReviewJob
 from .deps import Deps
 
 log = logging.getLogger(__name__)
@@ -202,16 +202,64 @@ def _run(deps: Deps, job: ReviewJob) -> None:
         reason = f"{type(exc).__name__}: {exc}"[:500]
         log.warning("review %s of %s failed (attempt %d): %s", job.kind, job.trajectory_id, job.attempts, reason)
         if job.attempts >= deps.review_max_attempts:
-            deps.queue.dead(job, reason)
+            now = deps.clock.now()
+            deps.queue.dead(job, reason, now)
             if job.kind == "full":  # a failed local review leaves the full one to come
-                deps.trajectories.save_review(
-                    job.tenant_id, job.trajectory_id, TrajectoryStatus.REVIEW_FAILED.value, [], {"error": reason},
-                    deps.clock.now(),
-                )
+                _mark_failed(deps, job, reason, now)
         else:
             deps.queue.retry_later(job, reason, deps.clock.now(), delay_seconds=min(300.0, 2.0**job.attempts))
         return
     deps.queue.complete(job)
+
+
+def _mark_failed(deps: Deps, job: ReviewJob, reason: str, now) -> None:
+    """``review_failed`` with the reason, for the tenant and the operator to see; the lessons of
+    local reviews and their summaries stay."""
+    traj = deps.trajectories.get(job.tenant_id, job.trajectory_id)
+    review = {"error": reason, "attempts": job.attempts, "failed_at": now.isoformat(), "kind": job.kind,
+              "local": (traj.review or {}).get("local", [])}
+    deps.trajectories.save_review(
+        job.tenant_id, job.trajectory_id, TrajectoryStatus.REVIEW_FAILED.value, traj.experience_ids, review, now
+    )
+
+
+def failed_reviews(deps: Deps, tenant_id: str | None = None, limit: int = 100) -> list[DeadJob]:
+    """Review jobs given up on, oldest first: what an operator looks at before a redrive."""
+    return deps.queue.dead_jobs(tenant_id, limit)
+
+
+def redrive_failed(
+    deps: Deps, tenant_id: str | None = None, trajectory_ids: Sequence[str] | None = None, limit: int = 1000
+) -> int:
+    """Send failed reviews round again with a fresh set of attempts (all of them, one tenant's, or
+    the listed trajectories'); returns how many jobs were redriven.
+
+    A trajectory of a failed full review goes back to ``finalized`` before its job is redriven: a
+    crash in between leaves a finalized trajectory with a dead job, which the outbox sweep
+    (``requeue_unreviewed``) enqueues again. The review then runs as any other, so its lessons
+    are written once (deterministic ids; a source already counted changes nothing).
+    """
+    wanted = set(trajectory_ids) if trajectory_ids is not None else None
+    jobs = [j for j in deps.queue.dead_jobs(tenant_id, limit) if wanted is None or j.trajectory_id in wanted]
+    now = deps.clock.now()
+    for job in jobs:
+        if job.kind == "full":
+            _reopen_failed(deps, job, now)
+    return deps.queue.redrive(jobs, now)
+
+
+def _reopen_failed(deps: Deps, job: DeadJob, now) -> None:
+    try:
+        traj = deps.trajectories.get(job.tenant_id, job.trajectory_id)
+    except NotFound:  # dead because the trajectory is gone: the redriven job dies again at once
+        return
+    if traj.status is not TrajectoryStatus.REVIEW_FAILED:
+        return
+    previous = {k: v for k, v in (traj.review or {}).items() if k != "local"}
+    review = {"local": (traj.review or {}).get("local", []), "redriven": {"at": now.isoformat(), "previous": previous}}
+    deps.trajectories.save_review(
+        job.tenant_id, job.trajectory_id, TrajectoryStatus.FINALIZED.value, traj.experience_ids, review, now
+    )
 
 
 def requeue_unreviewed(deps: Deps) -> int:

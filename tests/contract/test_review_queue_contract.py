@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chalicelib.ports import ReviewJob
+from chalicelib.ports import DeadJob, ReviewJob
 
 from .conftest import T0
 
@@ -191,3 +191,72 @@ def test_a_dead_job_sent_back_by_an_operator_starts_a_fresh_set_of_attempts(revi
     review_queue.dead(job, "gave up")
     review_queue.enqueue("t1", "tr1", "full", at(2000))
     assert review_queue.claim(at(2000), LEASE) == [ReviewJob("t1", "tr1", "full", 1)]
+
+
+# --- dead jobs: what an operator sees and sends round again ----------------------------------
+
+
+def _kill(queue, tenant_id: str, trajectory_id: str, kind: str, failed_at: float, error: str = "gave up") -> None:
+    queue.enqueue(tenant_id, trajectory_id, kind, at(failed_at))
+    (job,) = [j for j in queue.claim(at(failed_at), LEASE, limit=50) if (j.trajectory_id, j.kind) == (trajectory_id, kind)]
+    queue.dead(job, error, at(failed_at))
+
+
+def test_dead_jobs_show_the_error_the_attempts_and_when_they_were_given_up(review_queue):
+    review_queue.enqueue("t1", "tr1", "full", at(0))
+    (job,) = review_queue.claim(at(0), LEASE)
+    review_queue.retry_later(job, "timeout", at(1), 1)
+    (job,) = review_queue.claim(at(2), LEASE)
+    review_queue.dead(job, "APITimeoutError: Request timed out.", at(3))
+    assert review_queue.dead_jobs() == [DeadJob("t1", "tr1", "full", 2, "APITimeoutError: Request timed out.", at(3))]
+
+
+def test_dead_jobs_are_listed_oldest_failure_first_per_tenant_or_for_all(review_queue):
+    _kill(review_queue, "t1", "late", "full", 30)
+    _kill(review_queue, "t2", "other", "full", 20)
+    _kill(review_queue, "t1", "early", "local:e1", 10)
+    review_queue.enqueue("t1", "alive", "full", at(0))  # pending: not dead
+    assert keys(review_queue.dead_jobs()) == [("t1", "early", "local:e1"), ("t2", "other", "full"), ("t1", "late", "full")]
+    assert keys(review_queue.dead_jobs(tenant_id="t1")) == [("t1", "early", "local:e1"), ("t1", "late", "full")]
+    assert keys(review_queue.dead_jobs(limit=1)) == [("t1", "early", "local:e1")]
+    assert review_queue.dead_jobs(tenant_id="nobody") == []
+
+
+def test_dead_jobs_never_count_as_pending_nor_get_claimed(review_queue):
+    _kill(review_queue, "t1", "tr1", "full", 0)
+    assert review_queue.pending() == 0
+    assert review_queue.claim(at(10_000), LEASE) == []
+    assert review_queue.release_leases(at(10_000)) == 0
+
+
+def test_a_redriven_job_is_due_at_once_with_a_fresh_set_of_attempts_and_no_longer_dead(review_queue):
+    _kill(review_queue, "t1", "tr1", "full", 0)
+    _kill(review_queue, "t1", "tr2", "full", 1)
+    (first, second) = review_queue.dead_jobs()
+    assert review_queue.redrive([first], at(50)) == 1
+    assert keys(review_queue.dead_jobs()) == [("t1", "tr2", "full")]
+    assert review_queue.pending() == 1
+    assert review_queue.claim(at(49), LEASE) == []
+    assert review_queue.claim(at(50), LEASE) == [ReviewJob("t1", "tr1", "full", 1)]
+
+
+def test_redrive_leaves_jobs_that_are_not_dead_alone(review_queue):
+    _kill(review_queue, "t1", "tr1", "full", 0)
+    (dead,) = review_queue.dead_jobs()
+    assert review_queue.redrive([dead], at(5)) == 1
+    (job,) = review_queue.claim(at(5), LEASE)
+    # redriven twice (two operators, or a retried request): the leased job is not reset
+    assert review_queue.redrive([dead], at(6)) == 0
+    assert review_queue.claim(at(6), LEASE) == []
+    review_queue.complete(job)
+    assert review_queue.redrive([dead, DeadJob("t9", "unknown", "full", 1, None, None)], at(7)) == 0
+    assert review_queue.pending() == 0 and review_queue.dead_jobs() == []
+
+
+def test_dead_jobs_survive_a_restart(durable_backend):
+    _kill(durable_backend.queue(), "t1", "tr1", "full", 0, "boom")
+    again = durable_backend.reopen().queue()
+    (dead,) = again.dead_jobs()
+    assert (dead.trajectory_id, dead.error, dead.attempts) == ("tr1", "boom", 1)
+    assert again.redrive([dead], at(1)) == 1
+    assert keys(again.claim(at(1), LEASE)) == [("t1", "tr1", "full")]

@@ -9,6 +9,7 @@ delivered twice. Nothing is lost, nothing duplicated.
 from __future__ import annotations
 
 import uuid
+from contextlib import contextmanager
 from datetime import timedelta
 
 import boto3
@@ -35,8 +36,9 @@ EVENTS = [
 ]
 
 
-@pytest.fixture()
-def stack(monkeypatch):
+@contextmanager
+def local_stack(monkeypatch, **settings_overrides):
+    """The stack, with settings of a test's own (e.g. a short LLM timeout)."""
     for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
                        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}.items():
         monkeypatch.setenv(key, value)
@@ -47,7 +49,7 @@ def stack(monkeypatch):
             opensearch_endpoint=node_url(), opensearch_service="none", opensearch_index=f"{prefix}experiences",
             embedder="openai", embedding_dim=64, openai_base_url=stub.base_url, llm_max_retries=0,
             admin_key=ADMIN, review_max_attempts=3,
-        )
+        ).model_copy(update=settings_overrides)
         ddb = boto3.client("dynamodb", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
         ddb.create_table(
             TableName=f"{prefix}idempotency", BillingMode="PAY_PER_REQUEST",
@@ -65,6 +67,12 @@ def stack(monkeypatch):
         container.set_deps(None, Settings())
         lambda_handlers._idempotent_runner.cache_clear()
         deps.index.client.indices.delete(index=settings.opensearch_index, ignore_unavailable=True)
+
+
+@pytest.fixture()
+def stack(monkeypatch):
+    with local_stack(monkeypatch) as s:
+        yield s
 
 
 def scheduled(api: Api, name: str):
@@ -134,6 +142,9 @@ def test_a_failing_llm_and_a_down_index_lose_nothing_and_duplicate_nothing(stack
     assert traj["status"] == "reviewed"
     listed = api.call("GET", "/v1/experiences", key).json_body["items"]
     assert [e["experience_id"] for e in listed] == traj["experience_ids"]  # stored once, though attempt 2 wrote it
+    assert [(e["sources"], e["support"]) for e in listed] == [(["t1"], 1)]  # and counted once
+    tenant_id = api.call("GET", "/v1/tenants", ADMIN).json_body["tenants"][0]["tenant_id"]
+    assert deps.index.count(tenant_id) == 1
     hits = api.call("POST", "/v1/recall", key, QUERY).json_body["hits"]
     assert [h["experience"]["experience_id"] for h in hits] == traj["experience_ids"]
     assert poller.dead_letters == []
@@ -162,6 +173,7 @@ def test_a_record_delivered_twice_creates_no_second_experience(stack):
     poller.poll_once()
     assert deps.queue.pending() == 0
     after = api.call("GET", "/v1/experiences", key).json_body["items"]
-    assert [(e["experience_id"], e["support"], e["version"]) for e in after] == [
-        (e["experience_id"], e["support"], e["version"]) for e in before
+    assert [(e["experience_id"], e["support"], e["version"], e["sources"]) for e in after] == [
+        (e["experience_id"], e["support"], e["version"], ["t1"]) for e in before
     ]
+    assert deps.index.count(tenant_id) == 1

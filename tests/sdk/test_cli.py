@@ -179,3 +179,49 @@ def test_decay_as_of_a_later_date_archives_stale_lessons_and_import_skips_them(l
     assert revived.exit_code == 0
     with tenant_client(lonely_server, target) as c:
         assert c.get_experience(exp.experience_id).status == "active"
+
+
+WEATHER = [
+    {"event_id": "e1", "type": "user_input", "content": {"text": "weather tomorrow?"}},
+    {"event_id": "e2", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow"}, "status": "error",
+                                                        "error": "MissingParameter: city is required"}},
+    {"event_id": "e3", "type": "tool_call", "content": {"tool": "ask_user", "params": {"question": "Which city?"}, "result": "Lyon"}},
+    {"event_id": "e4", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow", "city": "Lyon"},
+                                                        "result": "rain"}},
+]  # fmt: skip
+
+
+def test_a_failed_review_is_listed_with_its_reason_and_redriven_once_the_llm_is_back(tmp_path: Path) -> None:
+    from devtools.openai_stub import OpenAIStub
+
+    with OpenAIStub() as stub:
+        stub.faults(fail=1000)
+        srv = HindsightServer(tmp_path / "data", env={"HINDSIGHT_OPENAI_BASE_URL": stub.base_url, "HINDSIGHT_LLM_MAX_RETRIES": "0",
+                                                      "HINDSIGHT_REVIEW_MAX_ATTEMPTS": "1"}).start()  # fmt: skip
+        try:
+            key = srv.new_tenant("llm-down")
+            with tenant_client(srv, key) as c:
+                c.start_trajectory("weather-bot", "Will it rain tomorrow?", trajectory_id="w1", tools=["get_weather", "ask_user"])
+                c.append_events("w1", WEATHER)
+                c.finalize("w1", "success")
+                assert c.wait_for_review("w1", timeout=30).status == "review_failed"
+            failed = json.loads(hindsight(srv, "reviews", "failed", "--json").stdout)
+            assert [(f["trajectory_id"], f["kind"], f["attempts"]) for f in failed] == [("w1", "full", 1)]
+            assert "stub failure" in failed[0]["error"]
+            table = hindsight(srv, "reviews", "failed").stdout
+            assert "w1" in table and "stub failure" in table
+
+            refused = hindsight(srv, "reviews", "redrive")  # which ones? it will not guess "all"
+            assert refused.exit_code == 2 and "--all" in refused.output
+            stub.faults()
+            done = hindsight(srv, "reviews", "redrive", "--tenant-id", failed[0]["tenant_id"])
+            assert done.exit_code == 0, done.output
+            assert "redriven 1" in done.stdout
+            with tenant_client(srv, key) as c:
+                traj = c.wait_for_review("w1", timeout=30)
+                assert traj.status == "reviewed" and len(traj.experience_ids) == 1
+                assert c.get_experience(traj.experience_ids[0]).raw["sources"] == ["w1"]
+            assert "no failed reviews" in hindsight(srv, "reviews", "failed").stdout
+            assert "redriven 0" in hindsight(srv, "reviews", "redrive", "--all").stdout
+        finally:
+            srv.stop()

@@ -220,3 +220,45 @@ def test_a_lessons_vector_is_the_prototype_of_its_situation_and_tasks(deps, cloc
     own = deps.index.similarities("t1", prototype, [exp_id])[exp_id]
     text_only = deps.index.similarities("t1", vectors[0], [exp_id])[exp_id]
     assert own > 0.999 and text_only < own
+
+
+def test_a_failed_full_review_keeps_the_local_lessons_and_a_redrive_reviews_it_once(deps, clock):
+    start(deps)
+    for _ in range(3):  # the same failing call three times: local reviews learn while the task runs
+        ingest.append_events(deps, "t1", "tr1", [call(clock, "export_report", {"month": "may"}, ok=False, error="Timeout: slow")])
+    ingest.append_events(deps, "t1", "tr1", [call(clock, "export_report", {"month": "may", "async": True})])
+    run_all(deps)
+    local_ids = ingest.get_trajectory(deps, "t1", "tr1").experience_ids
+    assert local_ids, "the local reviews learned something"
+
+    real_review = deps.reviewer.review
+
+    def full_fails(traj, events, kind):
+        if kind == "full":
+            raise ConnectionError("LLM endpoint down")
+        return real_review(traj, events, kind)
+
+    deps.reviewer.review = full_fails
+    deps.review_max_attempts = 2
+    ingest.finalize(deps, "t1", "tr1", "success", None)
+    for _ in range(2):
+        run_all(deps)
+        clock.advance(minutes=10)
+    traj = ingest.get_trajectory(deps, "t1", "tr1")
+    assert traj.status.value == "review_failed"
+    assert traj.review["error"] == "ConnectionError: LLM endpoint down" and traj.review["attempts"] == 2
+    assert traj.experience_ids == local_ids and len(traj.review["local"]) >= 1  # what the local reviews learned stays
+    (dead,) = review.failed_reviews(deps)
+    assert (dead.trajectory_id, dead.kind, dead.attempts) == ("tr1", "full", 2)
+    assert review.failed_reviews(deps, tenant_id="t2") == []
+
+    deps.reviewer.review = real_review
+    assert review.redrive_failed(deps, trajectory_ids=["other"]) == 0
+    assert review.redrive_failed(deps, tenant_id="t1") == 1
+    assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "finalized"
+    run_all(deps)
+    traj = ingest.get_trajectory(deps, "t1", "tr1")
+    assert traj.status.value == "reviewed" and set(local_ids) <= set(traj.experience_ids)
+    for exp_id in traj.experience_ids:  # each lesson counts this trajectory once
+        assert experiences.get_experience(deps, "t1", exp_id).sources == ["tr1"]
+    assert review.redrive_failed(deps) == 0 and review.failed_reviews(deps) == []

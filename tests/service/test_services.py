@@ -96,8 +96,7 @@ def test_a_failing_dependency_is_retried_then_dead_lettered_with_the_reason(deps
     # the experience row was written before the index failed: the store stays the truth, and a
     # redrive by an operator finishes the job without a second experience
     deps.embedder.embed = real_embed
-    deps.trajectories.save_review("t1", "tr1", "finalized", [], {}, clock.now())
-    deps.queue.enqueue("t1", "tr1", "full", clock.now())
+    assert review.redrive_failed(deps) == 1
     review.process_review_jobs(deps)
     traj = ingest.get_trajectory(deps, "t1", "tr1")
     assert traj.status.value == "reviewed"

@@ -26,6 +26,7 @@ from .models import (
     Experience,
     ExperiencePage,
     Explanation,
+    FailedReview,
     Health,
     Hit,
     KeyRotated,
@@ -42,7 +43,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "APIError", "Anomaly", "AnomalyDetector", "AsyncHindsight", "Config", "ConfigurationError", "Conflict",
-    "DecayReport", "EventsAccepted", "Experience", "ExperiencePage", "Explanation", "Health", "Hindsight",
+    "DecayReport", "EventsAccepted", "Experience", "ExperiencePage", "Explanation", "FailedReview", "Health", "Hindsight",
     "HindsightError", "Hit", "InvalidRequest", "KeyRotated", "NO_RETRY", "NotFound", "PayloadTooLarge",
     "RateLimited", "RecallResult", "ReindexReport", "RetryPolicy", "ServerError", "Stats", "Tenant",
     "TenantCreated", "Trajectory", "TrajectoryRecorder", "TransportError", "Unauthorized", "advice_for",

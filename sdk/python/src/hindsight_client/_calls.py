@@ -14,6 +14,7 @@ from ._core import Call
 from .models import (
     DecayReport,
     EventsAccepted,
+    FailedReview,
     Experience,
     ExperiencePage,
     ExperienceStatus,
@@ -27,6 +28,8 @@ from .models import (
     Tenant,
     TenantCreated,
     Trajectory,
+    parse_failed_reviews,
+    parse_redriven,
     parse_tenants,
 )
 
@@ -78,6 +81,19 @@ def rotate_key(tenant_id: str, *, revoke_old: bool = True) -> Call[KeyRotated]:
 def decay(as_of: datetime | str | int | None = None) -> Call[DecayReport]:
     return Call("POST", "/v1/maintenance/decay", DecayReport.from_json, json=_drop_none({"as_of": _time(as_of)}),
                 auth="admin", idempotent=False)  # fmt: skip
+
+
+def failed_reviews(tenant_id: str | None = None, limit: int = 100) -> Call[list[FailedReview]]:
+    """Reviews the service gave up on, oldest first, with the reason (admin)."""
+    return Call("GET", "/v1/maintenance/failed-reviews", parse_failed_reviews,
+                params={"tenant_id": tenant_id, "limit": limit}, auth="admin")  # fmt: skip
+
+
+def redrive(tenant_id: str | None = None, trajectory_ids: Sequence[str] | None = None) -> Call[int]:
+    """Send failed reviews round again: all of them, a tenant's, or the listed trajectories'
+    (admin). Returns how many were redriven; sending it twice redrives nothing more."""
+    body = _drop_none({"tenant_id": tenant_id, "trajectory_ids": list(trajectory_ids) if trajectory_ids is not None else None})
+    return Call("POST", "/v1/maintenance/redrive", parse_redriven, json=body, auth="admin")
 
 
 def reindex() -> Call[ReindexReport]:

@@ -61,6 +61,8 @@ class _Endpoints:
     list_tenants = endpoint(_calls.list_tenants)
     rotate_key = endpoint(_calls.rotate_key)
     decay = endpoint(_calls.decay)
+    failed_reviews = endpoint(_calls.failed_reviews)
+    redrive = endpoint(_calls.redrive)
     # tenant key
     reindex = endpoint(_calls.reindex)
     stats = endpoint(_calls.stats)

@@ -258,3 +258,28 @@ class Stats:
             trajectories=dict(data.get("trajectories") or {}),
             freshness_histogram=tuple((b["bucket"], int(b["count"])) for b in data.get("freshness_histogram") or ()),
         )
+
+
+@dataclass(frozen=True)
+class FailedReview:
+    """A review the service gave up on after its last attempt (admin: ``failed_reviews``)."""
+
+    tenant_id: str
+    trajectory_id: str
+    kind: str
+    attempts: int
+    error: str | None = None
+    failed_at: datetime | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FailedReview:
+        return cls(tenant_id=data["tenant_id"], trajectory_id=data["trajectory_id"], kind=data["kind"],
+                   attempts=int(data["attempts"]), error=data.get("error"), failed_at=parse_time(data.get("failed_at")))  # fmt: skip
+
+
+def parse_failed_reviews(data: dict[str, Any]) -> list[FailedReview]:
+    return [FailedReview.from_json(f) for f in data.get("failed") or ()]
+
+
+def parse_redriven(data: dict[str, Any]) -> int:
+    return int(data["redriven"])

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..config import Config
-from . import backup, ops, tenants
+from . import backup, ops, reviews, tenants
 from ._common import config
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # locals would print API keys
 )
 app.add_typer(tenants.app, name="tenants")
+app.add_typer(reviews.app, name="reviews")
 app.command("export")(backup.export)
 app.command("import")(backup.import_)
 app.command("recall")(ops.recall)
