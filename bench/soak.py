@@ -32,6 +32,7 @@ second. Prints numbers; it is not a pass/fail test; the machine is shared: read 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import secrets
@@ -345,7 +346,8 @@ class Moto:
         import httpx
 
         cmd = ([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)] if self.mode == "plain"
-               else [sys.executable, str(Path(__file__).resolve()), "--moto-child", str(self.port)])
+               else [sys.executable, str(Path(__file__).resolve()), "--moto-child", str(self.port),
+                     *(["--moto-backup-once"] if self.mode == "atomic-fast" else [])])
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
@@ -376,6 +378,7 @@ class Moto:
 
 
 COUNT_PATH = "/_soak/requests"
+OPS_PATH = "/_soak/operations"
 
 
 def moto_requests(moto_url: str | None) -> int | None:
@@ -391,11 +394,62 @@ def moto_requests(moto_url: str | None) -> int | None:
         return None
 
 
-def moto_child(port: int) -> None:
+def moto_operations(moto_url: str | None) -> dict[str, list[float]]:
+    """DynamoDB operation -> [requests, seconds moto spent on them], from the atomic moto child."""
+    import httpx
+
+    if not moto_url:
+        return {}
+    try:
+        r = httpx.get(moto_url + OPS_PATH, timeout=10, trust_env=False)
+        return r.json() if r.status_code == 200 else {}
+    except (httpx.HTTPError, ValueError):
+        return {}
+
+
+def backup_each_table_once() -> None:
+    """moto 5.2's TransactWriteItems deep-copies a table once per item that names it, as a rollback
+    backup taken before any write: an append of n events copies the events table (and its stream
+    records) about 2n times, so each append costs O(n x table size) and the soak measures moto's
+    copying. Taking the same backup once per table per transaction leaves the semantics as they are
+    (one request runs at a time here, and every copy is taken before the first write)."""
+    import copy
+    import types
+
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    state: dict[str, dict[int, Any] | None] = {"cache": None}
+
+    def deepcopy(obj: Any, memo: Any = None) -> Any:
+        cache = state["cache"]
+        if cache is None or memo is not None or not isinstance(obj, Table):
+            return copy.deepcopy(obj, memo)
+        if id(obj) not in cache:
+            cache[id(obj)] = copy.deepcopy(obj)
+        return cache[id(obj)]
+
+    models.copy = types.SimpleNamespace(**{**vars(copy), "deepcopy": deepcopy})
+    original = models.DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list) -> None:
+        state["cache"] = {}
+        try:
+            return original(self, transact_items)
+        finally:
+            state["cache"] = None
+
+    models.DynamoDBBackend.transact_write_items = transact_write_items
+
+
+def moto_child(port: int, backup_once: bool) -> None:
     """``--moto-child PORT``: moto's WSGI app behind one lock (DynamoDB's per-item atomicity, which
     moto's threaded server lacks for conditional writes), as tests/contract/dynamo_backend.py does."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
+
+    if backup_once:
+        backup_each_table_once()
 
     class Quiet(MotoRequestHandler):
         def log_request(self, *args: Any, **kwargs: Any) -> None:
@@ -404,14 +458,24 @@ def moto_child(port: int) -> None:
     app = DomainDispatcherApplication(create_backend_app)
     lock = threading.Lock()
     served = [0]
+    per_op: dict[str, list[float]] = {}  # X-Amz-Target -> [count, seconds]
 
     def atomic(environ: Any, start_response: Any) -> Any:
-        if environ.get("PATH_INFO") == COUNT_PATH:  # how many requests moto served, for the report
-            start_response("200 OK", [("Content-Type", "text/plain")])
-            return [str(served[0]).encode()]
+        path = environ.get("PATH_INFO")
+        if path in (COUNT_PATH, OPS_PATH):  # how many requests moto served, and their cost, for the report
+            start_response("200 OK", [("Content-Type", "application/json")])
+            with lock:
+                body = str(served[0]) if path == COUNT_PATH else json.dumps(per_op)
+            return [body.encode()]
+        op = (environ.get("HTTP_X_AMZ_TARGET") or "?").rsplit(".", 1)[-1]
         with lock:
+            t = time.perf_counter()
             served[0] += 1
-            return list(app(environ, start_response))
+            out = list(app(environ, start_response))
+            acc = per_op.setdefault(op, [0, 0.0])
+            acc[0] += 1
+            acc[1] += time.perf_counter() - t
+            return out
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     make_server(HOST, port, atomic, threaded=True, request_handler=Quiet).serve_forever()
@@ -473,7 +537,7 @@ def start_stack(backend: str, tmp: str, args: argparse.Namespace, stub_url: str 
         raise
     cleanup.append(server.stop)
     pids = {"server": server.proc.pid, **pids}
-    moto_url = env.get("HINDSIGHT_DYNAMODB_ENDPOINT") if args.moto == "atomic" else None
+    moto_url = env.get("HINDSIGHT_DYNAMODB_ENDPOINT") if args.moto != "plain" else None
     return Stack(backend, server, pids, cleanup, note, moto_url)
 
 
@@ -623,12 +687,14 @@ def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str 
         sampler.mark("warm")
         cpu0 = {name: proc_cpu_seconds(pid) for name, pid in stack.pids.items()}
         ccpu0 = time.process_time()
-        ddb0 = moto_requests(stack.moto_url)
+        ddb0, ops0 = moto_requests(stack.moto_url), moto_operations(stack.moto_url)
         load, wall = run_level(url, keys, args.clients, args.duration, args.recall_share, "L")
         cpu1 = {name: proc_cpu_seconds(pid) for name, pid in stack.pids.items()}
         client_cpu = (time.process_time() - ccpu0) / wall
         ddb1 = moto_requests(stack.moto_url)
         ddb = ddb1 - ddb0 if ddb0 is not None and ddb1 is not None else None
+        ops1 = moto_operations(stack.moto_url)
+        ddb_ops = {op: (n - ops0.get(op, [0, 0.0])[0], sec - ops0.get(op, [0, 0.0])[1]) for op, (n, sec) in ops1.items()}
         cpu = {name: (cpu1[name] - cpu0[name]) / wall if cpu0[name] is not None and cpu1[name] is not None else None
                for name in stack.pids}
         sampler.mark("end")
@@ -642,7 +708,7 @@ def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str 
         check = verify_events(url, key_of, all_accepted)
         load_avg = os.getloadavg()
         return {"backend": backend, "note": stack.note, "base": base, "base_wall": base_wall if base else None,
-                "load": load, "wall": wall, "cpu": cpu, "ddb": ddb,
+                "load": load, "wall": wall, "cpu": cpu, "ddb": ddb, "ddb_ops": ddb_ops,
                 "client_cpu": client_cpu, "at_end": at_end, "drained": drained, "drain_s": drain_s, "check": check,
                 "alive": alive, "log": log_problems(server.log_path), "log_path": server.log_path,
                 "rss": {name: {"start": sampler.at(name, "start"), "warm": sampler.at(name, "warm"),
@@ -741,7 +807,10 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
         if r["ddb"] is not None:
             print(f"{r['backend']}: moto served {r['ddb']} DynamoDB requests during the load ="
                   f" {r['ddb'] / max(r['load'].requests(), 1):.1f} per API request (reviews included),"
-                  f" {r['ddb'] / r['wall']:.0f}/s")
+                  f" {r['ddb'] / r['wall']:.0f}/s; moto's time by operation (one request at a time):")
+            ops = sorted(((op, n, sec) for op, (n, sec) in r["ddb_ops"].items() if n), key=lambda x: -x[2])
+            for op, n, sec in ops[:6]:
+                print(f"    {op:<20} {n:>6} requests {sec:7.1f} s  mean {1000 * sec / n:7.1f} ms")
     for r in results:
         print(f"{r['backend']}: {r['note']}")
 
@@ -754,17 +823,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--tenants", type=int, default=8)
     parser.add_argument("--baseline-duration", type=float, default=10.0, help="seconds of the 1-client run (0: skip)")
     parser.add_argument("--recall-share", type=float, default=0.45, help="share of requests that are recalls")
-    parser.add_argument("--seed-per-tenant", type=int, default=10, help="reviewed trajectories per tenant before the run")
+    parser.add_argument("--seed-per-tenant", type=int, default=5, help="reviewed trajectories per tenant before the run")
     parser.add_argument("--drain-timeout", type=float, default=60.0, help="wait at most this long for pending reviews")
     parser.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     parser.add_argument("--llm-stub", action="store_true", help="review with the LLM reviewer on devtools/openai_stub.py")
-    parser.add_argument("--moto", choices=["atomic", "plain"], default="atomic")
+    parser.add_argument("--moto", choices=["atomic-fast", "atomic", "plain"], default="atomic-fast",
+                        help="atomic: one request at a time; -fast: and one rollback copy per table per transaction")
+    parser.add_argument("--moto-backup-once", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--opensearch-url", default=None, help="default: OPENSEARCH_URL, else a private node")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, SQLite)")
     parser.add_argument("--moto-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.moto_child is not None:
-        moto_child(args.moto_child)
+        moto_child(args.moto_child, args.moto_backup_once)
         return []
     if args.clients < 1 or args.tenants < 1 or args.duration <= 0 or not 0 <= args.recall_share < 1:
         parser.error("clients >= 1, tenants >= 1, duration > 0, 0 <= recall-share < 1")
