@@ -1,7 +1,7 @@
 """Soak: many concurrent clients mixing ingest and recall against the real server, per backend.
 
 Usage: .venv/bin/python bench/soak.py [--backend embedded|aws|both] [--clients 64] [--duration 60]
-       [--tenants 8] [--baseline-duration 10] [--recall-share 0.45] [--llm-stub] [--moto atomic|plain]
+       [--tenants 8] [--baseline-duration 10] [--recall-share 0.45] [--llm-stub] [--moto atomic-fast|atomic|plain]
 CI smoke: .venv/bin/python bench/soak.py --backend embedded --clients 8 --duration 5 --baseline-duration 2
 
 Each backend gets what it needs, started here and always stopped here:
@@ -12,9 +12,10 @@ Each backend gets what it needs, started here and always stopped here:
             by scripts/opensearch/start.sh) with an index of our own, deleted at the end, and the
             same server with ``HINDSIGHT_BACKEND=aws`` (MiniLM embedder; the server's worker
             claims the review jobs from the DynamoDB queue, as the stream's Lambda would).
-            ``--moto atomic`` (default) serves one request at a time, as tests/contract does:
-            moto does not make a conditional write atomic against a concurrent request, which
-            DynamoDB does; ``--moto plain`` is ``python -m moto.server`` as the README runs it.
+            ``--moto atomic`` serves one request at a time, as tests/contract does: moto does
+            not make a conditional write atomic against a concurrent request, which DynamoDB
+            does; ``atomic-fast`` (default) also takes moto's transaction rollback backup once per
+            table rather than once per item; ``plain`` is ``python -m moto.server`` as the README runs it.
 Reviews use the deterministic reviewer unless ``--llm-stub`` (devtools/openai_stub.py).
 
 Every client is a thread with its own keep-alive httpx.Client and one of ``--tenants`` API keys.
