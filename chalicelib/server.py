@@ -16,13 +16,18 @@ from typing import Any, Callable, Iterable
 from chalice.config import Config
 from chalice.local import LocalChalice, LocalGateway, LocalGatewayException
 
+from .domain.errors import HindsightError
+
 log = logging.getLogger("hindsight.server")
 
 
 
-def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
+def _error(status: int, code: str, message: str, retry_after: int | None = None) -> tuple[int, dict[str, str], bytes]:
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    return status, {"Content-Type": "application/json"}, body
+    headers = {"Content-Type": "application/json"}
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return status, headers, body
 
 
 def _translate_chalice_error(status: int, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -84,6 +89,11 @@ def _dispatch(gateway: LocalGateway, method: str, path: str, headers: dict, raw:
             return _error(401, "unauthorized", "missing Authorization header (expected 'Bearer <key>')")
         # the only other refusal: no route matches (our authorizer never denies)
         return _error(404, "not_found", f"no route for {method} {path.split('?')[0]}")
+    except HindsightError as exc:
+        # Routes map their own errors; this one escaped the authorizer, which runs before any route:
+        # the key lookup's store failed (Unavailable). Under load that is a 503 to retry, not a 500.
+        log.warning("authorizer failed: %s", exc)
+        return _error(exc.status, exc.code, exc.message, getattr(exc, "retry_after", None))
     except Exception:
         log.exception("request failed")
         return _error(500, "internal_error", "an internal error occurred; it has been logged")
