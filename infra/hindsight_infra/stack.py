@@ -389,17 +389,22 @@ class HindsightStack(cdk.Stack):
     def _contract_shaped_gateway_errors(self) -> None:
         """API Gateway answers some requests itself (no Authorization header, no such route, its own
         faults): give those answers the contract's error shape too, {"error": {"code", "message"}}."""
-        def response(status: int | None, code: str) -> dict[str, Any]:
+        def response(status: int | None, code: str, retry_after: int | None = None) -> dict[str, Any]:
             body = '{"error": {"code": "%s", "message": $context.error.messageString}}' % code
             out: dict[str, Any] = {"ResponseTemplates": {"application/json": body}}
             if status is not None:  # None: keep the status API Gateway chose
                 out["StatusCode"] = str(status)
+            if retry_after is not None:
+                out["ResponseParameters"] = {"Headers": {"Retry-After": f"'{retry_after}'"}}  # SAM's form
             return out
 
         self.chalice.get_resource("RestAPI").add_property_override("GatewayResponses", {
             "UNAUTHORIZED": response(401, "unauthorized"),
             "MISSING_AUTHENTICATION_TOKEN": response(404, "not_found"),  # what API Gateway says for an unknown route
             "ACCESS_DENIED": response(401, "unauthorized"),
+            # the authorizer raised (its key lookup's store failed): a retryable 503, as the routes say
+            "AUTHORIZER_FAILURE": response(503, "unavailable", retry_after=1),
+            "THROTTLED": response(429, "rate_limited", retry_after=1),  # the stage's own throttling
             "DEFAULT_4XX": response(None, "bad_request"),
             "DEFAULT_5XX": response(None, "internal_error"),
         })

@@ -500,6 +500,10 @@ def test_api_gateways_own_refusals_keep_the_contracts_error_shape(translated):
     assert str(responses["UNAUTHORIZED"]["statusCode"]) == "401"
     assert str(responses["MISSING_AUTHENTICATION_TOKEN"]["statusCode"]) == "404"
     assert "statusCode" not in responses["DEFAULT_4XX"]  # API Gateway's own status is kept
+    # an authorizer that raised (its store failed) and the stage's throttling are retryable
+    for name, status in (("AUTHORIZER_FAILURE", "503"), ("THROTTLED", "429")):
+        assert str(responses[name]["statusCode"]) == status
+        assert responses[name]["responseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
     for response in responses.values():
         body = response["responseTemplates"]["application/json"]
         assert body.startswith('{"error": {"code": "') and "$context.error.messageString" in body
