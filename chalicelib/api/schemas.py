@@ -26,7 +26,10 @@ def _to_utc(value: Any) -> Any:
 
 
 def _aware(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    try:
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    except OverflowError as exc:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        raise ValueError("time out of range once converted to UTC") from exc
 
 
 Time = Annotated[datetime, BeforeValidator(_to_utc), AfterValidator(_aware)]

@@ -242,3 +242,13 @@ def test_an_id_with_a_slash_is_read_back_through_the_server(api):
     assert status == 200 and body["trajectory_id"] == "team/flight-1"
     status, _, body = served("GET", "/v1/trajectories/team%2Fflight-1?x=1", key)
     assert status == 200 and body["trajectory_id"] == "team/flight-1"
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:01+00:03", "9999-12-31T23:59:59-01:00"])
+def test_a_time_that_leaves_the_calendar_in_utc_gets_422(api, when):
+    """Found by schemathesis: the conversion to UTC overflowed (OverflowError) and answered 500."""
+    key = api.tenant()
+    start(api, key)
+    event = {"type": "user_input", "content": {"text": "hi"}, "timestamp": when}
+    assert_error(api.call("POST", "/v1/trajectories/tr1/events", key, {"events": [event]}), 422, "invalid_input")
+    assert_error(api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": when}), 422, "invalid_input")
