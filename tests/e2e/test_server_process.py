@@ -23,14 +23,14 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, data_dir: Path, port: int) -> None:
-        self.data_dir, self.port = data_dir, port
+    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
+        self.data_dir, self.port, self.extra_env = data_dir, port, env or {}
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Server":
         env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-        env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_WORKER_POLL_SECONDS": "0.05"}
+        env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_WORKER_POLL_SECONDS": "0.05"} | self.extra_env
         self.log = open(self.data_dir.parent / f"server-{self.port}.log", "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "chalicelib.server"], cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 60
