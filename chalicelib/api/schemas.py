@@ -12,6 +12,7 @@ Name = Annotated[str, Field(min_length=1, max_length=128)]
 Text = Annotated[str, Field(max_length=8000)]
 NameList = Annotated[list[Name], Field(max_length=100)]
 MAX_METADATA_BYTES = 16_384
+EPOCH_MS_MAX = 253402300800000  # 10000-01-01T00:00:00Z
 
 
 def _to_utc(value: Any) -> Any:
@@ -32,7 +33,6 @@ def _aware(value: datetime) -> datetime:
         raise ValueError("time out of range once converted to UTC") from exc
 
 
-EPOCH_MS_MAX = 253402300800000  # 10000-01-01T00:00:00Z
 Time = Annotated[
     datetime,
     BeforeValidator(_to_utc),
