@@ -12,9 +12,10 @@ import sys
 import threading
 from http import HTTPStatus
 from typing import Any, Callable, Iterable
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 from chalice.config import Config
-from chalice.local import LocalChalice, LocalGateway, LocalGatewayException
+from chalice.local import LambdaEventConverter, LocalChalice, LocalGateway, LocalGatewayException, MatchResult, RouteMatcher
 
 from .domain.errors import HindsightError
 
@@ -53,13 +54,43 @@ def thread_safe(chalice_app: Any) -> Any:
     return chalice_app
 
 
+class DecodingRouteMatcher(RouteMatcher):
+    """Matches a percent-encoded path, then decodes each path parameter, as API Gateway does."""
+
+    def match_route(self, url: str) -> MatchResult:
+        match = super().match_route(url)
+        captured = {name: unquote(value, errors="replace") for name, value in match.captured.items()}
+        return MatchResult(match.route, captured, match.query_params)
+
+
+def gateway_path(environ: dict) -> str:
+    """The request path as Chalice's route matcher must see it: each segment percent-encoded.
+
+    The matcher splits the path with ``urlparse``: a decoded '#', '?' or ';' inside an id cut the
+    path short (a POST to /v1/trajectories/a#b/finalize reached GET /v1/trajectories/{id}: 405), and
+    a decoded '%2F' added a segment (an id with a '/' could not be read back). The raw request URI
+    keeps the client's segments; without it (a WSGI test transport) PATH_INFO is the best we have.
+    """
+    raw = environ.get("REQUEST_URI") or ""
+    if raw.startswith("/"):
+        segments = [unquote_to_bytes(seg) for seg in raw.split("?", 1)[0].split("/")]
+    else:
+        path = environ.get("PATH_INFO") or "/"
+        try:  # PEP 3333: the bytes of the decoded path, as latin-1
+            segments = [seg.encode("latin-1") for seg in path.split("/")]
+        except UnicodeEncodeError:
+            segments = [seg.encode() for seg in path.split("/")]
+    return "/".join(quote(seg, safe="") for seg in segments)
+
+
 def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
     chalice_app = thread_safe(chalice_app)
     gateway = LocalGateway(chalice_app, Config.create(chalice_stage="local", app_name=chalice_app.app_name))
+    gateway.event_converter = LambdaEventConverter(DecodingRouteMatcher(list(chalice_app.routes)), chalice_app.api.binary_types)
 
     def wsgi(environ: dict, start_response: Callable) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"]
-        path = environ.get("PATH_INFO") or "/"
+        path = gateway_path(environ)
         query = environ.get("QUERY_STRING")
         headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
         if environ.get("CONTENT_TYPE"):

@@ -51,10 +51,12 @@ def endpoint(view: Callable[..., Response]) -> Callable[..., Response]:
 def parse_json(raw: bytes | None, max_bytes: int, required: bool = True) -> Any:
     if raw is not None and len(raw) > max_bytes:
         raise PayloadTooLarge(f"request body is larger than {max_bytes} bytes")
-    if not raw or not raw.strip():
+    if not raw:
         if required:
             raise MalformedRequest("request body is empty; expected a JSON object")
         return {}
+    if not raw.strip():  # not empty, and not JSON either: a body that is there must parse
+        raise MalformedRequest("request body is only whitespace; expected a JSON object (or no body)")
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -5,13 +5,14 @@ import json
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 Id = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]*$")]
 Name = Annotated[str, Field(min_length=1, max_length=128)]
 Text = Annotated[str, Field(max_length=8000)]
 NameList = Annotated[list[Name], Field(max_length=100)]
 MAX_METADATA_BYTES = 16_384
+EPOCH_MS_MAX = 253402300800000  # 10000-01-01T00:00:00Z
 
 
 def _to_utc(value: Any) -> Any:
@@ -19,17 +20,27 @@ def _to_utc(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("expected ISO-8601 text or epoch milliseconds")
     if isinstance(value, (int, float)):
-        if not 0 <= value < 253402300800000:
+        if not 0 <= value < EPOCH_MS_MAX:
             raise ValueError("epoch milliseconds out of range")
         return datetime.fromtimestamp(value / 1000.0, tz=timezone.utc)
     return value
 
 
 def _aware(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    try:
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    except OverflowError as exc:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        raise ValueError("time out of range once converted to UTC") from exc
 
 
-Time = Annotated[datetime, BeforeValidator(_to_utc), AfterValidator(_aware)]
+Time = Annotated[
+    datetime,
+    BeforeValidator(_to_utc),
+    AfterValidator(_aware),
+    WithJsonSchema({"anyOf": [{"type": "string", "format": "date-time"},
+                              {"type": "number", "minimum": 0, "exclusiveMaximum": EPOCH_MS_MAX,
+                               "description": "epoch milliseconds"}]}, mode="validation"),
+]
 
 
 def _small_json(value: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +152,20 @@ CONTENT_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+def _content_by_type(schema: dict[str, Any]) -> None:
+    """The document says what the validator below checks: the content's shape follows the type."""
+    variants = []
+    for type_, model in CONTENT_MODELS.items():
+        content = model.model_json_schema()
+        variant: dict[str, Any] = {"properties": {"type": {"const": type_}, "content": content}}
+        if content.get("required"):
+            variant["required"] = ["content"]
+        variants.append(variant)
+    schema["oneOf"] = variants
+
+
 class EventIn(Strict):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True, json_schema_extra=_content_by_type)
     type: Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback"]
     event_id: Id | None = Field(default=None, description="Client-chosen; a repeat is a duplicate, not an error.")
     timestamp: Time | None = None
@@ -194,6 +218,10 @@ class TrajectoryOut(Model):
 
 
 class ExperienceIn(Strict):
+    model_config = ConfigDict(
+        extra="forbid", str_strip_whitespace=True, defer_build=True,
+        json_schema_extra={"anyOf": [{"required": [f], "properties": {f: {"pattern": r"\S"}}} for f in ("lesson", "advice")]},
+    )
     situation: Annotated[str, Field(min_length=1, max_length=4000)]
     lesson: Annotated[str, Field(max_length=4000)] = ""
     advice: Annotated[str, Field(max_length=4000)] = ""

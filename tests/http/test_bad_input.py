@@ -186,3 +186,69 @@ def test_a_dependency_that_is_down_answers_503_with_retry_after(api, monkeypatch
     resp = api.call("POST", "/v1/recall", key, {"query": "x"})
     assert_error(resp, 503, "unavailable")
     assert resp.headers["Retry-After"] == "1"
+
+
+def test_a_body_of_only_whitespace_gets_400_even_where_the_body_is_optional(api):
+    """Found by schemathesis: "\\n" was read as no body and the decay ran (200)."""
+    assert_error(api.call("POST", "/v1/maintenance/decay", "admin-test-key", raw="\n"), 400, "malformed_request")
+    assert_error(api.call("POST", "/v1/maintenance/decay", "admin-test-key", raw="  "), 400, "malformed_request")
+    assert api.call("POST", "/v1/maintenance/decay", "admin-test-key", raw="").status_code == 200
+
+
+def served(method: str, raw_uri: str, key: str | None = None, body: bytes = b""):
+    """One request through the embedded server's WSGI app, with the environ waitress builds:
+    PATH_INFO decoded (latin-1, PEP 3333) and REQUEST_URI as the client sent it."""
+    import io
+    from urllib.parse import unquote
+
+    import app as app_module
+    from chalicelib.server import make_wsgi_app
+
+    path, _, query = raw_uri.partition("?")
+    environ = {
+        "REQUEST_METHOD": method, "PATH_INFO": unquote(path, encoding="latin-1"), "REQUEST_URI": raw_uri,
+        "QUERY_STRING": query, "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+    }
+    if key:
+        environ["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    answer: dict = {}
+
+    def start_response(status, headers):
+        answer["status"], answer["headers"] = int(status.split()[0]), dict(headers)
+
+    out = b"".join(make_wsgi_app(app_module.app, 1_048_576)(environ, start_response))
+    return answer["status"], answer["headers"], json.loads(out)
+
+
+@pytest.mark.parametrize("unknown_id", ["a#b", "a?b", "a;b", "a%b", "\u00d1\x13#", "..", "a/b"])
+def test_url_delimiters_in_an_id_are_part_of_the_id(api, unknown_id):
+    """Found by schemathesis: the route matcher parsed the decoded path, so '#', '?' or ';' in an
+    id cut it short and POST .../finalize reached GET /v1/trajectories/{id}: 405 instead of 404."""
+    from urllib.parse import quote
+
+    key = api.tenant()
+    status, headers, body = served("POST", f"/v1/trajectories/{quote(unknown_id, safe='')}/finalize", key, b'{"outcome": "success"}')
+    assert (status, body["error"]["code"]) == (404, "not_found"), body
+    assert headers["Content-Type"] == "application/json"
+    assert unknown_id in body["error"]["message"]
+
+
+def test_an_id_with_a_slash_is_read_back_through_the_server(api):
+    """Client-chosen ids may hold '/'; sent as %2F, the id stays one path segment, as behind API Gateway."""
+    key = api.tenant()
+    assert start(api, key, "team/flight-1").status_code == 201
+    status, _, body = served("GET", "/v1/trajectories/team%2Fflight-1", key)
+    assert status == 200 and body["trajectory_id"] == "team/flight-1"
+    status, _, body = served("GET", "/v1/trajectories/team%2Fflight-1?x=1", key)
+    assert status == 200 and body["trajectory_id"] == "team/flight-1"
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:01+00:03", "9999-12-31T23:59:59-01:00"])
+def test_a_time_that_leaves_the_calendar_in_utc_gets_422(api, when):
+    """Found by schemathesis: the conversion to UTC overflowed (OverflowError) and answered 500."""
+    key = api.tenant()
+    start(api, key)
+    event = {"type": "user_input", "content": {"text": "hi"}, "timestamp": when}
+    assert_error(api.call("POST", "/v1/trajectories/tr1/events", key, {"events": [event]}), 422, "invalid_input")
+    assert_error(api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": when}), 422, "invalid_input")
