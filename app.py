@@ -42,13 +42,20 @@ def api_key_authorizer(auth_request) -> AuthResponse:
 
 
 def _tenant() -> str:
-    """The tenant the authorizer resolved; without one (a direct invocation), resolve it here."""
+    """The tenant of the request, which then takes one request from the tenant's rate limit.
+
+    The authorizer resolved it; without one (a direct invocation), it is resolved here. The limit
+    is taken here, not in the authorizer, whose answer API Gateway may cache per key.
+    """
     resolved = (app.current_request.context or {}).get("authorizer") or {}
     if resolved.get("tenant_id"):
-        return resolved["tenant_id"]
-    if resolved.get("error"):
+        tenant_id = resolved["tenant_id"]
+    elif resolved.get("error"):
         raise Unauthorized(resolved["error"])
-    return tenants.authenticate(get_deps(), app.current_request.headers.get("authorization"))
+    else:
+        tenant_id = tenants.authenticate(get_deps(), app.current_request.headers.get("authorization"))
+    tenants.admit(get_deps(), tenant_id)
+    return tenant_id
 
 
 def _admin() -> None:

@@ -116,8 +116,15 @@ def build_reviewer(settings: Settings):
     return LLMReviewer(openai_client(settings), settings.review_model_full, settings.review_model_local)
 
 
+def rate_policy(settings: Settings):
+    from .domain.ratelimit import RatePolicy
+
+    return RatePolicy(per_second=settings.rate_limit_per_second, burst=settings.rate_limit_burst)
+
+
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
+    from .adapters.memory_rate_limiter import InProcessRateLimiter
     from .adapters.numpy_index import NumpyVectorIndex
     from .adapters.sqlite_db import SqliteDatabase
     from .adapters.sqlite_stores import (
@@ -141,6 +148,7 @@ def build_embedded(settings: Settings) -> Deps:
         queue=SqliteReviewQueue(db),
         clock=SystemClock(),
         admin_key=resolve_admin_key(settings),
+        rate_limiter=InProcessRateLimiter(rate_policy(settings)),
         **_policies(settings),
     )
 
@@ -189,6 +197,7 @@ def build_aws(settings: Settings) -> Deps:
         DynamoTenantStore,
         DynamoTrajectoryStore,
     )
+    from .adapters.dynamo_rate_limiter import DynamoRateLimiter
     from .adapters.opensearch_index import OpenSearchVectorIndex, build_client
     from .adapters.opensearch_queries import IndexSpec
 
@@ -211,6 +220,8 @@ def build_aws(settings: Settings) -> Deps:
         queue=DynamoReviewQueue(tables),
         clock=SystemClock(),
         admin_key=settings.admin_key,
+        # a bucket per tenant in DynamoDB: every Lambda instance takes from the same one
+        rate_limiter=DynamoRateLimiter(tables, rate_policy(settings)),
         **_policies(settings),
     )
 
