@@ -44,8 +44,9 @@ class HindsightServer:
 
     admin_key = "hsadmin_sdk_tests"
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
+        self.extra_env = env or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = data_dir.parent / f"server-{self.port}.log"
@@ -55,6 +56,7 @@ class HindsightServer:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
         env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": "hash",
                 "HINDSIGHT_WORKER_POLL_SECONDS": "0.05", "HINDSIGHT_ADMIN_KEY": self.admin_key}  # fmt: skip
+        env |= self.extra_env
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "chalicelib.server"], cwd=ROOT, env=env,
                                      stdout=self._log, stderr=self._log)  # fmt: skip
