@@ -8,6 +8,7 @@ from datetime import datetime
 
 from chalice import AuthResponse, Chalice, Rate, Response
 
+from chalicelib import redaction
 from chalicelib.api import schemas as s
 from chalicelib.api.http import endpoint, experience_out, hit_out, json_response, parse_json, trajectory_out, validate
 from chalicelib.container import get_deps, get_settings
@@ -16,6 +17,7 @@ from chalicelib.domain.models import Event, Experience, ExperienceStatus, Recall
 from chalicelib.services import experiences, ingest, maintenance, recall, tenants
 
 app = Chalice(app_name="hindsight", configure_logs=False)
+redaction.install()  # Lambda's handler on the root logger: no key in a log line, whoever logs it
 app.api.binary_types = []  # every body is JSON text
 # Bodies are parsed as JSON whatever the client labels them (curl -d says form-urlencoded).
 BODY_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"]

@@ -10,6 +10,7 @@ import secrets
 import threading
 from pathlib import Path
 
+from . import redaction
 from .settings import Settings
 from .services.deps import Deps
 
@@ -22,6 +23,7 @@ def get_settings() -> Settings:
     global _settings
     if _settings is None:
         _settings = resolve_secrets(Settings())
+        redaction.register(_settings.admin_key, _settings.openai_api_key)
     return _settings
 
 
@@ -51,12 +53,15 @@ def resolve_admin_key(settings: Settings) -> str:
         return settings.admin_key
     path = admin_key_path(settings)
     if path.exists():
-        return path.read_text().strip()
+        key = path.read_text().strip()
+        redaction.register(key)
+        return key
     path.parent.mkdir(parents=True, exist_ok=True)
     key = "hsadmin_" + secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(key + "\n")
+    redaction.register(key)
     return key
 
 

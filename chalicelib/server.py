@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterable
 from chalice.config import Config
 from chalice.local import LocalChalice, LocalGateway, LocalGatewayException
 
+from . import redaction
+
 log = logging.getLogger("hindsight.server")
 
 
@@ -99,8 +101,9 @@ def main(argv: list[str] | None = None) -> None:
     from .container import admin_key_path, get_deps, get_settings
     from .worker import BackgroundWorker
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    redaction.install()
     deps = get_deps()
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
     warm = getattr(deps.index, "warm", None)

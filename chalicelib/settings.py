@@ -77,6 +77,9 @@ class Settings(BaseSettings):
     rate_limit_per_second: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=0)
 
+    # Log level of the embedded server (DEBUG, INFO, ...); keys are redacted at every level
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+
     # Embedded server
     host: str = "127.0.0.1"
     port: int = Field(default=8000, validation_alias=AliasChoices("HINDSIGHT_PORT", "PORT"))

@@ -8,7 +8,7 @@ the real client, the schema, the prompt and the pipeline end to end.
 
 Faults for tests, set with ``POST /stub/faults`` ``{"fail": n, "invalid": n, "delay": s}``: the next
 n calls answer 500, the next n answer invalid JSON, every call waits ``delay`` seconds.
-``GET /stub/requests`` returns the request bodies received.
+``GET /stub/requests`` returns the request bodies received (``state.headers`` keeps their headers).
 
 Run: ``python -m devtools.openai_stub --port 8900``.
 """
@@ -90,6 +90,7 @@ class StubState:
         self.invalid = 0
         self.delay = 0.0
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # the headers of each request, in arrival order
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -133,6 +134,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         st = self.state
+        with st.lock:
+            st.headers.append(dict(self.headers.items()))
         if self.path == "/stub/faults":
             with st.lock:
                 st.fail, st.invalid, st.delay = int(body.get("fail", 0)), int(body.get("invalid", 0)), float(body.get("delay", 0))
