@@ -7,7 +7,9 @@ concurrent instances never admit more than the bucket holds:
    Under load this one UpdateItem is all a request costs.
 2. else, a full bucket (no item, or ``tat`` in the past): ``SET tat = now + interval``.
 3. neither condition held: ``tat`` is beyond the horizon (refused: a consistent read says how
-   long to wait) or another instance moved it between 1 and 2 (try again).
+   long to wait), another instance moved it between 1 and 2 (try again), or it is further
+   ahead than a full bucket allows because this clock is behind (rewritten, conditionally, as
+   ``domain.ratelimit.decide`` says).
 
 Each write sets ``expires`` (the table's TTL attribute) past the moment the bucket is full
 again, so idle tenants' items go away by themselves.
@@ -51,9 +53,13 @@ class DynamoRateLimiter:
                     stored = self.Item.get(bucket_key(tenant_id), consistent_read=True).tat_us
                 except self.Item.DoesNotExist:
                     continue  # expired and deleted between the writes and this read: start again
-                decision = decide(self.policy, None if stored is None else int(stored), now_us)
+                stored = None if stored is None else int(stored)
+                decision = decide(self.policy, stored, now_us)
                 if not decision.admitted:
                     return decision.wait_us / 1_000_000
+                if stored is not None and stored > now_us + horizon:  # our clock is behind the bucket's
+                    if self._update(item, [tat.set(decision.tat_us)], tat == stored, expires):
+                        return 0.0
         # still racing after every round: this tenant is very busy right now; one interval's wait
         return interval / 1_000_000
 

@@ -50,7 +50,14 @@ class Decision:
 
 
 def decide(policy: RatePolicy, tat_us: int | None, now_us: int) -> Decision:
-    """Admit one request at ``now_us`` given the stored ``tat_us`` (None: a full bucket)."""
+    """Admit one request at ``now_us`` given the stored ``tat_us`` (None: a full bucket).
+
+    ``tat`` never runs more than the horizon ahead of a clock that only moves forward. Further
+    ahead, the clock went back (an NTP step, another instance's skew, a test's time travel): the
+    tenant is taken to have spent its burst, not locked out until the clock catches up.
+    """
+    if tat_us is not None and tat_us > now_us + policy.horizon_us:
+        tat_us = now_us + policy.horizon_us - policy.interval_us
     start = now_us if tat_us is None else max(tat_us, now_us)
     new_tat = start + policy.interval_us
     if new_tat - now_us <= policy.horizon_us:

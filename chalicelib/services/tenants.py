@@ -61,7 +61,11 @@ def require_admin(deps: Deps, authorization: str | None) -> None:
 
 
 def authenticate(deps: Deps, authorization: str | None) -> str:
-    """The tenant id of a tenant key. The admin key manages tenants, it reads no tenant's data."""
+    """The tenant id of a tenant key. The admin key manages tenants, it reads no tenant's data.
+
+    Neither comparison leaks the key through its timing: the admin key is compared with
+    ``hmac.compare_digest``; a tenant key is never compared at all, its SHA-256 is looked up.
+    """
     key = bearer(authorization)
     if is_admin(deps, key):
         raise Unauthorized("the admin key cannot read or write tenant data; use a tenant key")

@@ -60,6 +60,15 @@ def test_a_long_idle_refills_the_bucket_to_its_burst_and_no_further(limiters):
     assert limiter.acquire("t1", later) == pytest.approx(0.1)
 
 
+def test_a_clock_that_went_back_costs_the_tenant_its_burst_and_never_locks_it_out(limiters):
+    limiter = limiters.limiter(POLICY)
+    ahead = T0 + timedelta(hours=1)  # another instance's clock, or this one before an NTP step back
+    take(limiter, "t1", 5, ahead)
+    assert limiter.acquire("t1", T0) == 0.0
+    assert limiter.acquire("t1", T0) == pytest.approx(0.1)  # as if the burst had just been spent
+    assert limiter.acquire("t1", T0 + INTERVAL) == 0.0
+
+
 def test_steady_traffic_at_the_rate_is_never_refused(limiters):
     limiter = limiters.limiter(POLICY)
     assert all(limiter.acquire("t1", T0 + i * INTERVAL) == 0.0 for i in range(30))

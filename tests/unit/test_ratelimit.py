@@ -29,6 +29,12 @@ def test_a_tat_in_the_past_counts_as_a_full_bucket_not_as_saved_credit():
     assert d.tat_us == 3600 * S + S // 4
 
 
+def test_a_tat_beyond_a_full_bucket_means_the_clock_went_back_and_is_pulled_in():
+    d = decide(POLICY, 3600 * S, 0)  # tat an hour ahead: only a clock stepping back does that
+    assert (d.admitted, d.tat_us) == (True, POLICY.horizon_us)
+    assert not decide(POLICY, d.tat_us, 0).admitted
+
+
 def test_zero_rate_or_burst_disables_and_negative_values_are_refused():
     assert not RatePolicy(0, 5).enabled and not RatePolicy(5, 0).enabled and POLICY.enabled
     with pytest.raises(ValueError):
