@@ -67,12 +67,15 @@ def _redact_value(value: Any) -> Any:
 
 class RedactSecrets(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a broken format string: leave it to the handler to report
-            return True
-        if not isinstance(record.msg, str) or record.args or redact(message) != message:
-            record.msg, record.args = redact(message), None
+        if isinstance(record.msg, (dict, list)) and not record.args:
+            record.msg = _redact_value(record.msg)  # Powertools logs a dict message as JSON: keep it one
+        else:
+            try:
+                message = record.getMessage()
+            except Exception:  # a broken format string: leave it to the handler to report
+                return True
+            if not isinstance(record.msg, str) or record.args or redact(message) != message:
+                record.msg, record.args = redact(message), None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:

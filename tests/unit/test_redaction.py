@@ -73,3 +73,9 @@ def test_the_filter_masks_fields_given_as_extra():
     out = stream.getvalue()
     assert ADMIN_KEY not in out and TENANT_KEY not in out and out.count(MASK) == 2
     assert event["headers"]["authorization"] == f"Bearer {ADMIN_KEY}"  # the caller's object is not changed
+
+
+def test_a_dict_message_stays_a_dict_with_its_keys_masked():
+    record = logging.LogRecord("n", logging.INFO, "p", 1, {"headers": {"Authorization": f"Bearer {TENANT_KEY}"}}, None, None)
+    RedactSecrets().filter(record)
+    assert record.msg == {"headers": {"Authorization": f"Bearer {MASK}"}}
