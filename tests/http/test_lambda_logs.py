@@ -20,6 +20,18 @@ ADMIN_KEY = "admin key with spaces " + secrets.token_hex(12)  # no known shape: 
 OPENAI_KEY = "sk-test-" + secrets.token_urlsafe(24)
 
 
+def fresh_powertools_logger() -> None:
+    """Forget the Powertools logger an earlier test built (its handler holds that test's stdout;
+    Powertools does not configure a logger twice), as a new Lambda process would start."""
+    observability.logger.cache_clear()
+    std = logging.getLogger(observability.SERVICE)
+    for handler in list(std.handlers):
+        std.removeHandler(handler)
+    std.filters.clear()
+    for attr in [a for a in vars(std) if a.startswith("powertools_") or a == "init"]:
+        delattr(std, attr)
+
+
 @pytest.fixture()
 def lambda_env(tmp_path, monkeypatch, capsys):
     for name, value in {
@@ -31,7 +43,7 @@ def lambda_env(tmp_path, monkeypatch, capsys):
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(container, "_settings", None)
     container.set_deps(None)
-    observability.logger.cache_clear()  # built again below, at DEBUG, writing to the captured stdout
+    fresh_powertools_logger()  # built again below, at DEBUG, writing to the captured stdout
 
     # the Lambda runtime's handler on the root logger, there before the app is imported
     root, stream = logging.getLogger(), io.StringIO()
@@ -47,7 +59,7 @@ def lambda_env(tmp_path, monkeypatch, capsys):
     finally:
         root.removeHandler(handler)
         root.setLevel(previous)
-        observability.logger.cache_clear()
+        fresh_powertools_logger()
         container.set_deps(None, Settings())
 
 
