@@ -8,6 +8,7 @@ from datetime import datetime
 
 from chalice import AuthResponse, Chalice, Rate, Response
 
+from chalicelib import redaction
 from chalicelib.api import schemas as s
 from chalicelib.api.http import (
     endpoint,
@@ -25,6 +26,7 @@ from chalicelib.domain.models import Event, Experience, ExperienceStatus, Recall
 from chalicelib.services import experiences, ingest, maintenance, recall, review, tenants
 
 app = Chalice(app_name="hindsight", configure_logs=False)
+redaction.install()  # Lambda's handler on the root logger: no key in a log line, whoever logs it
 app.api.binary_types = []  # every body is JSON text
 # Bodies are parsed as JSON whatever the client labels them (curl -d says form-urlencoded).
 BODY_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"]
@@ -51,13 +53,20 @@ def api_key_authorizer(auth_request) -> AuthResponse:
 
 
 def _tenant() -> str:
-    """The tenant the authorizer resolved; without one (a direct invocation), resolve it here."""
+    """The tenant of the request, which then takes one request from the tenant's rate limit.
+
+    The authorizer resolved it; without one (a direct invocation), it is resolved here. The limit
+    is taken here, not in the authorizer, whose answer API Gateway may cache per key.
+    """
     resolved = (app.current_request.context or {}).get("authorizer") or {}
     if resolved.get("tenant_id"):
-        return resolved["tenant_id"]
-    if resolved.get("error"):
+        tenant_id = resolved["tenant_id"]
+    elif resolved.get("error"):
         raise Unauthorized(resolved["error"])
-    return tenants.authenticate(get_deps(), app.current_request.headers.get("authorization"))
+    else:
+        tenant_id = tenants.authenticate(get_deps(), app.current_request.headers.get("authorization"))
+    tenants.admit(get_deps(), tenant_id)
+    return tenant_id
 
 
 def _admin() -> None:

@@ -338,7 +338,8 @@ def main() -> None:
         for ix in os_variants.values():
             ix._ready = True  # the same index: no second existence check
 
-        settings = Settings(data_dir=tmp, embedder="minilm", worker=False, admin_key="hsadmin_bench_inprocess")
+        settings = Settings(data_dir=tmp, embedder="minilm", worker=False, admin_key="hsadmin_bench_inprocess",
+                            rate_limit_per_second=0)  # measure the service, not the limit
         t0 = time.perf_counter()
         deps = build_embedded(settings)
         tenant_a, _ = create_tenant(deps, "bench-a")

@@ -339,7 +339,8 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="hindsight-bench-ingest-")
     rows: list[tuple[str, Stats, float, float, float | None]] = []
     try:
-        settings = Settings(data_dir=tmp, embedder="hash", worker=False, admin_key="hsadmin_bench_inprocess")
+        settings = Settings(data_dir=tmp, embedder="hash", worker=False, admin_key="hsadmin_bench_inprocess",
+                            rate_limit_per_second=0)  # measure the service, not the limit
         deps = build_embedded(settings)
         set_deps(deps, settings)
         inproc_tenant, _ = create_tenant(deps, "bench-inprocess")

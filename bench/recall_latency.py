@@ -399,7 +399,8 @@ def main() -> None:
 
     tmp = tempfile.mkdtemp(prefix="hindsight-bench-recall-")
     try:
-        settings = Settings(data_dir=tmp, embedder="minilm", worker=False, admin_key="hsadmin_bench_inprocess")
+        settings = Settings(data_dir=tmp, embedder="minilm", worker=False, admin_key="hsadmin_bench_inprocess",
+                            rate_limit_per_second=0)  # measure the service, not the limit
         t0 = time.perf_counter()
         deps = build_embedded(settings)
         set_deps(deps, settings)

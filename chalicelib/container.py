@@ -10,6 +10,7 @@ import secrets
 import threading
 from pathlib import Path
 
+from . import redaction
 from .settings import Settings
 from .services.deps import Deps
 
@@ -22,6 +23,7 @@ def get_settings() -> Settings:
     global _settings
     if _settings is None:
         _settings = resolve_secrets(Settings())
+        redaction.register(_settings.admin_key, _settings.openai_api_key)
     return _settings
 
 
@@ -51,12 +53,15 @@ def resolve_admin_key(settings: Settings) -> str:
         return settings.admin_key
     path = admin_key_path(settings)
     if path.exists():
-        return path.read_text().strip()
+        key = path.read_text().strip()
+        redaction.register(key)
+        return key
     path.parent.mkdir(parents=True, exist_ok=True)
     key = "hsadmin_" + secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(key + "\n")
+    redaction.register(key)
     return key
 
 
@@ -116,8 +121,15 @@ def build_reviewer(settings: Settings):
     return LLMReviewer(openai_client(settings), settings.review_model_full, settings.review_model_local)
 
 
+def rate_policy(settings: Settings):
+    from .domain.ratelimit import RatePolicy
+
+    return RatePolicy(per_second=settings.rate_limit_per_second, burst=settings.rate_limit_burst)
+
+
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
+    from .adapters.memory_rate_limiter import InProcessRateLimiter
     from .adapters.numpy_index import NumpyVectorIndex
     from .adapters.sqlite_db import SqliteDatabase
     from .adapters.sqlite_stores import (
@@ -141,6 +153,7 @@ def build_embedded(settings: Settings) -> Deps:
         queue=SqliteReviewQueue(db),
         clock=SystemClock(),
         admin_key=resolve_admin_key(settings),
+        rate_limiter=InProcessRateLimiter(rate_policy(settings)),
         **_policies(settings),
     )
 
@@ -189,6 +202,7 @@ def build_aws(settings: Settings) -> Deps:
         DynamoTenantStore,
         DynamoTrajectoryStore,
     )
+    from .adapters.dynamo_rate_limiter import DynamoRateLimiter
     from .adapters.opensearch_index import OpenSearchVectorIndex, build_client
     from .adapters.opensearch_queries import IndexSpec
 
@@ -211,6 +225,8 @@ def build_aws(settings: Settings) -> Deps:
         queue=DynamoReviewQueue(tables),
         clock=SystemClock(),
         admin_key=settings.admin_key,
+        # a bucket per tenant in DynamoDB: every Lambda instance takes from the same one
+        rate_limiter=DynamoRateLimiter(tables, rate_policy(settings)),
         **_policies(settings),
     )
 

@@ -15,9 +15,15 @@ NAMESPACE = "hindsight"
 
 @functools.lru_cache(maxsize=1)
 def logger() -> Any:
+    import logging
+
     from aws_lambda_powertools import Logger
 
-    return Logger(service=SERVICE)
+    from .redaction import install
+
+    built = Logger(service=SERVICE)
+    install(logging.getLogger(SERVICE))  # the logger Powertools writes through
+    return built
 
 
 @functools.lru_cache(maxsize=1)

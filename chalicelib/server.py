@@ -19,6 +19,8 @@ from chalice.local import LambdaEventConverter, LocalChalice, LocalGateway, Loca
 
 from .domain.errors import HindsightError
 
+from . import redaction
+
 log = logging.getLogger("hindsight.server")
 
 
@@ -140,8 +142,9 @@ def main(argv: list[str] | None = None) -> None:
     from .container import admin_key_path, get_deps, get_settings
     from .worker import BackgroundWorker
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    redaction.install()
     deps = get_deps()
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
     warm = getattr(deps.index, "warm", None)

@@ -73,6 +73,13 @@ class Settings(BaseSettings):
     max_events_per_call: int = 100
     max_event_bytes: int = 65_536
 
+    # Per-tenant rate limit (token bucket): requests per second and the burst; 0 turns it off
+    rate_limit_per_second: float = Field(default=100.0, ge=0)
+    rate_limit_burst: int = Field(default=200, ge=0)
+
+    # Log level of the embedded server (DEBUG, INFO, ...); keys are redacted at every level
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+
     # Embedded server
     host: str = "127.0.0.1"
     port: int = Field(default=8000, validation_alias=AliasChoices("HINDSIGHT_PORT", "PORT"))

@@ -11,7 +11,7 @@ n calls answer 500, the next n answer invalid JSON, every call waits ``delay`` s
 Scripted answers, for hostile-model tests: ``POST /stub/script`` ``{"answers": [...]}`` (or
 ``stub.script(...)``): the next chat calls answer these contents verbatim, one each, in order (an
 object is sent as its JSON text), before the rule-based answers resume.
-``GET /stub/requests`` returns the request bodies received.
+``GET /stub/requests`` returns the request bodies received (``state.headers`` keeps their headers).
 
 Run: ``python -m devtools.openai_stub --port 8900``.
 """
@@ -94,6 +94,7 @@ class StubState:
         self.delay = 0.0
         self.script: list[str] = []  # verbatim answers of the next chat calls
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # the headers of each request, in arrival order
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -137,6 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         st = self.state
+        with st.lock:
+            st.headers.append(dict(self.headers.items()))
         if self.path == "/stub/faults":
             with st.lock:
                 st.fail, st.invalid, st.delay = int(body.get("fail", 0)), int(body.get("invalid", 0)), float(body.get("delay", 0))

@@ -31,6 +31,9 @@ Tables, keys and the access pattern each one serves (``#`` joins key parts, ``<t
   review-jobs   tenant_id              job=<tr>#<kind>        enqueue / complete (conditional)
     GSI due         due_shard          due_sk=<ts>#<t>#<tr>#<kind>  claim oldest due first, pending
                                                               count (sparse: pending or leased)
+  rate-limits   bucket=tenant#<t>      -                      the tenant's token bucket: one number
+                                                              (tat_us) moved by conditional updates;
+                                                              TTL on ``expires`` drops idle tenants
 
 Streams (NEW_AND_OLD_IMAGES) on trajectories, events and review-jobs: the review Lambda reads the
 jobs stream; finalize shows as a MODIFY on trajectories. The cross-tenant sparse indexes spread
@@ -42,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
@@ -202,6 +205,15 @@ class JobItem(Model):
     due = _JobsDue()
 
 
+# --- rate limits --------------------------------------------------------------------------------
+
+
+class RateLimitItem(Model):
+    bucket = UnicodeAttribute(hash_key=True)
+    tat_us = NumberAttribute(null=True)  # the bucket's theoretical arrival time (domain.ratelimit)
+    expires = TTLAttribute(null=True)  # past it the bucket is full again: the item may go
+
+
 # --- binding ------------------------------------------------------------------------------------
 
 
@@ -257,6 +269,7 @@ class DynamoTables:
         self.events = self._bound(EventItem, "events", stream=True)
         self.experiences = self._bound(ExperienceItem, "experiences", stream=False)
         self.jobs = self._bound(JobItem, "review-jobs", stream=True)
+        self.rate_limits = self._bound(RateLimitItem, "rate-limits", stream=False)
 
     def _bound(self, base: type[M], table: str, stream: bool) -> type[M]:
         model = _bind(base, self.config, table, stream)
@@ -279,6 +292,7 @@ class DynamoTables:
             "trajectories": (self.trajectories, self.events),
             "experiences": (self.experiences,),
             "queue": (self.jobs,),
+            "rate_limits": (self.rate_limits,),
         }
 
     def create(self, *group: str) -> None:

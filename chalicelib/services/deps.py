@@ -4,7 +4,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..domain.scoring import DecayPolicy, ScoringWeights
-from ..ports import Clock, Embedder, ExperienceStore, ReviewQueue, Reviewer, TenantStore, TrajectoryStore, VectorIndex
+from ..ports import (
+    Clock,
+    Embedder,
+    ExperienceStore,
+    RateLimiter,
+    ReviewQueue,
+    Reviewer,
+    TenantStore,
+    TrajectoryStore,
+    VectorIndex,
+)
 
 
 @dataclass
@@ -22,6 +32,7 @@ class Deps:
     weights: ScoringWeights = field(default_factory=ScoringWeights)
     decay: DecayPolicy = field(default_factory=DecayPolicy)
     admin_key: str | None = None
+    rate_limiter: RateLimiter | None = None  # None: tenants are not limited
     recall_candidates: int = 50
     recall_filter_task_type: bool = True  # a lesson of another task type is not a candidate
     advice_max_items: int = 5

@@ -6,8 +6,9 @@ import hmac
 import secrets
 import uuid
 
-from ..domain.errors import Unauthorized
+from ..domain.errors import RateLimited, Unauthorized
 from ..domain.models import Tenant
+from ..domain.ratelimit import retry_after_seconds
 from .deps import Deps
 
 KEY_PREFIX = "hs_"
@@ -60,7 +61,11 @@ def require_admin(deps: Deps, authorization: str | None) -> None:
 
 
 def authenticate(deps: Deps, authorization: str | None) -> str:
-    """The tenant id of a tenant key. The admin key manages tenants, it reads no tenant's data."""
+    """The tenant id of a tenant key. The admin key manages tenants, it reads no tenant's data.
+
+    Neither comparison leaks the key through its timing: the admin key is compared with
+    ``hmac.compare_digest``; a tenant key is never compared at all, its SHA-256 is looked up.
+    """
     key = bearer(authorization)
     if is_admin(deps, key):
         raise Unauthorized("the admin key cannot read or write tenant data; use a tenant key")
@@ -68,3 +73,13 @@ def authenticate(deps: Deps, authorization: str | None) -> str:
     if tenant_id is None:
         raise Unauthorized("unknown or revoked API key")
     return tenant_id
+
+
+def admit(deps: Deps, tenant_id: str) -> None:
+    """Take one request from the tenant's rate limit; RateLimited (with retry_after) when it is spent."""
+    if deps.rate_limiter is None:
+        return
+    wait = deps.rate_limiter.acquire(tenant_id, deps.clock.now())
+    if wait > 0:
+        retry_after = retry_after_seconds(wait)
+        raise RateLimited(f"too many requests for this tenant; retry in {retry_after} s", retry_after=retry_after)

@@ -24,7 +24,9 @@ from chalicelib.adapters.sqlite_stores import (
     SqliteTenantStore,
     SqliteTrajectoryStore,
 )
-from chalicelib.ports import ExperienceStore, ReviewQueue, TenantStore, TrajectoryStore, VectorIndex
+from chalicelib.adapters.memory_rate_limiter import InProcessRateLimiter
+from chalicelib.domain.ratelimit import RatePolicy
+from chalicelib.ports import ExperienceStore, RateLimiter, ReviewQueue, TenantStore, TrajectoryStore, VectorIndex
 from tests.fakes import (
     InMemoryExperienceStore,
     InMemoryReviewQueue,
@@ -139,6 +141,38 @@ from tests.conftest_opensearch import pytest_collection_modifyitems_opensearch  
 from tests.contract.opensearch_backend import INDEX_ONLY_BACKENDS  # noqa: E402
 
 BACKENDS.update(INDEX_ONLY_BACKENDS)
+
+
+class InProcessLimiters:
+    """Rate limiters of the embedded build: each instance keeps its own buckets."""
+
+    name, shared = "in-process", False
+
+    def __init__(self, tmp_path: Path) -> None:
+        pass
+
+    def limiter(self, policy: RatePolicy) -> RateLimiter:
+        return InProcessRateLimiter(policy)
+
+    def close(self) -> None:
+        pass
+
+
+# ``ports.RateLimiter`` has backends of its own (the stores' backends do not limit anything):
+# the in-process buckets and the DynamoDB table that Lambda instances share.
+from tests.contract.dynamo_backend import DynamoRateLimiters  # noqa: E402
+
+RATE_LIMITER_BACKENDS: dict[str, Callable[[Path], "InProcessLimiters | DynamoRateLimiters"]] = {
+    "in-process": InProcessLimiters,
+    "dynamo": DynamoRateLimiters,
+}
+
+
+@pytest.fixture(params=list(RATE_LIMITER_BACKENDS))
+def limiters(request: pytest.FixtureRequest, tmp_path: Path):
+    b = RATE_LIMITER_BACKENDS[request.param](tmp_path)
+    yield b
+    b.close()
 
 
 @pytest.fixture(params=list(BACKENDS))

@@ -155,3 +155,22 @@ class DynamoBackend:
                 conn.close()
         if self._shared.created:
             self._shared.tables.delete(*self._shared.created)
+
+
+class DynamoRateLimiters:
+    """``DynamoRateLimiter`` instances over one table: they share every tenant's bucket, as
+    concurrent Lambda instances do."""
+
+    name, shared = "dynamo", True
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tables = dynamo_tables()
+        self.tables.create("rate_limits")
+
+    def limiter(self, policy: Any):
+        from chalicelib.adapters.dynamo_rate_limiter import DynamoRateLimiter
+
+        return DynamoRateLimiter(self.tables, policy)
+
+    def close(self) -> None:
+        self.tables.delete("rate_limits")

@@ -125,3 +125,16 @@ def test_tenants_are_listed_oldest_first(tenant_store):
     assert [(t.tenant_id, t.name, t.created_at) for t in listed] == [
         ("t1", "name of t1", T0), ("t2", "second", T0 + timedelta(minutes=1))
     ]
+
+
+def test_a_rotation_is_seen_at_once_by_another_instance(durable_backend):
+    """Rotation as the service does it (add the new key, revoke the others), read by a second
+    instance over the same storage (another Lambda, a restarted server): no stale answer."""
+    first = durable_backend.tenants()
+    first.create_tenant(tenant("t1"), "hash-old")
+    other = durable_backend.reopen().tenants()
+    assert other.tenant_for_key("hash-old") == "t1"
+    first.add_key("t1", "hash-new", T0)
+    first.revoke_keys("t1", keep="hash-new")
+    assert other.tenant_for_key("hash-old") is None
+    assert other.tenant_for_key("hash-new") == "t1"

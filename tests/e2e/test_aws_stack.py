@@ -18,6 +18,8 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib import container, lambda_handlers
+from chalicelib.adapters.dynamo_rate_limiter import DynamoRateLimiter
+from chalicelib.domain.ratelimit import RatePolicy
 from chalicelib.settings import Settings
 from devtools.openai_stub import OpenAIStub
 from devtools.stream_poller import StreamPoller
@@ -177,3 +179,20 @@ def test_a_record_delivered_twice_creates_no_second_experience(stack):
         (e["experience_id"], e["support"], e["version"], ["t1"]) for e in before
     ]
     assert deps.index.count(tenant_id) == 1
+
+
+def test_keys_rotate_at_once_and_the_rate_limit_is_shared_on_the_aws_backend(stack):
+    api, _, _, deps = stack
+    old = api.tenant("acme")
+    tenant_id = api.call("GET", "/v1/tenants", ADMIN).json_body["tenants"][0]["tenant_id"]
+    new = api.call("POST", f"/v1/tenants/{tenant_id}/keys", ADMIN, {}).json_body["api_key"]
+    assert api.call("GET", "/v1/stats", old).status_code == 401  # the DynamoDB store refuses it at once
+    assert api.call("GET", "/v1/stats", new).status_code == 200
+    # a tight bucket in the rate-limits table; another instance (another Lambda) takes from it too
+    policy = RatePolicy(per_second=0.5, burst=2)
+    deps.rate_limiter = DynamoRateLimiter(deps.tenants.tables, policy)
+    assert DynamoRateLimiter(deps.tenants.tables, policy).acquire(tenant_id, deps.clock.now()) == 0.0
+    assert api.call("GET", "/v1/stats", new).status_code == 200
+    refused = api.call("GET", "/v1/stats", new)
+    assert refused.status_code == 429 and refused.json_body["error"]["code"] == "rate_limited"
+    assert 1 <= int(refused.headers["Retry-After"]) <= 2

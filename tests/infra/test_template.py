@@ -125,7 +125,7 @@ def _indexes(indexes: list[dict] | None) -> dict[str, tuple]:
 def test_the_stack_has_every_table_of_the_models_plus_idempotency(serverless, pynamodb_tables):
     prefix, described = pynamodb_tables
     assert set(tables_by_name(serverless)) == set(described) | {prefix + "idempotency"}
-    assert {n[len(prefix):] for n in described} == {"tenants", "trajectories", "events", "experiences", "review-jobs"}
+    assert {n[len(prefix):] for n in described} == {"tenants", "trajectories", "events", "experiences", "review-jobs", "rate-limits"}
 
 
 def test_keys_indexes_and_streams_match_what_pynamodb_creates(serverless, pynamodb_tables):
@@ -154,7 +154,7 @@ def test_streams_are_on_trajectories_events_and_review_jobs_only(template):
 
 def test_every_table_is_on_demand_with_point_in_time_recovery(template):
     tables = tables_by_name(template)
-    assert len(tables) == 6
+    assert len(tables) == 7
     for name, props in tables.items():
         assert props["BillingMode"] == "PAY_PER_REQUEST", name
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
@@ -174,6 +174,15 @@ def test_the_idempotency_table_is_the_one_powertools_uses(serverless):
     assert props["TimeToLiveSpecification"] == {"AttributeName": expiry_attr, "Enabled": True}
     for fn in serverless.of_type("AWS::Serverless::Function").values():
         assert fn["Properties"]["Environment"]["Variables"]["HINDSIGHT_IDEMPOTENCY_TABLE"] == name
+
+
+def test_the_rate_limit_table_expires_idle_buckets_with_the_models_ttl_attribute(serverless):
+    from chalicelib.adapters.dynamo_models import RateLimitItem
+
+    props = tables_by_name(serverless)[table_name(serverless, "rate-limits")]
+    assert props["KeySchema"] == [{"AttributeName": "bucket", "KeyType": "HASH"}]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": RateLimitItem._ttl_attribute().attr_name, "Enabled": True}
+    assert "StreamSpecification" not in props
 
 
 def test_table_prefix_comes_from_the_stage(template):
@@ -268,7 +277,7 @@ def test_the_only_roles_are_the_two_execution_roles_without_managed_policies(tra
 def test_dynamodb_access_is_on_the_stacks_tables_only(translated):
     app = actions_on(role_statements(translated, "AppRole"))
     worker = actions_on(role_statements(translated, "ReviewWorkerRole"))
-    app_tables = {"Tenants", "Trajectories", "Events", "Experiences", "ReviewJobs"}
+    app_tables = {"Tenants", "Trajectories", "Events", "Experiences", "ReviewJobs", "RateLimits"}
     expected = {f"{{{t}Table.Arn}}" for t in app_tables} | {f"{{{t}Table.Arn}}/index/*" for t in app_tables}
     for action in ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"):
         assert app[action] == expected, action

@@ -3,6 +3,7 @@ retried write is applied once. Faults are injected by a real proxy in front of t
 from __future__ import annotations
 
 import random
+import time
 
 import httpx
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from hindsight_client import Hindsight, RateLimited, RetryPolicy, ServerError, TransportError
 
 from .conftest import FAST_RETRY
-from .servers import FaultProxy, free_port
+from .servers import FaultProxy, HindsightServer, free_port
 
 EVENTS = [{"type": "tool_call", "content": {"tool": "sql", "params": {"q": str(i)}, "result": i}} for i in range(5)]
 
@@ -83,3 +84,23 @@ def test_retry_after_is_honoured_and_backoff_grows_with_jitter_up_to_a_cap() -> 
     assert policy.delay(httpx.ConnectError("refused"), 0, idempotent=False) is not None  # nothing was sent
     assert policy.delay(httpx.ReadTimeout("slow"), 0, idempotent=False) is None  # it may have been applied
     assert policy.delay(_response(503), 9, idempotent=True) is None  # attempts exhausted
+
+
+def test_the_servers_own_rate_limit_is_waited_out_as_its_retry_after_says(tmp_path) -> None:
+    """No proxy: the real server's per-tenant bucket (1 request/s, burst 2) refuses, and the SDK's
+    default policy waits the whole second the Retry-After header names, then succeeds."""
+    server = HindsightServer(tmp_path / "data", env={"HINDSIGHT_RATE_LIMIT_PER_SECOND": "1", "HINDSIGHT_RATE_LIMIT_BURST": "2"}).start()
+    answers: list[tuple[int, str | None]] = []
+    http = httpx.Client(base_url=server.url, event_hooks={"response": [lambda r: answers.append((r.status_code, r.headers.get("Retry-After")))]})
+    try:
+        with Hindsight(server.url, server.new_tenant(), http_client=http) as client:
+            exp = client.write_experience("s", lesson="l")
+            started = time.monotonic()
+            client.stats()
+            assert client.feedback(exp.experience_id, "adopted").utility > exp.utility  # refused, waited, applied once
+            elapsed = time.monotonic() - started
+    finally:
+        http.close()
+        server.stop()
+    assert (429, "1") in answers and answers[-1][0] == 200
+    assert elapsed >= 0.9  # the whole second of Retry-After, not the policy's quarter-second backoff

@@ -1,0 +1,96 @@
+"""Keys never reach a log line: a logging filter that masks them, whatever logged them.
+
+Nothing of ours logs a key. This is the net under what we do not control at DEBUG: botocore logs
+response bodies (Secrets Manager's ``SecretString``: the admin key, the OpenAI key), an SDK may log
+request headers, an exception's message may quote its input. Masked:
+
+* the values registered with ``register`` (the admin key and the OpenAI key, once resolved);
+* anything shaped like a key: ``Bearer <token>``, ``hs_...`` tenant keys, ``hsadmin_...`` admin
+  keys, ``sk-...`` OpenAI keys, a ``SecretString`` field.
+
+``install`` puts the filter on every handler of the root logger (records of child loggers reach
+handlers without passing the root logger's own filters) and on any logger given, such as the
+Powertools logger, whose records do not go through the root logger's handlers.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Any
+
+MASK = "[redacted]"
+MIN_SECRET_LENGTH = 12  # a shorter configured value ("admin" in a demo) would mask ordinary words
+
+_PATTERNS = [
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), rf"\g<1>{MASK}"),
+    (re.compile(r"\b(?:hs|hsadmin)_[A-Za-z0-9_-]{16,}"), MASK),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
+    (re.compile(r"(?i)(['\"]?SecretString['\"]?\s*[:=]\s*)(['\"])(?:\\.|(?!\2).)*\2"), rf"\g<1>\g<2>{MASK}\g<2>"),
+]
+# attributes every LogRecord has; anything else came in through ``extra=`` and is masked too
+_STANDARD = set(vars(logging.LogRecord("n", logging.INFO, "p", 1, "m", None, None))) | {"message", "asctime"}
+
+_lock = threading.Lock()
+_known: tuple[str, ...] = ()
+
+
+def register(*values: str | None) -> None:
+    """Mask these exact values from now on (secrets of any shape: a configured admin key)."""
+    global _known
+    with _lock:
+        found = {v for v in values if v and len(v) >= MIN_SECRET_LENGTH}
+        # longest first: a secret that contains another is masked whole
+        _known = tuple(sorted(set(_known) | found, key=len, reverse=True))
+
+
+def redact(text: str) -> str:
+    for value in _known:
+        if value in text:
+            text = text.replace(value, MASK)
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redact_value(v) for v in value)
+    if isinstance(value, bytes):
+        return redact(value.decode("utf-8", "replace"))
+    return value
+
+
+class RedactSecrets(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, (dict, list)) and not record.args:
+            record.msg = _redact_value(record.msg)  # Powertools logs a dict message as JSON: keep it one
+        else:
+            try:
+                message = record.getMessage()
+            except Exception:  # a broken format string: leave it to the handler to report
+                return True
+            if not isinstance(record.msg, str) or record.args or redact(message) != message:
+                record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        for name, value in list(vars(record).items()):
+            if name not in _STANDARD:
+                setattr(record, name, _redact_value(value))
+        return True
+
+
+_FILTER = RedactSecrets()
+
+
+def install(*loggers: logging.Logger) -> None:
+    """Add the filter (once) to the root logger's handlers and to the given loggers."""
+    for target in [*logging.getLogger().handlers, *loggers]:
+        if _FILTER not in target.filters:
+            target.addFilter(_FILTER)

@@ -1,0 +1,126 @@
+"""Per-tenant rate limits through the real routes: 429 with Retry-After once a tenant's bucket is
+spent, other tenants untouched, refilled as the (fake) clock moves, off when set to 0."""
+from __future__ import annotations
+
+import pytest
+from chalice.test import Client
+
+import app as app_module
+from chalicelib import container
+from chalicelib.settings import Settings
+from tests.fakes import FakeClock
+from tests.http.conftest import ADMIN, Api
+
+BURST = 3  # at 2 requests per second: a token every 0.5 s
+
+
+def limited(tmp_path, per_second: float = 2, burst: int = BURST):
+    settings = Settings(
+        data_dir=str(tmp_path), embedder="hash", admin_key=ADMIN, worker=False,
+        rate_limit_per_second=per_second, rate_limit_burst=burst,
+    )
+    deps = container.build_embedded(settings)
+    deps.clock = FakeClock()
+    container.set_deps(deps, settings)
+    return deps
+
+
+@pytest.fixture()
+def api(tmp_path):
+    deps = limited(tmp_path)
+    with Client(app_module.app) as client:
+        yield Api(client, deps)
+    container.set_deps(None, Settings())
+
+
+def spend(api, key: str, n: int = BURST) -> None:
+    for _ in range(n):
+        assert api.call("GET", "/v1/stats", key).status_code == 200
+
+
+def test_a_burst_over_the_limit_is_refused_with_429_and_retry_after(api):
+    key = api.tenant()
+    spend(api, key)
+    resp = api.call("GET", "/v1/stats", key)
+    assert resp.status_code == 429
+    assert resp.headers["Retry-After"] == "1"  # 0.5 s, rounded up to whole seconds
+    assert resp.json_body["error"]["code"] == "rate_limited"
+    assert "retry in 1 s" in resp.json_body["error"]["message"]
+
+
+def test_retry_after_counts_whole_seconds_of_a_slow_refill(tmp_path):
+    deps = limited(tmp_path, per_second=0.25, burst=1)  # a token every 4 s
+    with Client(app_module.app) as client:
+        api = Api(client, deps)
+        key = api.tenant()
+        spend(api, key, 1)
+        assert api.call("GET", "/v1/stats", key).headers["Retry-After"] == "4"
+        deps.clock.advance(seconds=2.5)
+        assert api.call("GET", "/v1/stats", key).headers["Retry-After"] == "2"
+    container.set_deps(None, Settings())
+
+
+def test_other_tenants_are_not_affected(api):
+    busy, quiet = api.tenant("busy"), api.tenant("quiet")
+    spend(api, busy)
+    assert api.call("GET", "/v1/stats", busy).status_code == 429
+    assert api.call("GET", "/v1/stats", quiet).status_code == 200
+
+
+def test_the_bucket_refills_as_time_passes(api):
+    key = api.tenant()
+    spend(api, key)
+    assert api.call("GET", "/v1/stats", key).status_code == 429
+    api.deps.clock.advance(seconds=0.5)
+    assert api.call("GET", "/v1/stats", key).status_code == 200  # one token back
+    assert api.call("GET", "/v1/stats", key).status_code == 429
+    api.deps.clock.advance(seconds=60)
+    spend(api, key)  # a full burst again
+
+
+TENANT_ROUTES = [
+    ("POST", "/v1/trajectories", {"agent_id": "a", "goal": "g"}),
+    ("GET", "/v1/trajectories/tr1", None),
+    ("POST", "/v1/trajectories/tr1/events", {"events": []}),
+    ("POST", "/v1/trajectories/tr1/finalize", {"outcome": "success"}),
+    ("POST", "/v1/experiences", {"situation": "s", "advice": "a"}),
+    ("GET", "/v1/experiences", None),
+    ("GET", "/v1/experiences/e1", None),
+    ("DELETE", "/v1/experiences/e1", {}),
+    ("POST", "/v1/experiences/e1/feedback", {"signal": "adopted"}),
+    ("POST", "/v1/recall", {"query": "q"}),
+    ("POST", "/v1/maintenance/reindex", {}),
+    ("GET", "/v1/stats", None),
+]
+
+
+def test_every_tenant_route_is_limited_before_it_reads_the_body(api):
+    routes = {(m, p) for p, by_method in app_module.app.routes.items() for m, r in by_method.items() if r.authorizer is not None}
+    assert routes == {(m, p.replace("tr1", "{trajectory_id}").replace("e1", "{experience_id}")) for m, p, _ in TENANT_ROUTES}
+    key = api.tenant()
+    spend(api, key)
+    for method, path, _ in TENANT_ROUTES:
+        resp = api.call(method, path, key, raw="not json")  # the limit answers before the parser would
+        assert (resp.status_code, resp.json_body["error"]["code"]) == (429, "rate_limited"), (method, path)
+
+
+def test_admin_routes_and_bad_keys_are_not_counted_against_a_tenant(api):
+    key = api.tenant()
+    for _ in range(5):
+        assert api.call("GET", "/v1/tenants", ADMIN).status_code == 200
+        assert api.call("GET", "/v1/stats", "hs_wrong").status_code == 401
+    spend(api, key)
+
+
+def test_a_limit_of_zero_turns_limiting_off(tmp_path):
+    deps = limited(tmp_path, per_second=0, burst=0)
+    with Client(app_module.app) as client:
+        api = Api(client, deps)
+        key = api.tenant()
+        spend(api, key, 50)
+    container.set_deps(None, Settings())
+
+
+def test_the_default_limit_is_generous():
+    settings = Settings()
+    assert settings.rate_limit_per_second >= 100 and settings.rate_limit_burst >= 200

@@ -1,0 +1,81 @@
+"""The log filter that masks keys: by shape, by registered value, in messages, args, extras and
+tracebacks."""
+from __future__ import annotations
+
+import io
+import logging
+import secrets
+
+import pytest
+
+from chalicelib import redaction
+from chalicelib.redaction import MASK, RedactSecrets, redact
+
+TENANT_KEY = "hs_" + secrets.token_urlsafe(32)
+ADMIN_KEY = "hsadmin_" + secrets.token_urlsafe(32)
+OPENAI_KEY = "sk-proj-" + secrets.token_urlsafe(30)
+
+
+@pytest.mark.parametrize("text", [
+    f"Authorization: Bearer {TENANT_KEY}",
+    f"{{'authorization': 'bearer {ADMIN_KEY}'}}",
+    f"key={TENANT_KEY} admin={ADMIN_KEY}",
+    f"api_key={OPENAI_KEY}",
+    f'Response body: b\'{{"ARN": "arn:aws:secretsmanager:x", "SecretString": "whatever-shape-1", "VersionId": "v"}}\'',
+])
+def test_keys_are_masked_by_their_shape(text):
+    out = redact(text)
+    assert MASK in out
+    for secret in (TENANT_KEY, ADMIN_KEY, OPENAI_KEY, "whatever-shape-1"):
+        assert secret not in out
+
+
+def test_a_registered_secret_of_any_shape_is_masked_and_short_ones_are_not_registered():
+    odd = "correct horse battery staple " + secrets.token_hex(8)
+    redaction.register(odd, "admin", None)
+    assert redact(f"x {odd} y") == f"x {MASK} y"
+    assert redact("the admin route") == "the admin route"
+
+
+def test_ordinary_text_is_left_alone():
+    text = "POST /v1/recall 200 in 12 ms; tenant t_123, key prefix hs_; the bearer of bad news; sk-learn"
+    assert redact(text) == text
+
+
+def capture(name: str, fmt: str = "%(levelname)s %(message)s") -> tuple[logging.Logger, io.StringIO]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter(fmt))
+    handler.addFilter(RedactSecrets())
+    logger = logging.getLogger(name)
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    return logger, stream
+
+
+def test_the_filter_masks_format_arguments_and_tracebacks():
+    logger, stream = capture("test.redaction.args")
+    logger.debug("request headers %s", {"Authorization": f"Bearer {TENANT_KEY}"})
+    try:
+        raise ValueError(f"bad key {TENANT_KEY}")
+    except ValueError:
+        logger.exception("failed")
+    out = stream.getvalue()
+    assert TENANT_KEY not in out
+    assert out.count(MASK) == 2 and "ValueError: bad key [redacted]" in out and "Traceback" in out
+
+
+def test_the_filter_masks_fields_given_as_extra():
+    logger, stream = capture("test.redaction.extra", "%(message)s %(event)s")
+    event = {"headers": {"authorization": f"Bearer {ADMIN_KEY}"}, "body": f'{{"api_key": "{TENANT_KEY}"}}'}
+    logger.info("event", extra={"event": event})
+    out = stream.getvalue()
+    assert ADMIN_KEY not in out and TENANT_KEY not in out and out.count(MASK) == 2
+    assert event["headers"]["authorization"] == f"Bearer {ADMIN_KEY}"  # the caller's object is not changed
+
+
+def test_a_dict_message_stays_a_dict_with_its_keys_masked():
+    record = logging.LogRecord("n", logging.INFO, "p", 1, {"headers": {"Authorization": f"Bearer {TENANT_KEY}"}}, None, None)
+    RedactSecrets().filter(record)
+    assert record.msg == {"headers": {"Authorization": f"Bearer {MASK}"}}
