@@ -17,9 +17,8 @@ from urllib.parse import quote, unquote, unquote_to_bytes
 from chalice.config import Config
 from chalice.local import LambdaEventConverter, LocalChalice, LocalGateway, LocalGatewayException, MatchResult, RouteMatcher
 
-from .domain.errors import HindsightError
-
 from . import redaction
+from .domain.errors import HindsightError
 
 log = logging.getLogger("hindsight.server")
 
