@@ -16,12 +16,14 @@ the OpenSearch node). What it holds on every response:
 * forgotten experiences never come back (not in recall, not as ``active`` after a later review);
 * get, list (every filter, every page) and trajectory reads equal the model exactly.
 
-Reviews are non-deterministic in what they learn, so the model learns reviewed lessons from the
-trajectories that name them, then checks their scope (the trajectory's) and every later read.
+What a review learns is the reviewer's business, not the model's: the model takes the lessons a
+reviewed trajectory names, checks their scope (the trajectory's), and from then on checks every read
+of them; a review may only archive an active lesson, superseded by one of the same scope.
 
 Budget: a fixed number of examples, derandomized, so CI explores the same sequences on every run
 and a failure is reproducible by running the test again (hypothesis prints the falsifying steps).
-``HINDSIGHT_PROPERTY_EXAMPLES=N`` runs N random (not derandomized) examples for a longer local soak.
+``HINDSIGHT_PROPERTY_EXAMPLES=N`` runs N random (not derandomized) examples for a longer local soak
+(250 of them found a forgotten lesson brought back to active by its trajectory's full review).
 """
 from __future__ import annotations
 
