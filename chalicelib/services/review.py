@@ -106,6 +106,18 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
     if not drafts:
         return out
     fresh = [draft_to_experience(d, traj, now, review.example) for d in drafts]
+    # The id derives from (tenant, trajectory, lesson): one this trajectory's earlier (local) review
+    # already stored. If it has since been forgotten or archived, learning it again would put it
+    # back in recall: it stays as it is.
+    stored = deps.experiences.get_many(traj.tenant_id, [e.experience_id for e in fresh])
+    retired = {i: e.status for i, e in stored.items() if e.status is not ExperienceStatus.ACTIVE}
+    for exp in fresh:
+        if exp.experience_id in retired:
+            out.rejected.append({"lesson": exp.lesson, "reason": f"already learned from this trajectory, now {retired[exp.experience_id].value}"})
+    drafts = [d for d, e in zip(drafts, fresh) if e.experience_id not in retired]
+    fresh = [e for e in fresh if e.experience_id not in retired]
+    if not fresh:
+        return out
     out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], {})
     for draft, exp in zip(drafts, fresh):
         vector = experience_vector(exp, out.vectors)

@@ -213,3 +213,24 @@ def test_keys_authenticate_their_tenant_and_rotation_revokes_the_old_one(deps):
     with pytest.raises(Unauthorized):
         tenants.authenticate(deps, "Bearer admin-test-key")
     tenants.require_admin(deps, "Bearer admin-test-key")
+
+
+def test_a_lesson_forgotten_after_a_local_review_stays_forgotten_when_the_full_review_learns_it_again(deps, clock):
+    # Found by tests/http/test_isolation_properties.py: the full review derives the same id
+    # (tenant, trajectory, fingerprint) as the local review did, and wrote it back as active.
+    ingest.start_trajectory(deps, new_traj())
+    failing = {"from": "Paris"}
+    ingest.append_events(deps, "t1", "tr1", [
+        tool("1", "search_flights", failing, ok=False, error="InvalidAirport: IATA code expected", clock=clock),
+        tool("2", "search_flights", failing, ok=False, error="InvalidAirport: IATA code expected", clock=clock),
+    ])
+    while review.process_review_jobs(deps):  # the local review of the two failures in a row
+        pass
+    (eid,) = ingest.get_trajectory(deps, "t1", "tr1").experience_ids
+    experiences.forget(deps, "t1", eid, "wrong")
+    ingest.finalize(deps, "t1", "tr1", "failure", None)
+    while review.process_review_jobs(deps):
+        pass
+    assert deps.experiences.get("t1", eid).status is ExperienceStatus.FORGOTTEN
+    hits, _ = recall.recall(deps, RecallQuery(tenant_id="t1", query="search flights from Paris", agent_id="a1", top_k=50))
+    assert eid not in [h.experience.experience_id for h in hits]
