@@ -59,6 +59,17 @@ def proc_rss_mb(pid: int) -> float | None:
     return None
 
 
+def terminate(proc: subprocess.Popen | None, timeout: float = 10) -> None:
+    """SIGTERM a child process if it still runs; SIGKILL it when it does not stop in time."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+
 class Server:
     """``python -m chalicelib.server`` on a free 127.0.0.1 port; a context manager that always kills it."""
 
@@ -124,13 +135,7 @@ class Server:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        terminate(proc)
         if self._log is not None:
             self._log.close()
             self._log = None

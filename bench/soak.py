@@ -51,7 +51,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._harness import ROOT, HOST, Server, dumps, free_port, pct, proc_cpu_seconds, proc_rss_mb  # noqa: E402
+from bench._harness import ROOT, HOST, Server, dumps, free_port, pct, proc_cpu_seconds, proc_rss_mb, terminate  # noqa: E402
 
 OPS = ("start", "append", "finalize", "recall")
 
@@ -366,13 +366,7 @@ class Moto:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        terminate(proc)
         if getattr(self, "_log", None) is not None:
             self._log.close()
             self._log = None
