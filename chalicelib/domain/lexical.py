@@ -22,16 +22,30 @@ STOPWORDS = frozenset(
 )
 
 
+def stem(word: str) -> str:
+    """Plural to singular (Harman's S-stemmer): "requests" -> "request", "policies" -> "policy".
+    Only plain words: identifiers ("list_channels", "v2.4.1") stay whole."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
+
+
 def terms(text: str) -> list[str]:
     out: list[str] = [f"{sigil}*" for sigil in _SIGIL.findall(text)]
     for word in _WORD.findall(text):
         whole = word.lower().strip("._-")
         if not whole or whole in STOPWORDS:
             continue
-        out.append(whole)
+        out.append(stem(whole))
         parts = [p.lower() for piece in re.split(r"[_.-]+", word) for p in _CAMEL.findall(piece)]
         if len(parts) > 1:
-            out.extend(p for p in parts if p not in STOPWORDS and len(p) > 1)
+            out.extend(stem(p) for p in parts if p not in STOPWORDS and len(p) > 1)
     return out
 
 

@@ -29,3 +29,13 @@ def test_a_channel_and_a_person_are_different_kinds_of_reference():
     # placeholders keep the kind; emails and number references (#59871, #<n>) are not sigils
     assert terms("channel_not_found: '#<channel>'").count("#*") == 1
     assert not {"#*", "@*"} & set(terms("mail ops@example.com about ticket #59871 and #<n>"))
+
+
+def test_plurals_match_their_singular_but_identifiers_stay_whole():
+    from chalicelib.domain.lexical import stem, terms
+
+    assert terms("travel requests") == terms("travel request")
+    assert stem("policies") == "policy" and stem("status") == "status" and stem("address") == "address"
+    # a tool name is matched whole; its parts are plain words and are stemmed
+    assert terms("list_channels")[:3] == ["list_channels", "list", "channel"]
+    assert "v2.4.1" in terms("deploy v2.4.1")
