@@ -6,6 +6,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from .generalize import without_examples
+
 
 class TrajectoryStatus(str, Enum):
     OPEN = "open"
@@ -165,8 +167,6 @@ class Experience:
     def search_text(self) -> str:
         """What lexical search matches: everything that names tools, parameters and errors, and the
         tasks it was learned from; not the example values of one past task (see ``without_examples``)."""
-        from .generalize import without_examples
-
         text = " ".join(p for p in (self.situation, self.lesson, self.advice, self.action, " ".join(self.tools), *self.examples) if p)
         return without_examples(text)
 
