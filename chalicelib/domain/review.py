@@ -142,10 +142,14 @@ class _Context:
     def g(self, text: str) -> str:
         return generalize(text, self.values)
 
+    def goal(self) -> str:
+        """The task, generalized: what every lesson of this trajectory was learned on."""
+        return self.g(self.traj.goal).strip()
+
     def task(self) -> str:
         kind = f" ({self.traj.task_type})" if self.traj.task_type else ""
         intent = f" Intent: {self.traj.intent}." if self.traj.intent else ""
-        return f"Task{kind}: {self.g(self.traj.goal).rstrip('.?!')}.{intent}"
+        return f"Task{kind}: {self.goal().rstrip('.?!')}.{intent}"
 
 
 def _describe_text_change(key: str, old: str, new: str) -> str | None:
@@ -299,7 +303,7 @@ def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "fu
     review.ineffective_steps = attribution.steps("failed") + attribution.steps("repeated")
     review.key_decisions = attribution.key_decisions(events)
     ctx = _Context(traj, events)
-    review.example = ctx.g(traj.goal).strip()
+    review.example = ctx.goal()
     seen: set[str] = set()
 
     def add(draft: LessonDraft | None) -> None:
