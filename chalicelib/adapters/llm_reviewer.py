@@ -12,14 +12,17 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from functools import partial
+from typing import Any, Collection, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..domain.compress import compress_trajectory, estimate_tokens, raw_size_tokens
-from ..domain.generalize import generalize, literal_values
+from ..domain.generalize import generalize, literal_digests
 from ..domain.models import Event, Trajectory
-from ..domain.review import LessonDraft, Review, fix_fingerprint, review_trajectory, situation_key
+from ..domain.review import (
+    LessonDraft, Review, fix_fingerprint, review_trajectory, situation_key, trajectory_literals, without_kept,
+)
 
 log = logging.getLogger(__name__)
 
@@ -197,24 +200,36 @@ class LLMReviewer:
     def _drafts(self, traj: Trajectory, events: Sequence[Event], answer: LLMReview) -> list[LessonDraft]:
         known_tools = set(traj.tools) | {e.tool for e in events if e.tool}
         params = {k for e in events if e.is_tool_call for k in (e.content.get("params") or {})}
-        values = literal_values(e.content.get("params") or {} for e in events if e.is_tool_call)
+        values = trajectory_literals(events)
         drafts = []
         for lesson in answer.lessons:
             tools = tuple(t for t in dict.fromkeys(lesson.tools) if t in known_tools)  # no invented tools
             idents = [i for i in _IDENT.findall(lesson.advice) if i in known_tools or i in params]
             main = tools[0] if tools else (idents[0] if idents else "")
             key = situation_key(main, lesson.error_class or "")
-            drafts.append(LessonDraft(
-                situation=generalize(lesson.situation, values),
-                action=generalize(lesson.action, values),
-                result=generalize(lesson.result, values),
-                lesson=generalize(lesson.lesson, values),
-                advice=generalize(lesson.advice, values),
-                tools=tools,
-                kind="llm",
-                fingerprint=fix_fingerprint(key, idents or tools),
-                situation_key=key,
-                error_class=lesson.error_class,
-                polarity=lesson.polarity,
-            ))
+            drafts.append(_written(traj, values, lesson, tools, fix_fingerprint(key, idents or tools), key, ()))
         return drafts
+
+
+def _written(
+    traj: Trajectory, values: dict[str, str], lesson: LLMLesson, tools: tuple[str, ...], fp: str, key: str,
+    keep: Collection[str],
+) -> LessonDraft:
+    """The model's lesson generalized with the trajectory's literals, less those to ``keep``."""
+    vals = without_kept(values, keep, traj.tenant_id)
+    return LessonDraft(
+        situation=generalize(lesson.situation, vals),
+        action=generalize(lesson.action, vals),
+        result=generalize(lesson.result, vals),
+        lesson=generalize(lesson.lesson, vals),
+        advice=generalize(lesson.advice, vals),
+        tools=tools,
+        kind="llm",
+        fingerprint=fp,
+        situation_key=key,
+        error_class=lesson.error_class,
+        polarity=lesson.polarity,
+        example=generalize(traj.goal, vals).strip(),
+        literals=literal_digests(values, traj.tenant_id),
+        specialize=partial(_written, traj, values, lesson, tools, fp, key),
+    )

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from datetime import datetime
 
+from .generalize import recurring_literals
 from .models import Experience, ExperienceStatus, Source, Trajectory
 from .review import LessonDraft
 
@@ -81,14 +82,28 @@ def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime, exa
         situation_key=draft.situation_key or None,
         error_class=draft.error_class,
         intent=traj.intent,
-        examples=_examples([example]),
+        examples=_examples([draft.example or example]),
+        literals=dict(draft.literals),
     )
 
 
-def merge_into(existing: Experience, new: Experience, now: datetime) -> Experience:
+def specialized_experience(draft: LessonDraft, existing: Experience, traj: Trajectory, now: datetime) -> Experience | None:
+    """The new source's lesson written again keeping the literals every source so far had
+    (``main`` in each push to the protected branch), or None when none recur: the lesson
+    abstracts only what varies across its tasks (least general generalization)."""
+    keep = recurring_literals(existing.literals, draft.literals)
+    special = draft.specialize(keep) if keep and draft.specialize is not None else None
+    if special is None or special.fingerprint != draft.fingerprint:
+        return None
+    return draft_to_experience(special, traj, now)
+
+
+def merge_into(existing: Experience, new: Experience, now: datetime, specialized: bool = False) -> Experience:
     """Fold a repeat of a known lesson into it: more support, more confidence, renewed.
 
-    A source already counted (a review delivered twice) changes nothing.
+    A source already counted (a review delivered twice) changes nothing. ``specialized``: the new
+    wording keeps the literals every source shared, which a wording from a single source (support
+    1) could not know; it is the more specific one.
     """
     added = [s for s in new.sources if s not in existing.sources]
     if not added:
@@ -96,7 +111,8 @@ def merge_into(existing: Experience, new: Experience, now: datetime) -> Experien
     support = existing.support + len(added)
     confidence = min(0.95, existing.confidence + (1 - existing.confidence) * 0.2 * len(added))
     # Keep the more specific wording: the longer advice says more (names more of the fix).
-    wording = new if len(new.advice) > len(existing.advice) else existing
+    more_specific = (specialized and existing.support == 1) or len(new.advice) > len(existing.advice)
+    wording = new if more_specific else existing
     return replace(
         existing,
         situation=wording.situation,
@@ -106,6 +122,7 @@ def merge_into(existing: Experience, new: Experience, now: datetime) -> Experien
         advice=wording.advice,
         sources=existing.sources + added,
         examples=_examples(existing.examples, new.examples),
+        literals=recurring_literals(existing.literals, new.literals),
         support=support,
         confidence=round(confidence, 6),
         tags=sorted(set(existing.tags) | set(new.tags)),

@@ -2,6 +2,7 @@
 learned on "Paris" carries over to the next task about "Berlin"."""
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any, Iterable, Mapping
 
@@ -45,6 +46,27 @@ def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
                 sigil = text[0] if text[0] in "#@$" else ""  # "#design" and "@omar" are different kinds of thing
                 out.setdefault(text, f"{sigil}<{key}>")
     return out
+
+
+def literal_digests(values: Mapping[str, str], salt: str) -> dict[str, str]:
+    """The literal values a lesson was generalized from, as salted digests -> placeholder.
+
+    What it takes to tell, when a second task teaches the same lesson, which literals recur in
+    every task of the kind ("main" in each push to the protected branch) and which vary (the
+    branch names of the fixes): the recurring ones are part of the situation, not literals to
+    hide (``recurring_literals``). Digests, so the record keeps no second copy of the values.
+    """
+    return {literal_digest(v, salt): p for v, p in values.items()}
+
+
+def literal_digest(value: str, salt: str) -> str:
+    return hashlib.sha256(f"{salt}|{value.strip().lower()}".encode()).hexdigest()[:20]
+
+
+def recurring_literals(seen: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
+    """The literals every source so far had, in the same role (same placeholder): the least
+    general generalization of the tasks keeps them and abstracts only what varies."""
+    return {d: p for d, p in seen.items() if new.get(d) == p}
 
 
 def _number_kind(value: int | float) -> str:

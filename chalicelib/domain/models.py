@@ -149,6 +149,9 @@ class Experience:
     # the tasks it was learned from, generalized (newest last, at most MAX_EXAMPLES): a lesson is
     # matched against the kind of task it helps with, not only against its one wording
     examples: list[str] = field(default_factory=list)
+    # the literals every source had in the same role (salted digest -> placeholder): what the
+    # next source must share for the lesson to keep them (``generalize.recurring_literals``)
+    literals: dict[str, str] = field(default_factory=dict)
 
     @property
     def scope(self) -> Scope:
@@ -157,7 +160,7 @@ class Experience:
     def embedding_text(self) -> str:
         """What recall matches a query against: the situation and what to do about it."""
         tools = f" Tools: {', '.join(self.tools)}." if self.tools else ""
-        return f"{self.situation} {self.lesson}{tools}".strip()
+        return without_examples(f"{self.situation} {self.lesson}{tools}".strip())
 
     def embedding_texts(self) -> tuple[str, ...]:
         """Every text whose meaning the lesson's vector stands for: the lesson in its situation,

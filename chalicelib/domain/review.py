@@ -16,11 +16,12 @@ import difflib
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from .attribution import Attribution, Contrast, attribute, call_key, params_of
-from .generalize import describe_value, generalize, literal_values
+from .generalize import describe_value, generalize, literal_digest, literal_digests, literal_values
 from .models import Event, Trajectory
 
 _MAX_VALUE = 80
@@ -42,6 +43,11 @@ class LessonDraft:
     error_class: str | None = None
     polarity: str = "warning"  # learned from a failure
     tags: tuple[str, ...] = ()
+    example: str = ""  # the task it was learned on, generalized like the lesson
+    # the literal values generalized away (salted digest -> placeholder), and the same lesson
+    # written again keeping some of them (by digest): see ``generalize.recurring_literals``
+    literals: Mapping[str, str] = field(default_factory=dict)
+    specialize: Callable[[Collection[str]], "LessonDraft | None"] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -127,20 +133,43 @@ def fix_fingerprint(situation: str, identifiers: Sequence[str]) -> str:
     return fingerprint("fix", situation, ",".join(sorted({i.lower() for i in identifiers})))
 
 
-class _Context:
-    """What every lesson of one trajectory shares: its generalized goal and literal values."""
+def trajectory_literals(events: Sequence[Event]) -> dict[str, str]:
+    """The literal values of a trajectory's tool calls (value -> placeholder), and the answers
+    that gave them ("Which city?" -> "Lyon")."""
+    values = literal_values(params_of(e) for e in events if e.is_tool_call)
+    for e in events:
+        if e.is_tool_call and isinstance(e.content.get("result"), str):
+            for v, p in list(values.items()):
+                if v.lower() == str(e.content["result"]).strip().lower():
+                    values.setdefault(e.content["result"].strip(), p)
+    return values
 
-    def __init__(self, traj: Trajectory, events: Sequence[Event]) -> None:
+
+def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) -> dict[str, str]:
+    """``values`` less the literals to keep as they are (given by digest)."""
+    keep = set(keep)
+    return {v: p for v, p in values.items() if literal_digest(v, salt) not in keep}
+
+
+class _Context:
+    """What every lesson of one trajectory shares: its generalized goal and literal values.
+
+    ``keep``: digests of literals that recur in every task the lesson was learned from; they stay
+    as they are (the texts then say "main", not "<branch>"). Identities (fingerprints) never
+    depend on them: ``g0`` generalizes everything.
+    """
+
+    def __init__(self, traj: Trajectory, events: Sequence[Event], keep: Collection[str] = ()) -> None:
         self.traj = traj
-        self.values = literal_values(params_of(e) for e in events if e.is_tool_call)
-        for e in events:  # answers the user gave are literals too ("Which city?" -> "Lyon")
-            if e.is_tool_call and isinstance(e.content.get("result"), str):
-                for v, p in list(self.values.items()):
-                    if v.lower() == str(e.content["result"]).strip().lower():
-                        self.values.setdefault(e.content["result"].strip(), p)
+        self.all_values = trajectory_literals(events)
+        self.digests = literal_digests(self.all_values, traj.tenant_id)
+        self.values = without_kept(self.all_values, keep, traj.tenant_id)
 
     def g(self, text: str) -> str:
         return generalize(text, self.values)
+
+    def g0(self, text: str) -> str:
+        return generalize(text, self.all_values)
 
     def goal(self) -> str:
         """The task, generalized: what every lesson of this trajectory was learned on."""
@@ -268,7 +297,7 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
     text = str(feedback.content.get("text") or "").strip()
     if not text or before is None:
         return None
-    said = ctx.g(short(text))
+    said, said0 = ctx.g(short(text)), ctx.g0(short(text))
     if before.is_tool_call:
         names = ", ".join(f"`{k}`" for k in params_of(before))
         what = f"calling `{before.tool}`" + (f" (with {names})" if names else "")
@@ -286,13 +315,19 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
         advice=advice,
         tools=tuple(t for t in tools if t),
         kind="negative_feedback",
-        fingerprint=fingerprint("feedback", said, *tools),
-        situation_key=fingerprint("feedback-situation", said, *tools),
+        fingerprint=fingerprint("feedback", said0, *tools),
+        situation_key=fingerprint("feedback-situation", said0, *tools),
     )
 
 
-def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "full") -> Review:
-    """Find the lessons a trajectory teaches. Deterministic: same input, same lessons."""
+def _specialized(traj: Trajectory, events: Sequence[Event], kind: str, fp: str, keep: Collection[str]) -> LessonDraft | None:
+    return next((d for d in review_trajectory(traj, events, kind, keep).lessons if d.fingerprint == fp), None)
+
+
+def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "full", keep: Collection[str] = ()) -> Review:
+    """Find the lessons a trajectory teaches. Deterministic: same input, same lessons.
+
+    ``keep``: digests of literal values to leave as they are (see ``_Context``)."""
     events = sorted(events, key=lambda e: e.seq)
     calls = [e for e in events if e.is_tool_call]
     attribution: Attribution = attribute(events)
@@ -302,14 +337,17 @@ def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "fu
     review.effective_steps = attribution.steps("effective") + attribution.steps("recovery")
     review.ineffective_steps = attribution.steps("failed") + attribution.steps("repeated")
     review.key_decisions = attribution.key_decisions(events)
-    ctx = _Context(traj, events)
+    ctx = _Context(traj, events, keep)
     review.example = ctx.goal()
     seen: set[str] = set()
 
     def add(draft: LessonDraft | None) -> None:
         if draft is not None and draft.fingerprint not in seen:
             seen.add(draft.fingerprint)
-            review.lessons.append(draft)
+            review.lessons.append(replace(
+                draft, example=review.example, literals=ctx.digests,
+                specialize=partial(_specialized, traj, events, kind, draft.fingerprint),
+            ))
 
     for contrast in attribution.contrasts:
         add(_from_contrast(ctx, contrast))

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..domain.anomaly import WINDOW, qualifies_for_full_review
-from ..domain.distill import draft_to_experience, merge_into, passes_quality_gate, should_supersede, supersede
+from ..domain.distill import (
+    draft_to_experience, merge_into, passes_quality_gate, should_supersede, specialized_experience, supersede,
+)
 from ..domain.errors import NotFound
 from ..domain.models import Experience, ExperienceStatus, Trajectory, TrajectoryStatus
 from ..domain.review import Review
@@ -125,7 +127,8 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
         if existing is None:
             existing = _near_duplicate(deps, exp, vector)
         if existing is not None:
-            exp = merge_into(existing, exp, now)
+            special = specialized_experience(draft, existing, traj, now)
+            exp = merge_into(existing, special or exp, now, specialized=special is not None)
             out.merged += 1
         if exp.situation_key and draft.kind in FIX_KINDS:
             for old in deps.experiences.find_active_by_situation(traj.tenant_id, exp.situation_key, exp.agent_id, exp.user_id):
