@@ -48,6 +48,9 @@ def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
+MAX_LITERALS = 64
+
+
 def literal_digests(values: Mapping[str, str], salt: str) -> dict[str, str]:
     """The literal values a lesson was generalized from, as salted digests -> placeholder.
 
@@ -56,7 +59,12 @@ def literal_digests(values: Mapping[str, str], salt: str) -> dict[str, str]:
     branch names of the fixes): the recurring ones are part of the situation, not literals to
     hide (``recurring_literals``). Digests, so the record keeps no second copy of the values.
     """
-    return {literal_digest(v, salt): p for v, p in values.items()}
+    out: dict[str, str] = {}
+    for v, p in values.items():
+        if len(out) >= MAX_LITERALS:  # a long trajectory must not grow every lesson's record
+            break
+        out.setdefault(literal_digest(v, salt), p)
+    return out
 
 
 def literal_digest(value: str, salt: str) -> str:

@@ -106,3 +106,13 @@ def test_tools_the_model_invents_are_dropped(stub, monkeypatch):
     monkeypatch.setattr(stub_module, "review_from_trajectory", inventive)
     lesson = reviewer(stub).review(traj(), weather_events(), "full").lessons[0]
     assert "rm_rf" not in lesson.tools
+
+
+def test_an_llm_lesson_can_be_written_again_keeping_recurring_literals(stub):
+    review = reviewer(stub).review(traj(goal="Weather in Lyon tomorrow?"), weather_events(), "full")
+    (lesson,) = review.lessons
+    assert "Lyon" not in lesson.situation and "<city>" in lesson.example
+    special = lesson.specialize(set(lesson.literals))
+    assert "Lyon" in special.situation and special.example == "Weather in Lyon tomorrow?"
+    assert (special.fingerprint, special.literals) == (lesson.fingerprint, lesson.literals)
+    assert len(stub.state.requests) == 1  # written again without asking the model again

@@ -5,6 +5,7 @@ import pytest
 
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Source, Trajectory
 from chalicelib.domain.review import situation_key
+from chalicelib.ports import IndexFilter
 from chalicelib.services import experiences, ingest, review
 from tests.fakes import FakeClock, fake_deps
 
@@ -262,3 +263,36 @@ def test_a_failed_full_review_keeps_the_local_lessons_and_a_redrive_reviews_it_o
     for exp_id in traj.experience_ids:  # each lesson counts this trajectory once
         assert experiences.get_experience(deps, "t1", exp_id).sources == ["tr1"]
     assert review.redrive_failed(deps) == 0 and review.failed_reviews(deps) == []
+
+
+def push_trajectory(deps, clock, tid, goal, rejected, fixed):
+    start(deps, tid, goal=goal, tools=["git_push"])
+    ingest.append_events(deps, "t1", tid, [
+        call(clock, "git_push", {"remote": "origin", "branch": rejected}, ok=False, error=f"Protected: branch '{rejected}' is protected"),
+        call(clock, "git_push", {"remote": "origin", "branch": fixed}),
+    ])
+    ingest.finalize(deps, "t1", tid, "success", None)
+    run_all(deps)
+    return ingest.get_trajectory(deps, "t1", tid).experience_ids
+
+
+def test_literals_every_task_shared_stay_in_the_lesson_and_the_varying_ones_are_abstracted(deps, clock):
+    (first,) = push_trajectory(deps, clock, "tr1", "Push this hotfix straight to main", "main", "hotfix/login-500")
+    one = experiences.get_experience(deps, "t1", first)
+    assert "branch '<branch>' is protected" in one.situation  # one task cannot tell a constant from a literal
+    assert push_trajectory(deps, clock, "tr2", "Get the footer fix onto main", "main", "fix/footer-link") == [first]
+    push_trajectory(deps, clock, "tr3", "ship the version bump to main", "main", "chore/bump-1.8")
+    exp = experiences.get_experience(deps, "t1", first)
+    assert exp.support == 3 and "branch 'main' is protected" in exp.situation + exp.advice
+    assert exp.examples[1:] == ["Get the footer fix onto main", "ship the version bump to main"]
+    assert len(exp.literals) == 2 and "main" not in str(exp.literals)  # main and origin, as digests
+    lexical = deps.index.lexical_search("t1", "main", IndexFilter("a1", None, ()), 5)
+    assert [i for i, _ in lexical] == [first]  # the index has the new wording
+
+
+def test_a_literal_that_varies_between_tasks_stays_a_placeholder(deps, clock):
+    (first,) = push_trajectory(deps, clock, "tr1", "Push feature/login to the remote", "feature/login", "feature/login-2")
+    push_trajectory(deps, clock, "tr2", "Push fix/typo to the remote", "fix/typo", "fix/typo-2")
+    exp = experiences.get_experience(deps, "t1", first)
+    assert exp.support == 2 and "branch '<branch>' is protected" in exp.situation
+    assert exp.examples == ["Push <branch> to the remote"]

@@ -136,3 +136,47 @@ def test_long_free_text_stays_in_the_situation_while_short_literals_are_hidden()
     ]
     lesson = review_trajectory(traj(goal="Tell #design that the new mockups are in Figma"), events).lessons[0]
     assert "Tell #<channel> that the new mockups are in Figma" in lesson.situation
+
+
+def _protected_push(branch_fix: str, goal: str = "Push this hotfix straight to main"):
+    events = [
+        call("git_push", {"remote": "origin", "branch": "main"}, ok=False, error="Protected: branch 'main' is protected"),
+        call("git_push", {"remote": "origin", "branch": branch_fix}),
+    ]
+    return traj(goal=goal, tools=["git_push"]), events
+
+
+def test_literals_are_generalized_and_remembered_only_as_digests():
+    t, events = _protected_push("hotfix/login-500")
+    (lesson,) = review_trajectory(t, events).lessons
+    assert "<branch>" in lesson.situation and "'main'" not in lesson.situation
+    assert lesson.example == "Push this hotfix straight to <branch>"
+    assert set(lesson.literals.values()) == {"<branch>", "<remote>"} and len(lesson.literals) == 3
+    assert not {"main", "origin", "hotfix/login-500"} & set(lesson.literals)  # no value in clear
+    other_tenant = review_trajectory(traj(goal=t.goal, tools=["git_push"], tenant_id="t2"), events).lessons[0]
+    assert not set(other_tenant.literals) & set(lesson.literals)  # salted per tenant
+
+
+def test_a_lesson_written_again_keeps_the_literals_asked_for_and_stays_the_same_lesson():
+    t, events = _protected_push("hotfix/login-500")
+    (lesson,) = review_trajectory(t, events).lessons
+    for digest in lesson.literals:  # whatever is kept, it is the same lesson
+        kept = lesson.specialize({digest})
+        assert (kept.fingerprint, kept.situation_key) == (lesson.fingerprint, lesson.situation_key)
+    shared = set(lesson.literals) & set(review_trajectory(*_protected_push("fix/footer-link")).lessons[0].literals)
+    special = lesson.specialize(shared)  # what two pushes to main have in common: "main" and "origin"
+    assert "branch 'main' is protected" in special.situation and "straight to main" in special.example
+    assert "`hotfix/login-500`" in special.advice  # the fix's value is still only an example
+    assert special.literals == lesson.literals
+    assert lesson.specialize(()) == lesson
+
+
+def test_feedback_lessons_keep_their_identity_when_written_with_kept_literals():
+    events = [
+        call("git_push", {"branch": "main", "force": True}, ok=False, error="Protected: branch 'main' is protected"),
+        said("Never force-push to main!", kind="feedback", sentiment="negative"),
+    ]
+    (lesson,) = [d for d in review_trajectory(traj(tools=["git_push"]), events).lessons if d.kind == "negative_feedback"]
+    special = lesson.specialize(set(lesson.literals))
+    assert "Never force-push to main!" in special.advice and "<branch>" in lesson.advice
+    assert (special.fingerprint, special.situation_key) == (lesson.fingerprint, lesson.situation_key)
