@@ -65,3 +65,12 @@ def test_heldout_values_are_not_a_dev_or_train_task():
         old = [dict(r.v) for r in (*fam.train, *fam.tests, *([fam.fail] if fam.fail else []))]
         for task in HELDOUT[fam.id]:
             assert dict(task.v) not in old, task.query
+
+
+def test_run_task_sets():
+    from bench.experience_reuse.run import with_tasks
+
+    fams = FAMILIES[:2]
+    assert with_tasks(fams, "dev") == fams
+    assert [f.tests for f in with_tasks(fams, "heldout")] == [HELDOUT[f.id] for f in fams]
+    assert [len(f.tests) for f in with_tasks(fams, "all")] == [10, 10]
