@@ -1,11 +1,12 @@
 """The experience-reuse benchmark: record training trajectories, recall on new tasks, simulate an agent.
 
-    .venv/bin/python -m bench.experience_reuse [--families N] [--out results.json]
+    .venv/bin/python -m bench.experience_reuse [--families N] [--tasks dev|heldout|all] [--out results.json]
         [--url URL --api-key KEY | --url URL --admin-key KEY] [--keep-server] [--no-round2] [-v]
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import json
 import secrets
@@ -20,6 +21,7 @@ from typing import Any, Sequence
 from . import agent as sim
 from . import metrics
 from .dataset import select
+from .heldout import HELDOUT
 from .metrics import TARGETS, TaskRecord
 from .schema import Family, validate
 from .service import Api, LocalServer, create_tenant
@@ -37,10 +39,27 @@ CONDITIONS = {
 }
 
 
+TASK_SETS = ("dev", "heldout", "all")
+
+
+def with_tasks(fams: Sequence[Family], which: str) -> tuple[Family, ...]:
+    """The families with their test tasks replaced by the chosen set: dev (``Family.tests``, the tasks
+    the engine was tuned on), heldout (``heldout.HELDOUT``), or all (dev then heldout)."""
+    if which == "dev":
+        return tuple(fams)
+    if which == "heldout":
+        return tuple(dataclasses.replace(f, tests=HELDOUT[f.id]) for f in fams)
+    if which == "all":
+        return tuple(dataclasses.replace(f, tests=(*f.tests, *HELDOUT[f.id])) for f in fams)
+    raise ValueError(f"unknown task set {which!r}")
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.experience_reuse", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--families", type=int, default=None, help="only the first N families (rounded up to whole sibling pairs)")
+    p.add_argument("--tasks", choices=TASK_SETS, default="dev",
+                   help="test tasks to recall and simulate: dev (dataset.py, tuned on), heldout (heldout.py), all (both)")
     p.add_argument("--url", help="an existing server instead of starting one")
     p.add_argument("--api-key", help="a tenant key on --url (the run uses its own agent_id, so other data is not seen)")
     p.add_argument("--admin-key", help="admin key on --url: a new tenant is created for the run")
@@ -238,7 +257,7 @@ def print_report(res: dict[str, Any], fams: Sequence[Family], records: dict[str,
     n_tasks = sum(len(f.tests) for f in fams)
     p()
     p(f"hindsight experience reuse: {len(fams)} families in {len(fams) // 2} sibling pairs, "
-      f"{res['counts']['training_trajectories']} training trajectories, {n_tasks} test tasks")
+      f"{res['counts']['training_trajectories']} training trajectories, {n_tasks} test tasks ({res['config']['tasks']} set)")
     if res["server"].startswith("fresh"):
         p(f"server: {res['server']}; embedder: all-MiniLM-L6-v2 (ONNX int8) in the server and in the baselines")
     else:
@@ -280,7 +299,8 @@ def print_report(res: dict[str, Any], fams: Sequence[Family], records: dict[str,
     p("By rule kind (tools known):  " + "   ".join(
         f"{k}: hit@3 {metrics.retrieval(v)['hit@3']:.2f} fix {metrics.retrieval(v)['names_fix']:.2f}" for k, v in sorted(kinds.items())))
     p()
-    p("Per family (5 test tasks each)     known: hit@1 hit@3 sib@1  fix | unknown hit@3 | raw hit@3 | exp hit@3 | steps no/mem | learned (names fix)")
+    per = sorted({len(f.tests) for f in fams})
+    p(f"Per family ({'/'.join(map(str, per))} test tasks each)     known: hit@1 hit@3 sib@1  fix | unknown hit@3 | raw hit@3 | exp hit@3 | steps no/mem | learned (names fix)")
     learn = res["learning"]["before"]
     for fam in fams:
         def sub(key: str) -> dict[str, Any]:
@@ -338,13 +358,13 @@ def diagnose(fam: Family, records: dict[str, list[TaskRecord]], learned: dict[st
         tops = defaultdict(int)
         for r in missed:
             tops[",".join(r.top1()) or "nothing"] += 1
-        reasons.append(f"own lesson not in top 3 for {len(missed)}/5; top-1 came from " + ", ".join(f"{f} x{n}" for f, n in tops.items()))
+        reasons.append(f"own lesson not in top 3 for {len(missed)}/{len(mine)}; top-1 came from " + ", ".join(f"{f} x{n}" for f, n in tops.items()))
     sib = [r for r in mine if r.ranked and fam.id not in r.top1() and fam.sibling in r.top1()]
     if sib:
-        reasons.append(f"sibling {fam.sibling} ranked first for {len(sib)}/5")
+        reasons.append(f"sibling {fam.sibling} ranked first for {len(sib)}/{len(mine)}")
     unnamed = [r for r in mine if r.fix_item is None and r.rank_of_target() is not None]
     if unnamed and learned["names_fix"]:
-        reasons.append(f"own lesson retrieved but no advice item names the fix for {len(unnamed)}/5")
+        reasons.append(f"own lesson retrieved but no advice item names the fix for {len(unnamed)}/{len(mine)}")
     return [f"{fam.id}: " + "; ".join(reasons)] if reasons else [f"{fam.id}: (see per-task details with -v)"]
 
 
@@ -353,7 +373,7 @@ def diagnose(fam: Family, records: dict[str, list[TaskRecord]], learned: dict[st
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    fams = select(args.families)
+    fams = with_tasks(select(args.families), args.tasks)
     validate(fams)
     by_id = {f.id: f for f in fams}
     nonce = secrets.token_hex(3)
@@ -464,7 +484,7 @@ def run(api: Api, fams, by_id, nonce, agent_id, args, timings, t_all, server_des
         for f in fams
     }
     res: dict[str, Any] = {
-        "config": {"families": [f.id for f in fams], "top_k": args.top_k, "seed": args.seed, "agent_id": agent_id, "nonce": nonce},
+        "config": {"families": [f.id for f in fams], "tasks": args.tasks, "top_k": args.top_k, "seed": args.seed, "agent_id": agent_id, "nonce": nonce},
         "server": server_desc,
         "targets": TARGETS,
         "counts": {
