@@ -231,5 +231,6 @@ def _written(
         polarity=lesson.polarity,
         example=generalize(traj.goal, vals).strip(),
         literals=literal_digests(values, traj.tenant_id),
+        kept=tuple(v for v in values if v not in vals),
         specialize=partial(_written, traj, values, lesson, tools, fp, key),
     )

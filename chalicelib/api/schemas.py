@@ -314,6 +314,8 @@ class ExplanationOut(Model):
     matched_tools: list[str]
     matched_tags: list[str]
     task_type_match: bool | None
+    matched_anchors: list[str] = Field(default=[], description="Literal values every task the lesson was learned "
+                                       "from named (e.g. `main`) that the query names too; missing ones lower tag_match.")
 
 
 class HitOut(Model):

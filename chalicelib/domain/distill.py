@@ -5,8 +5,9 @@ import hashlib
 import re
 from dataclasses import replace
 from datetime import datetime
+from typing import Mapping
 
-from .generalize import recurring_literals
+from .generalize import names, recurring_literals
 from .models import Experience, ExperienceStatus, Source, Trajectory
 from .review import LessonDraft
 
@@ -84,14 +85,23 @@ def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime, exa
         intent=traj.intent,
         examples=_examples([draft.example or example]),
         literals=dict(draft.literals),
+        anchors=list(draft.kept),  # candidates: a merge keeps those every task example names
     )
 
 
-def specialized_experience(draft: LessonDraft, existing: Experience, traj: Trajectory, now: datetime) -> Experience | None:
+def literals_to_keep(existing: Experience, draft: LessonDraft, trajectory_id: str) -> dict[str, str]:
+    """The literals (by digest) the lesson's sources so far and this new one all had. Only
+    another task counts: a trajectory reviewed again (a local review, then the full one; a
+    redelivery) shares every literal with itself and proves nothing."""
+    if trajectory_id in existing.sources:
+        return {}
+    return recurring_literals(existing.literals, draft.literals)
+
+
+def specialized_experience(draft: LessonDraft, keep: Mapping[str, str], traj: Trajectory, now: datetime) -> Experience | None:
     """The new source's lesson written again keeping the literals every source so far had
-    (``main`` in each push to the protected branch), or None when none recur: the lesson
-    abstracts only what varies across its tasks (least general generalization)."""
-    keep = recurring_literals(existing.literals, draft.literals)
+    (``keep``, by digest: ``main`` in each push to the protected branch), or None when none
+    recur: a lesson abstracts only what varies across its tasks (least general generalization)."""
     special = draft.specialize(keep) if keep and draft.specialize is not None else None
     if special is None or special.fingerprint != draft.fingerprint:
         return None
@@ -113,6 +123,7 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
     # Keep the more specific wording: the longer advice says more (names more of the fix).
     more_specific = (specialized and existing.support == 1) or len(new.advice) > len(existing.advice)
     wording = new if more_specific else existing
+    examples = _examples(existing.examples, new.examples)
     return replace(
         existing,
         situation=wording.situation,
@@ -121,8 +132,9 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
         lesson=wording.lesson,
         advice=wording.advice,
         sources=existing.sources + added,
-        examples=_examples(existing.examples, new.examples),
+        examples=examples,
         literals=recurring_literals(existing.literals, new.literals),
+        anchors=[a for a in new.anchors if examples and all(names(e, a) for e in examples)],
         support=support,
         confidence=round(confidence, 6),
         tags=sorted(set(existing.tags) | set(new.tags)),

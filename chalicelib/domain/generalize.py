@@ -23,10 +23,20 @@ def generalize(text: str, values: Mapping[str, str] | None = None) -> str:
     if values:
         # longest first, so "New York City" wins over "York"
         for literal in sorted(values, key=len, reverse=True):
-            text = re.sub(rf"(?<![\w<]){re.escape(literal)}(?![\w>])", values[literal], text, flags=re.I)
+            text = _literal(literal).sub(values[literal], text)
     for pattern, placeholder in _PATTERNS:
         text = pattern.sub(placeholder, text)
     return text
+
+
+def names(text: str, literal: str) -> bool:
+    """Whether ``text`` names ``literal`` as a whole (the match ``generalize`` replaces)."""
+    return _literal(literal).search(text) is not None
+
+
+def _literal(literal: str) -> re.Pattern[str]:
+    """A literal as a whole word: "main" in "to main." and "origin/main", not in "main-menu"."""
+    return re.compile(rf"(?<![\w<-]){re.escape(literal)}(?![\w>-])", re.I)
 
 
 def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:

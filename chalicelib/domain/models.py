@@ -152,6 +152,9 @@ class Experience:
     # the literals every source had in the same role (salted digest -> placeholder): what the
     # next source must share for the lesson to keep them (``generalize.recurring_literals``)
     literals: dict[str, str] = field(default_factory=dict)
+    # literal values every task it was learned from named ("main"): a query that names none of
+    # them is less likely to be this situation (see ``scoring.tag_match``)
+    anchors: list[str] = field(default_factory=list)
 
     @property
     def scope(self) -> Scope:
@@ -199,6 +202,7 @@ class Explanation:
     matched_tools: tuple[str, ...] = ()
     matched_tags: tuple[str, ...] = ()
     task_type_match: bool | None = None
+    matched_anchors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ class LessonDraft:
     # the literal values generalized away (salted digest -> placeholder), and the same lesson
     # written again keeping some of them (by digest): see ``generalize.recurring_literals``
     literals: Mapping[str, str] = field(default_factory=dict)
+    kept: tuple[str, ...] = ()  # the literal values this wording keeps as they are
     specialize: Callable[[Collection[str]], "LessonDraft | None"] | None = field(default=None, compare=False, repr=False)
 
 
@@ -149,6 +150,12 @@ def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) ->
     """``values`` less the literals to keep as they are (given by digest)."""
     keep = set(keep)
     return {v: p for v, p in values.items() if literal_digest(v, salt) not in keep}
+
+
+def task_example(traj: Trajectory, events: Sequence[Event], keep: Collection[str] = ()) -> str:
+    """The trajectory's task, generalized (less the literals to ``keep``): what a lesson learned
+    from it is matched against."""
+    return generalize(traj.goal, without_kept(trajectory_literals(events), keep, traj.tenant_id)).strip()
 
 
 class _Context:
@@ -345,7 +352,7 @@ def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "fu
         if draft is not None and draft.fingerprint not in seen:
             seen.add(draft.fingerprint)
             review.lessons.append(replace(
-                draft, example=review.example, literals=ctx.digests,
+                draft, example=review.example, literals=ctx.digests, kept=tuple(v for v in ctx.all_values if v not in ctx.values),
                 specialize=partial(_specialized, traj, events, kind, draft.fingerprint),
             ))
 

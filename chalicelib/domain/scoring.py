@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from .generalize import names
 from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Signal
 
 
@@ -100,10 +101,21 @@ def _norm(values) -> set[str]:
     return {v.strip().lower() for v in values if v and v.strip()}
 
 
-def tag_match(exp: Experience, query: RecallQuery) -> tuple[float | None, tuple[str, ...], tuple[str, ...], bool | None]:
-    """How well the lesson's tools, tags and task type fit the query, in [0, 1].
+@dataclass(frozen=True)
+class Match:
+    score: float | None
+    tools: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    task_type: bool | None = None
+    anchors: tuple[str, ...] = ()
 
-    Only what the query names counts; ``None`` when it names nothing comparable.
+
+def tag_match(exp: Experience, query: RecallQuery) -> Match:
+    """How well the lesson's tools, tags, task type, intent and anchors fit the query, in [0, 1].
+
+    Only what the query names counts, and the anchors: literal values every task the lesson was
+    learned from named ("main"); a query naming none of them is less likely its situation.
+    ``score`` is ``None`` when there is nothing to compare.
     """
     parts: list[float] = []
     q_tools, e_tools = _norm(query.tools), _norm(exp.tools)
@@ -120,8 +132,10 @@ def tag_match(exp: Experience, query: RecallQuery) -> tuple[float | None, tuple[
         parts.append(1.0 if task_match else 0.0)
     if query.intent and exp.intent:
         parts.append(1.0 if query.intent.strip().lower() == exp.intent.strip().lower() else 0.0)
-    score = sum(parts) / len(parts) if parts else None
-    return score, matched_tools, matched_tags, task_match
+    anchors = tuple(a for a in exp.anchors if names(query.query, a))
+    if exp.anchors:
+        parts.append(len(anchors) / len(exp.anchors))
+    return Match(sum(parts) / len(parts) if parts else None, matched_tools, matched_tags, task_match, anchors)
 
 
 def score_hit(
@@ -136,7 +150,8 @@ def score_hit(
     """The recall score in [0, 1] and its parts. Cosine similarity below 0 counts as 0;
     ``lexical`` is the saturated BM25 score in [0, 1)."""
     semantic = min(1.0, max(0.0, similarity))
-    tags, matched_tools, matched_tags, task_match = tag_match(exp, query)
+    match = tag_match(exp, query)
+    tags = match.score
     freshness = freshness_at(exp.renewed_at, now, policy.half_life_days)
     parts = {
         "semantic": (weights.semantic, semantic),
@@ -156,8 +171,9 @@ def score_hit(
         utility=round(exp.utility, 4),
         confidence=round(exp.confidence, 4),
         lexical=round(lexical, 4),
-        matched_tools=matched_tools,
-        matched_tags=matched_tags,
-        task_type_match=task_match,
+        matched_tools=match.tools,
+        matched_tags=match.tags,
+        task_type_match=match.task_type,
+        matched_anchors=match.anchors,
     )
     return round(score, 4), explanation

@@ -10,16 +10,17 @@ around it are reviewed while the trajectory is still open).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Collection, Sequence
 
 from ..domain.anomaly import WINDOW, qualifies_for_full_review
 from ..domain.distill import (
-    draft_to_experience, merge_into, passes_quality_gate, should_supersede, specialized_experience, supersede,
+    draft_to_experience, literals_to_keep, merge_into, passes_quality_gate, should_supersede, specialized_experience,
+    supersede,
 )
 from ..domain.errors import NotFound
 from ..domain.models import Experience, ExperienceStatus, Trajectory, TrajectoryStatus
-from ..domain.review import Review
+from ..domain.review import Review, task_example
 from ..ports import DeadJob, IndexEntry, IndexFilter, ReviewJob
 from .deps import Deps
 
@@ -93,6 +94,17 @@ def _same_situation(deps: Deps, old: Experience, new: Experience) -> bool:
     return float(a @ b) >= deps.supersede_threshold
 
 
+def _first_example_kept(deps: Deps, exp: Experience, keep: Collection[str]) -> Experience:
+    """A lesson from one task could not tell its constants from its literals: once a second task
+    shows which literals recur, its one task example is written again keeping them."""
+    try:
+        first = deps.trajectories.get(exp.tenant_id, exp.sources[0])
+        events = deps.trajectories.events(exp.tenant_id, first.trajectory_id)
+    except (NotFound, IndexError):
+        return exp
+    return replace(exp, examples=[task_example(first, events, keep)])
+
+
 def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
     """Quality gate, then merge into a known lesson (same fingerprint, or nearly the same text),
     or store as new; a lesson with another fix for the same situation may supersede the old one."""
@@ -127,7 +139,10 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
         if existing is None:
             existing = _near_duplicate(deps, exp, vector)
         if existing is not None:
-            special = specialized_experience(draft, existing, traj, now)
+            keep = literals_to_keep(existing, draft, traj.trajectory_id)
+            special = specialized_experience(draft, keep, traj, now)
+            if special is not None and existing.support == 1:
+                existing = _first_example_kept(deps, existing, keep)
             exp = merge_into(existing, special or exp, now, specialized=special is not None)
             out.merged += 1
         if exp.situation_key and draft.kind in FIX_KINDS:

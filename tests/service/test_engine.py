@@ -296,3 +296,29 @@ def test_a_literal_that_varies_between_tasks_stays_a_placeholder(deps, clock):
     exp = experiences.get_experience(deps, "t1", first)
     assert exp.support == 2 and "branch '<branch>' is protected" in exp.situation
     assert exp.examples == ["Push <branch> to the remote"]
+
+
+def test_a_trajectory_reviewed_locally_then_fully_does_not_count_as_a_second_task(deps, clock):
+    start(deps, goal="Export the report for ACME-7 again")
+    for _ in range(2):  # two identical failures: a local review learns "do not retry" while it runs
+        ingest.append_events(deps, "t1", "tr1", [call(clock, "export_report", {"client": "ACME-7"}, ok=False, error="Timeout: slow")])
+    run_all(deps)
+    ingest.finalize(deps, "t1", "tr1", "failure", None)
+    run_all(deps)  # the full review finds the same lesson: every literal "recurs" in its own source
+    (exp_id,) = ingest.get_trajectory(deps, "t1", "tr1").experience_ids
+    exp = experiences.get_experience(deps, "t1", exp_id)
+    assert exp.support == 1 and exp.examples == ["Export the report for <client> again"] and exp.anchors == []
+
+
+def test_a_lesson_every_task_of_which_named_a_constant_is_anchored_to_it(deps, clock):
+    (first,) = push_trajectory(deps, clock, "tr1", "Push this hotfix straight to main", "main", "hotfix/login-500")
+    assert experiences.get_experience(deps, "t1", first).anchors == []
+    push_trajectory(deps, clock, "tr2", "Get the footer fix onto main", "main", "fix/footer-link")
+    exp = experiences.get_experience(deps, "t1", first)
+    # the first task's example is written again with what the second showed to be constant
+    assert exp.examples == ["Push this hotfix straight to main", "Get the footer fix onto main"]
+    assert exp.anchors == ["main"]  # "origin" recurs too, but no task named it
+    push_trajectory(deps, clock, "tr3", "Land the release commit on main, please", "main", "release/1.2")
+    assert experiences.get_experience(deps, "t1", first).anchors == ["main"]
+    push_trajectory(deps, clock, "tr4", "Ship the docs fix", "main", "docs/fix")  # a task that does not say it
+    assert experiences.get_experience(deps, "t1", first).anchors == []

@@ -92,3 +92,16 @@ def test_a_memory_without_agent_or_user_is_visible_to_every_reader_of_the_tenant
     assert not Scope("t", "a1", None).visible_to("a2", None)
     assert not Scope("t", "a1", "u1").visible_to("a1", None)
     assert not Scope("t", "a1", None).visible_to(None, None)
+
+
+def test_a_query_that_names_none_of_a_lessons_anchors_matches_it_less():
+    from chalicelib.domain.models import RecallQuery
+    from chalicelib.domain.scoring import tag_match
+
+    exp = experience(tools=["git_push"], task_type="operation", anchors=["main"])
+    q = dict(tenant_id="t1", tools=("git_push",), task_type="operation")
+    named = tag_match(exp, RecallQuery(query="Push the README fix to MAIN", **q))
+    other = tag_match(exp, RecallQuery(query="Push feature/main-menu please", **q))
+    assert named.score == 1.0 and named.anchors == ("main",)
+    assert other.score == 2 / 3 and other.anchors == ()  # "main-menu" is another word
+    assert tag_match(experience(anchors=["main"]), RecallQuery(tenant_id="t1", query="x")).score == 0.0
