@@ -171,7 +171,7 @@ class EventIn(Strict):
     timestamp: Time | None = None
     node_id: Id | None = None
     parent_id: Id | None = Field(default=None, description="Decision-graph parent; default: the previous event.")
-    context: EventContext = EventContext()
+    context: EventContext = Field(default_factory=EventContext)  # a factory: an instance here would build the model at import
     content: dict[str, Any] = {}
 
     @model_validator(mode="after")
