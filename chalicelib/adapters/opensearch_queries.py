@@ -1,8 +1,8 @@
 """OpenSearch request bodies for the experience index, built as data.
 
 Pure functions without a client: each returns the dict (or the list of bulk lines) that
-``adapters.opensearch_index`` sends, so the rules -- tenant always, scope, tools, task type, intent --
-are unit-tested with ``==`` and the adapter keeps only the I/O.
+``adapters.opensearch_index`` sends, so the rules -- tenant always, scope, tools, task type,
+intent -- are unit-tested with ``==`` and the adapter keeps only the I/O.
 
 One index holds every tenant; one document is one ``IndexEntry`` of one tenant:
 

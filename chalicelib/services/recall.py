@@ -1,8 +1,9 @@
 """What to do now: hybrid retrieval of the lessons of similar situations, rendered as advice.
 
 Candidates come from two searches under the same rule filter (tenant, scope, status, tools, task
-type, intent): vector k-NN over what the situation means, BM25 over the words that matter (tool names,
-parameters, error strings). Their union is scored by ``domain.scoring``, with an explanation per hit.
+type, intent): vector k-NN over what the situation means, BM25 over the words that matter (tool
+names, parameters, error strings). Their union is scored by ``domain.scoring``, with an explanation
+per hit.
 """
 from __future__ import annotations
 
