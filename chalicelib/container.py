@@ -178,6 +178,7 @@ def _policies(settings: Settings) -> dict:
         ),
         recall_candidates=settings.recall_candidates,
         recall_filter_task_type=settings.recall_filter_task_type,
+        recall_filter_intent=settings.recall_filter_intent,
         advice_max_items=settings.advice_max_items,
         advice_placement=settings.advice_placement,
         review_max_attempts=settings.review_max_attempts,

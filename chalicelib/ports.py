@@ -157,6 +157,7 @@ class IndexEntry:
     task_type: str | None = None
     tags: tuple[str, ...] = ()
     text: str = ""  # what lexical search matches
+    intent: str | None = None  # last, so positional calls written before it still fit
 
 
 @dataclass(frozen=True)
@@ -165,12 +166,14 @@ class IndexFilter:
 
     ``tools``: when given, entries that name tools must share at least one with it.
     ``task_type``: when given, entries with another task type are left out (none: any).
+    ``intent``: the same rule for intents, compared case-insensitively and whitespace-trimmed.
     """
 
     agent_id: str | None = None
     user_id: str | None = None
     tools: tuple[str, ...] = field(default_factory=tuple)
     task_type: str | None = None  # when given, entries of another task type are left out
+    intent: str | None = None  # when given, entries of another intent are left out
 
 
 class VectorIndex(Protocol):

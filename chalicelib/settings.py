@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     weight_confidence: float = 0.04
     recall_candidates: int = Field(default=50, ge=1)
     recall_filter_task_type: bool = True
+    recall_filter_intent: bool = True
     advice_max_items: int = Field(default=5, ge=1, le=20)
     # where the advice block belongs in the agent's prompt; returned with every recall
     advice_placement: Literal["after_tools", "system_start", "system_end", "before_user"] = "after_tools"

@@ -346,6 +346,9 @@ class InMemoryVectorIndex:
             return False
         if flt.task_type and e.task_type and e.task_type.lower() != flt.task_type.lower():
             return False
+        want, have = (flt.intent or "").strip().lower(), (e.intent or "").strip().lower()
+        if want and have and want != have:
+            return False
         return not tools or not e.tools or bool(tools.intersection(e.tools))
 
     def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:

@@ -20,6 +20,11 @@ from ..ports import IndexEntry, IndexFilter
 from .sqlite_db import SqliteDatabase, dumps
 
 
+def _intent(value: str | None) -> str | None:
+    """Intents are free text: one written as " Deploy " is the intent "deploy"."""
+    return (value or "").strip().lower() or None
+
+
 class _Partition:
     def __init__(self, dim: int) -> None:
         self.dim = dim
@@ -31,6 +36,7 @@ class _Partition:
         self.agent = np.zeros(0, dtype=np.int32)  # 0 = shared (no agent)
         self.user = np.zeros(0, dtype=np.int32)
         self.task = np.zeros(0, dtype=np.int32)  # 0 = any task type
+        self.intent = np.zeros(0, dtype=np.int32)  # 0 = any intent
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.has_tools = np.zeros(0, dtype=bool)
         self.row_tools: list[frozenset[str]] = []
@@ -59,7 +65,7 @@ class _Partition:
         new = max(need, cap * 2, 64)
         self.vecs = np.vstack([self.vecs, np.zeros((new - cap, self.dim), np.float32)])
         for name, dtype in (("alive", bool), ("agent", np.int32), ("user", np.int32), ("task", np.int32),
-                            ("doc_len", np.float32), ("has_tools", bool)):
+                            ("intent", np.int32), ("doc_len", np.float32), ("has_tools", bool)):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(new - cap, dtype)]))
 
     def put(self, entry: IndexEntry, vec: np.ndarray | None) -> None:
@@ -81,6 +87,7 @@ class _Partition:
         self.agent[row] = self.code(entry.agent_id, True)
         self.user[row] = self.code(entry.user_id, True)
         self.task[row] = self.code(entry.task_type.lower() if entry.task_type else None, True)
+        self.intent[row] = self.code(_intent(entry.intent), True)
         tools = frozenset(t.lower() for t in entry.tools)
         self.has_tools[row] = bool(tools)
         self.row_tools[row] = tools
@@ -133,6 +140,8 @@ class _Partition:
         m &= (self.user[:n] == 0) | (self.user[:n] == self.code(flt.user_id, False))
         if flt.task_type:
             m &= (self.task[:n] == 0) | (self.task[:n] == self.code(flt.task_type.lower(), False))
+        if _intent(flt.intent):
+            m &= (self.intent[:n] == 0) | (self.intent[:n] == self.code(_intent(flt.intent), False))
         if flt.tools:
             tool_ok = ~self.has_tools[:n]
             for t in {t.lower() for t in flt.tools}:
@@ -199,8 +208,8 @@ class NumpyVectorIndex:
             m = json.loads(r["meta"])
             entry = IndexEntry(
                 r["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
-                m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""),
-            )
+                m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""), m.get("intent"),
+            )  # rows written before intents were indexed have none: they fit any intent
             part.put(entry, None)  # the vector is in place already
         return part
 
@@ -221,7 +230,7 @@ class NumpyVectorIndex:
                 [
                     (tenant_id, e.experience_id, v.tobytes(), dumps({
                         "agent_id": e.agent_id, "user_id": e.user_id, "tools": list(e.tools),
-                        "task_type": e.task_type, "tags": list(e.tags), "text": e.text,
+                        "task_type": e.task_type, "tags": list(e.tags), "text": e.text, "intent": e.intent,
                     }))
                     for e, v in zip(entries, vecs)
                 ],

@@ -123,7 +123,8 @@ class OpenSearchVectorIndex:
     # --- index lifecycle ---------------------------------------------------------------------------
 
     def ensure_index(self) -> None:
-        """Create the index if it is missing; check the vector dimension of an existing one."""
+        """Create the index if it is missing; check the vector dimension of an existing one and
+        add the fields it lacks (an index created by an earlier version)."""
         if self._ready:
             return
         with self._lock:
@@ -137,9 +138,14 @@ class OpenSearchVectorIndex:
                     except RequestError as exc:
                         if exc.error != "resource_already_exists_exception":
                             raise
-                dim = q.mapped_dimension(self.client.indices.get_mapping(index=name), name)
+                mapping = self.client.indices.get_mapping(index=name)
+            dim = q.mapped_dimension(mapping, name)
             if dim is not None and dim != self.spec.dim:
                 raise ValueError(f"index {name} holds {dim}-dimensional vectors, not {self.spec.dim}")
+            missing = q.missing_properties(mapping, name, self.spec)
+            if missing:
+                with _boundary(f"adding {', '.join(missing)} to index {name}"):
+                    self.client.indices.put_mapping(index=name, body={"properties": missing})
             self._ready = True
 
     # --- helpers -----------------------------------------------------------------------------------

@@ -1,14 +1,15 @@
 """OpenSearch request bodies for the experience index, built as data.
 
 Pure functions without a client: each returns the dict (or the list of bulk lines) that
-``adapters.opensearch_index`` sends, so the rules -- tenant always, scope, tools, task type --
-are unit-tested with ``==`` and the adapter keeps only the I/O.
+``adapters.opensearch_index`` sends, so the rules -- tenant always, scope, tools, task type,
+intent -- are unit-tested with ``==`` and the adapter keeps only the I/O.
 
 One index holds every tenant; one document is one ``IndexEntry`` of one tenant:
 
     tenant_id, experience_id   keyword
     agent_id, user_id          keyword; absent = shared with every agent / user
     task_type                  keyword, lower-cased; absent = fits any task type
+    intent                     keyword, trimmed and lower-cased; absent = fits any intent
     tools                      keyword[], lower-cased; absent = names no tool
     tags                       keyword[]
     text                       ``domain.lexical.terms(entry.text)`` joined by spaces, split again by
@@ -98,6 +99,7 @@ def index_body(spec: IndexSpec) -> dict:
                 "agent_id": keyword,
                 "user_id": keyword,
                 "task_type": keyword,
+                "intent": keyword,
                 "tools": keyword,
                 "tags": keyword,
                 "text": {"type": "text", "analyzer": "whitespace", "similarity": BM25},
@@ -114,6 +116,14 @@ def index_body(spec: IndexSpec) -> dict:
             },
         },
     }
+
+
+def missing_properties(mapping_response: dict, index: str, spec: IndexSpec) -> dict:
+    """The fields of ``index_body`` that an existing index lacks (one created before they were
+    added): its strict mapping would refuse documents holding them until they are put."""
+    props = mapping_response.get(index, {}).get("mappings", {}).get("properties", {})
+    wanted = index_body(spec)["mappings"]["properties"]
+    return {name: field for name, field in wanted.items() if name not in props}
 
 
 def mapped_dimension(mapping_response: dict, index: str) -> int | None:
@@ -140,6 +150,10 @@ def _lower_unique(values: Iterable[str]) -> list[str]:
     return sorted({v.lower() for v in values})
 
 
+def _intent(value: str | None) -> str | None:
+    return (value or "").strip().lower() or None
+
+
 def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) -> dict:
     """The stored form of an entry. ``vector`` is the unit-length vector as floats, or None for a
     vector with no direction (all zeros): such an entry is kept for BM25 and count, out of k-NN."""
@@ -150,6 +164,8 @@ def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) 
         doc["user_id"] = entry.user_id
     if entry.task_type:
         doc["task_type"] = entry.task_type.lower()
+    if _intent(entry.intent):
+        doc["intent"] = _intent(entry.intent)
     if entry.tools:
         doc["tools"] = _lower_unique(entry.tools)
     if entry.tags:
@@ -203,6 +219,8 @@ def filter_clause(tenant_id: str, flt: IndexFilter) -> dict:
     ]
     if flt.task_type:
         clauses.append(_this_or_absent("task_type", {"term": {"task_type": flt.task_type.lower()}}))
+    if _intent(flt.intent):
+        clauses.append(_this_or_absent("intent", {"term": {"intent": _intent(flt.intent)}}))
     if flt.tools:
         clauses.append(_this_or_absent("tools", {"terms": {"tools": _lower_unique(flt.tools)}}))
     return {"bool": {"filter": clauses}}

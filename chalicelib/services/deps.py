@@ -35,6 +35,7 @@ class Deps:
     rate_limiter: RateLimiter | None = None  # None: tenants are not limited
     recall_candidates: int = 50
     recall_filter_task_type: bool = True  # a lesson of another task type is not a candidate
+    recall_filter_intent: bool = True  # nor one of another intent
     advice_max_items: int = 5
     advice_placement: str = "after_tools"
     review_max_attempts: int = 5

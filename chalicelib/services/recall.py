@@ -1,8 +1,9 @@
 """What to do now: hybrid retrieval of the lessons of similar situations, rendered as advice.
 
 Candidates come from two searches under the same rule filter (tenant, scope, status, tools, task
-type): vector k-NN over what the situation means, BM25 over the words that matter (tool names,
-parameters, error strings). Their union is scored by ``domain.scoring``, with an explanation per hit.
+type, intent): vector k-NN over what the situation means, BM25 over the words that matter (tool
+names, parameters, error strings). Their union is scored by ``domain.scoring``, with an explanation
+per hit.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def recall(deps: Deps, q: RecallQuery) -> tuple[list[Hit], str]:
     flt = IndexFilter(
         agent_id=q.agent_id, user_id=q.user_id, tools=q.tools,
         task_type=q.task_type if deps.recall_filter_task_type else None,
+        intent=q.intent if deps.recall_filter_intent else None,
     )
     k = max(deps.recall_candidates, q.top_k * 4)
     semantic = dict(deps.index.search(q.tenant_id, vector, flt, k))

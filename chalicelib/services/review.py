@@ -54,7 +54,7 @@ def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience],
         tenant_id,
         [
             IndexEntry(e.experience_id, experience_vector(e, vectors), e.agent_id, e.user_id, tuple(e.tools), e.task_type,
-                       tuple(e.tags), e.search_text())
+                       tuple(e.tags), e.search_text(), e.intent)
             for e in experiences
         ],
     )

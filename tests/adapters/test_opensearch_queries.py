@@ -1,9 +1,11 @@
 """OpenSearch bodies as data (``opensearch_queries``), and the adapter's I/O rules against a
 recording client: Serverless never gets an id or a refresh, every client error is translated.
-The real engine runs the contract suite (tests/contract, marker ``opensearch``)."""
+The real engine runs the contract suite (tests/contract, marker ``opensearch``), and here the
+upgrade of an index created by an earlier version."""
 from __future__ import annotations
 
 import inspect
+import uuid
 
 import numpy as np
 import opensearchpy.exceptions as os_exc
@@ -52,6 +54,7 @@ def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_te
                 "agent_id": keyword,
                 "user_id": keyword,
                 "task_type": keyword,
+                "intent": keyword,
                 "tools": keyword,
                 "tags": keyword,
                 "text": {"type": "text", "analyzer": "whitespace", "similarity": "hindsight_bm25"},
@@ -95,19 +98,28 @@ def test_the_dimension_is_read_back_from_a_mapping_response():
     assert q.mapped_dimension({"x": {"mappings": {}}}, "x") is None
 
 
+def test_the_fields_an_older_index_lacks_are_the_ones_to_put():
+    spec = q.IndexSpec("x", 8)
+    props = q.index_body(spec)["mappings"]["properties"]
+    older = {"x": {"mappings": {"properties": {k: v for k, v in props.items() if k != "intent"}}}}
+    assert q.missing_properties(older, "x", spec) == {"intent": {"type": "keyword"}}
+    assert q.missing_properties({"x": {"mappings": {"properties": props}}}, "x", spec) == {}
+
+
 # --- documents ------------------------------------------------------------------------------------
 
 
 def test_a_document_lowercases_tools_and_task_type_and_leaves_out_what_is_shared():
     entry = IndexEntry(
         "e1", None, agent_id="a1", tools=("Git", "docker", "git"), task_type="Operation",
-        tags=("ci",), text="Call get_weather: MissingParameter",
+        tags=("ci",), text="Call get_weather: MissingParameter", intent=" Check The Weather ",
     )
     assert q.document("t1", entry, [0.6, 0.8]) == {
         "tenant_id": "t1",
         "experience_id": "e1",
         "agent_id": "a1",
         "task_type": "operation",
+        "intent": "check the weather",
         "tools": ["docker", "git"],
         "tags": ["ci"],
         "text": "call get_weather get weather missingparameter missing parameter",
@@ -178,6 +190,13 @@ def test_tools_and_task_type_keep_entries_that_name_none_and_compare_lowercased(
 
 def test_an_empty_task_type_is_no_filter():
     assert q.filter_clause("t1", IndexFilter(task_type="")) == q.filter_clause("t1", IndexFilter())
+
+
+def test_an_intent_keeps_entries_without_one_and_compares_trimmed_and_lowercased():
+    assert q.filter_clause("t1", IndexFilter(intent=" Book A Flight ")) == {
+        "bool": {"filter": [TENANT, ABSENT_AGENT, ABSENT_USER, either("intent", {"term": {"intent": "book a flight"}})]}
+    }
+    assert q.filter_clause("t1", IndexFilter(intent="  ")) == q.filter_clause("t1", IndexFilter())
 
 
 # --- queries --------------------------------------------------------------------------------------
@@ -285,7 +304,11 @@ class FakeIndices:
             raise self.client.create_error
 
     def get_mapping(self, index):
-        return {index: {"mappings": {"properties": {"embedding": {"dimension": self.client.dim}}}}}
+        props = dict(self.client.mapped, embedding={"dimension": self.client.dim})
+        return {index: {"mappings": {"properties": props}}}
+
+    def put_mapping(self, index, body):
+        self.client.calls.append(("put_mapping", index, body))
 
 
 class FakeClient:
@@ -297,6 +320,8 @@ class FakeClient:
         self.calls: list[tuple] = []
         self.index_exists = True
         self.create_error: Exception | None = None
+        self.mapped = {k: v for k, v in q.index_body(q.IndexSpec("ix", dim))["mappings"]["properties"].items()
+                       if k != "embedding"}  # an index of this version
         self.hits: list[dict] = []
         self.bulk_response: dict = {"errors": False, "items": []}
         self.indices = FakeIndices(self)
@@ -406,6 +431,45 @@ def test_the_index_is_created_once_when_missing_and_a_concurrent_creator_is_fine
     index = adapter(client)
     assert index.count("t1") == 3 and index.count("t1") == 3
     assert [c for c in client.calls if c[0] in ("exists", "create")] == [("exists", "ix"), ("create", "ix")]
+
+
+def test_an_index_created_by_an_earlier_version_gets_the_fields_it_lacks_once():
+    client = FakeClient()
+    del client.mapped["intent"]
+    index = adapter(client)
+    assert index.count("t1") == 3 and index.count("t1") == 3
+    assert [c for c in client.calls if c[0] == "put_mapping"] == [
+        ("put_mapping", "ix", {"properties": {"intent": {"type": "keyword"}}})
+    ]
+
+
+def test_an_index_of_this_version_gets_no_mapping_update():
+    client = FakeClient()
+    adapter(client).count("t1")
+    assert [c for c in client.calls if c[0] == "put_mapping"] == []
+
+
+@pytest.mark.opensearch
+def test_a_real_index_created_before_intents_takes_them_and_keeps_its_entries():
+    from tests.conftest_opensearch import node_url
+
+    client = build_client(node_url(), service="none", timeout=30)
+    spec = q.IndexSpec(f"hindsight-upgrade-{uuid.uuid4().hex[:12]}", 2, replicas=0)
+    old = q.index_body(spec)
+    del old["mappings"]["properties"]["intent"]
+    client.indices.create(index=spec.name, body=old)
+    try:
+        client.index(index=spec.name, id=q.doc_id("t1", "old"), refresh=True,
+                     body=q.document("t1", IndexEntry("old", None, text="api key"), [1.0, 0.0]))
+        index = OpenSearchVectorIndex(client, spec, refresh=True)
+        index.upsert("t1", [IndexEntry("new", np.array([1.0, 0.0]), text="api key", intent="rotate keys"),
+                            IndexEntry("other", np.array([1.0, 0.0]), text="api key", intent="read docs")])
+        flt = IndexFilter(intent="Rotate Keys")
+        assert sorted(i for i, _ in index.search("t1", np.array([1.0, 0.0]), flt, 5)) == ["new", "old"]
+        assert sorted(i for i, _ in index.lexical_search("t1", "api key", flt, 5)) == ["new", "old"]
+    finally:
+        client.indices.delete(index=spec.name, ignore_unavailable=True)
+        client.close()
 
 
 def test_an_existing_index_of_another_dimension_is_refused():

@@ -287,6 +287,17 @@ def test_a_task_type_filter_keeps_that_type_and_entries_without_one(vector_index
     assert sorted(found(vector_index)) == ["any", "op", "q"]
 
 
+def test_an_intent_filter_keeps_that_intent_and_entries_without_one(vector_index):
+    vector_index.upsert("t1", [entry("read", intent="Read the forecast", text="weather city"),
+                               entry("book", intent=" book a flight ", text="weather city"),
+                               entry("any", text="weather city")])
+    flt = IndexFilter(intent="BOOK A FLIGHT")
+    assert sorted(found(vector_index, flt=flt)) == ["any", "book"]
+    assert sorted(i for i, _ in vector_index.lexical_search("t1", "weather", flt, 10)) == ["any", "book"]
+    assert sorted(found(vector_index)) == ["any", "book", "read"]
+    assert sorted(i for i, _ in vector_index.lexical_search("t1", "weather", ANYONE, 10)) == ["any", "book", "read"]
+
+
 def test_lexical_search_ranks_rare_exact_terms_first(vector_index):
     vector_index.upsert("t1", [
         entry("weather", text="Call ask_user before get_weather: MissingParameter city"),
@@ -331,3 +342,10 @@ def test_a_reopened_index_keeps_texts_and_task_types(durable_backend):
     assert [i for i, _ in after] == [i for i, _ in before] == ["a"]
     assert [s for _, s in after] == pytest.approx([s for _, s in before])
     assert found(again, flt=IndexFilter(task_type="query")) == ["b"]
+
+
+def test_a_reopened_index_keeps_intents(durable_backend):
+    durable_backend.index().upsert("t1", [entry("a", text="api key", intent="rotate keys"), entry("b", text="api key")])
+    again = durable_backend.reopen().index()
+    assert found(again, flt=IndexFilter(intent="read docs")) == ["b"]
+    assert sorted(i for i, _ in again.lexical_search("t1", "api key", IndexFilter(intent="Rotate Keys"), 5)) == ["a", "b"]

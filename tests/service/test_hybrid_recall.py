@@ -62,6 +62,20 @@ def test_another_task_type_is_not_a_candidate_unless_the_filter_is_off(deps):
     assert len(hits) == 2 and hits[0].experience.experience_id == op  # task match still scores
 
 
+def test_a_lesson_of_another_intent_is_not_a_candidate_unless_the_filter_is_off(deps):
+    book = write(deps, "Check the fare class before `book_flight`.", intent="book a flight")
+    cancel = write(deps, "Check the refund rules before `cancel_flight`.", intent="cancel a booking")
+    anyone = write(deps, "Check the passport expiry before `issue_ticket`.")
+    q = RecallQuery("t1", "a flight to Rome", intent=" Book a Flight", top_k=5)
+    hits, _ = recall.recall(deps, q)
+    assert sorted(h.experience.experience_id for h in hits) == sorted([book, anyone])
+    deps.recall_filter_intent = False
+    by_id = {h.experience.experience_id: h for h in recall.recall(deps, q)[0]}
+    assert set(by_id) == {book, cancel, anyone}
+    assert by_id[cancel].explanation.tag_match == 0.0 and by_id[book].explanation.tag_match == 1.0
+    assert by_id[cancel].score < by_id[book].score  # the intent still scores
+
+
 def test_the_same_lesson_in_two_scopes_is_returned_once(deps):
     shared = write(deps, "Pass `namespace` to `kubectl_rollout`.", fingerprint="fp-ns")
     write(deps, "Pass `namespace` to `kubectl_rollout`.", agent_id="a1", fingerprint="fp-ns")
