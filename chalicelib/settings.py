@@ -1,14 +1,28 @@
 """All configuration, read from the environment (prefix ``HINDSIGHT_``) in one place."""
 from __future__ import annotations
 
-from typing import Literal
+import os
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+ENV_PREFIX = "HINDSIGHT_"
+_ENV_NAMES = {"port": ("HINDSIGHT_PORT", "PORT")}  # the platform's PORT too
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", extra="ignore")
+class Settings(BaseModel):
+    """Keyword arguments win, then the environment (``HINDSIGHT_<FIELD>``, any case), then the
+    defaults below; values are validated (lax: "true", "8000", "0.5" from the environment).
+
+    A plain model with a ten-line environment reader rather than pydantic-settings, whose imports
+    cost ~120 ms of every Lambda cold start for features (dotenv files, JSON values, secrets
+    directories, CLI) nothing here uses.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**from_environment(type(self).model_fields), **values})
 
     backend: Literal["embedded", "aws"] = "embedded"
     data_dir: str = "./.hindsight"
@@ -83,5 +97,17 @@ class Settings(BaseSettings):
 
     # Embedded server
     host: str = "127.0.0.1"
-    port: int = Field(default=8000, validation_alias=AliasChoices("HINDSIGHT_PORT", "PORT"))
+    port: int = 8000
     threads: int = 16
+
+
+def from_environment(fields: Any, environ: Any = None) -> dict[str, str]:
+    """The raw values the environment sets for ``fields`` (names), by their variable names."""
+    env = {k.upper(): v for k, v in (os.environ if environ is None else environ).items()}
+    out = {}
+    for name in fields:
+        for var in _ENV_NAMES.get(name, (f"{ENV_PREFIX}{name.upper()}",)):
+            if var in env:
+                out[name] = env[var]
+                break
+    return out

@@ -1,0 +1,47 @@
+"""Settings come from keyword arguments, then HINDSIGHT_* variables (any case), then defaults."""
+import os
+import subprocess
+import sys
+
+import pydantic
+import pytest
+
+from chalicelib.settings import Settings, from_environment
+
+
+def test_the_environment_fills_what_the_arguments_do_not(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_BACKEND", "aws")
+    monkeypatch.setenv("hindsight_worker", "false")  # any case, as pydantic-settings read it
+    monkeypatch.setenv("HINDSIGHT_RATE_LIMIT_PER_SECOND", "2.5")
+    monkeypatch.setenv("HINDSIGHT_EMBEDDER_THREADS", "4")
+    s = Settings(worker=True)
+    assert (s.backend, s.worker, s.rate_limit_per_second, s.embedder_threads) == ("aws", True, 2.5, 4)
+    assert Settings().worker is False and Settings().review_min_events == 3  # the default
+
+
+def test_the_port_is_hindsight_port_else_the_platforms_port():
+    assert from_environment(["port"], {"PORT": "7", "HINDSIGHT_PORT": "9"}) == {"port": "9"}
+    assert from_environment(["port"], {"PORT": "7"}) == {"port": "7"}
+    assert from_environment(["port", "host"], {"OTHER": "1"}) == {}
+
+
+def test_a_bad_value_is_refused_with_its_name(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_REVIEW_MIN_EVENTS", "three")
+    with pytest.raises(pydantic.ValidationError, match="review_min_events"):
+        Settings()
+    monkeypatch.setenv("HINDSIGHT_REVIEW_MIN_EVENTS", "3")
+    monkeypatch.setenv("HINDSIGHT_BACKEND", "gcp")
+    with pytest.raises(pydantic.ValidationError, match="backend"):
+        Settings()
+
+
+def test_importing_the_app_builds_no_validator_and_skips_pydantic_settings():
+    """What the Lambda cold start pays for: checked in a fresh interpreter."""
+    code = ("import sys, app; from chalicelib.api import schemas as s; "
+            "built = [n for n, m in vars(s).items() if isinstance(m, type) and issubclass(m, s.BaseModel) "
+            "and m is not s.BaseModel and m.__pydantic_complete__]; "
+            "print('pydantic_settings' in sys.modules, built)")
+    env = {**os.environ, "HINDSIGHT_BACKEND": "aws"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert out.stdout.strip() == "False []"
