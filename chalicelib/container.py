@@ -66,20 +66,30 @@ def resolve_admin_key(settings: Settings) -> str:
 
 
 class _Lazy:
-    """Builds the wrapped client on first use: importing the openai SDK costs ~1 s on a cold
-    Lambda, which requests that never embed or review (ingest, reads) should not pay."""
+    """Builds the wrapped object on first use: importing the openai SDK costs ~1 s on a cold
+    Lambda, opensearch-py and numpy ~300 ms, which requests that never embed, review or search
+    (ingest, reads) should not pay."""
 
     def __init__(self, factory) -> None:
         self._factory = factory
         self._client = None
         self._lock = threading.Lock()
 
-    def __getattr__(self, name: str):
+    def _target(self):
         if self._client is None:
             with self._lock:
                 if self._client is None:
                     self._client = self._factory()
-        return getattr(self._client, name)
+        return self._client
+
+    def __getattr__(self, name: str):
+        return getattr(self._target(), name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:  # transparent: a test that swaps a client swaps the wrapped object's
+            setattr(self._target(), name, value)
 
 
 def openai_client(settings: Settings):
@@ -204,23 +214,18 @@ def build_aws(settings: Settings) -> Deps:
         DynamoTrajectoryStore,
     )
     from .adapters.dynamo_rate_limiter import DynamoRateLimiter
-    from .adapters.opensearch_index import OpenSearchVectorIndex, build_client
-    from .adapters.opensearch_queries import IndexSpec
 
     tables = DynamoTables(DynamoConfig(prefix=settings.table_prefix, region=settings.aws_region, host=settings.dynamodb_endpoint))
     if settings.create_tables:
         tables.create()
     embedder = build_embedder(settings)
-    client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service)
-    spec = IndexSpec(
-        name=settings.opensearch_index, dim=embedder.dim, engine=settings.opensearch_engine,
-        serverless=settings.opensearch_service == "aoss",
-    )
     return Deps(
         tenants=DynamoTenantStore(tables),
         trajectories=DynamoTrajectoryStore(tables),
         experiences=DynamoExperienceStore(tables),
-        index=OpenSearchVectorIndex(client, spec),
+        # built on first use: ingest and reads never touch the index (opensearch-py and numpy
+        # are ~300 ms of a cold start's imports)
+        index=_Lazy(lambda: opensearch_index(settings, embedder.dim)),
         embedder=embedder,
         reviewer=build_reviewer(settings),
         queue=DynamoReviewQueue(tables),
@@ -230,6 +235,18 @@ def build_aws(settings: Settings) -> Deps:
         rate_limiter=DynamoRateLimiter(tables, rate_policy(settings)),
         **_policies(settings),
     )
+
+
+def opensearch_index(settings: Settings, dim: int):
+    from .adapters.opensearch_index import OpenSearchVectorIndex, build_client
+    from .adapters.opensearch_queries import IndexSpec
+
+    client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service)
+    spec = IndexSpec(
+        name=settings.opensearch_index, dim=dim, engine=settings.opensearch_engine,
+        serverless=settings.opensearch_service == "aoss",
+    )
+    return OpenSearchVectorIndex(client, spec)
 
 
 def build(settings: Settings) -> Deps:

@@ -1,8 +1,4 @@
 """Settings come from keyword arguments, then HINDSIGHT_* variables (any case), then defaults."""
-import os
-import subprocess
-import sys
-
 import pydantic
 import pytest
 
@@ -33,15 +29,3 @@ def test_a_bad_value_is_refused_with_its_name(monkeypatch):
     monkeypatch.setenv("HINDSIGHT_BACKEND", "gcp")
     with pytest.raises(pydantic.ValidationError, match="backend"):
         Settings()
-
-
-def test_importing_the_app_builds_no_validator_and_skips_pydantic_settings():
-    """What the Lambda cold start pays for: checked in a fresh interpreter."""
-    code = ("import sys, app; from chalicelib.api import schemas as s; "
-            "built = [n for n, m in vars(s).items() if isinstance(m, type) and issubclass(m, s.BaseModel) "
-            "and m is not s.BaseModel and m.__pydantic_complete__]; "
-            "print('pydantic_settings' in sys.modules, built)")
-    env = {**os.environ, "HINDSIGHT_BACKEND": "aws"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    assert out.stdout.strip() == "False []"
