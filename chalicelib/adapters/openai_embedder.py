@@ -2,9 +2,10 @@
 no model in the Lambda package). The client is built by the composition root and injected."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class OpenAIEmbedder:
@@ -16,6 +17,8 @@ class OpenAIEmbedder:
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np  # here: a cold Lambda that only ingests never pays for numpy
+
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one string")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -1,6 +1,6 @@
 """What a Lambda cold start pays for, checked in fresh interpreters: importing the app builds no
 validator and skips pydantic-settings; building the aws wiring connects to nothing and leaves
-opensearch-py (and the openai SDK) unimported until a request searches, reviews or embeds."""
+opensearch-py, numpy and the openai SDK unimported until a request searches, reviews or embeds."""
 import os
 import subprocess
 import sys
@@ -24,6 +24,7 @@ def test_importing_the_app_builds_no_validator_and_skips_pydantic_settings():
 
 def test_the_aws_wiring_imports_the_index_client_on_first_use():
     code = ("import sys; from chalicelib import container; deps = container.get_deps(); "
-            "print('opensearchpy' in sys.modules, 'openai' in sys.modules); "
+            "print(*(m in sys.modules for m in ('opensearchpy', 'openai', 'numpy'))); "
             "deps.index.spec; print('opensearchpy' in sys.modules, type(deps.index._target()).__name__)")
-    assert run(code, HINDSIGHT_EMBEDDER="hash").splitlines() == ["False False", "True OpenSearchVectorIndex"]
+    lines = run(code, HINDSIGHT_EMBEDDER="openai", HINDSIGHT_OPENAI_BASE_URL="http://127.0.0.1:9/v1").splitlines()
+    assert lines == ["False False False", "True OpenSearchVectorIndex"]
