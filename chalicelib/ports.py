@@ -194,7 +194,30 @@ class VectorIndex(Protocol):
     def similarities(self, tenant_id: str, vector: "np.ndarray", experience_ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of the vector to each listed entry that is in the index."""
 
+    def hybrid_search(
+        self, tenant_id: str, vector: "np.ndarray", text: str, flt: IndexFilter, k: int
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """Both searches of recall at once: (cosine of every candidate, BM25 score of the lexical hits).
+
+        The candidates are the k-NN hits and the lexical hits, with the same values as
+        ``hybrid_by_parts``, which defines the result: a backend may only answer it in fewer
+        round trips.
+        """
+
     def count(self, tenant_id: str) -> int: ...
+
+
+def hybrid_by_parts(
+    index: VectorIndex, tenant_id: str, vector: "np.ndarray", text: str, flt: IndexFilter, k: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """``VectorIndex.hybrid_search`` from the three other searches: k-NN, BM25, then the cosine of
+    the lexical hits the k-NN did not return (one that gets none stays out of the first dict)."""
+    semantic = dict(index.search(tenant_id, vector, flt, k))
+    lexical = dict(index.lexical_search(tenant_id, text, flt, k))
+    missing = [i for i in lexical if i not in semantic]
+    if missing:
+        semantic.update(index.similarities(tenant_id, vector, missing))
+    return semantic, lexical
 
 
 class Embedder(Protocol):

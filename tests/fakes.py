@@ -23,7 +23,7 @@ from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.domain.errors import Conflict, InvalidInput, NotFound
 from chalicelib.domain.lexical import term_score, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
-from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob
+from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
 from chalicelib.services.deps import Deps
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -391,6 +391,11 @@ class InMemoryVectorIndex:
         with self._lock:
             part = self._parts.get(tenant_id, {})
             return {i: float(part[i].vector @ q) for i in experience_ids if i in part}
+
+    def hybrid_search(
+        self, tenant_id: str, vector: np.ndarray, text: str, flt: IndexFilter, k: int
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        return hybrid_by_parts(self, tenant_id, vector, text, flt, k)  # in process: round trips cost nothing
 
     def count(self, tenant_id: str) -> int:
         with self._lock:

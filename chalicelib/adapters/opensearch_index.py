@@ -163,6 +163,17 @@ class OpenSearchVectorIndex:
         with _boundary(action):
             return self.client.search(index=self.spec.name, body=body)
 
+    def _msearch(self, bodies: list[dict], action: str) -> list[dict]:
+        """One request for several searches; a search that failed fails them all."""
+        self.ensure_index()
+        with _boundary(action):
+            response = self.client.msearch(index=self.spec.name, body=q.msearch_lines(bodies))
+        answers = response["responses"]
+        for answer in answers:
+            if answer.get("error"):
+                raise IndexUnavailable(f"OpenSearch {action} failed: {answer['error']}")
+        return answers
+
     def _bulk(self, lines: list[dict], action: str) -> None:
         if not lines:
             return
@@ -221,15 +232,25 @@ class OpenSearchVectorIndex:
                 doc_ids = [q.doc_id(tenant_id, i) for i in chunk]
             self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids), "delete")
 
+    def _knn_body(self, tenant_id: str, unit: list[float] | None, flt: IndexFilter, k: int) -> dict:
+        if unit is None:  # cosine with a zero vector is 0 for every entry, as in the numpy index
+            return q.filter_query(q.filter_clause(tenant_id, flt), k)
+        return q.search_query(tenant_id, unit, flt, k, self.spec.ef_search)
+
+    def _knn_hits(self, response: dict, unit: list[float] | None, k: int) -> list[tuple[str, float]]:
+        if unit is None:
+            return [(i, 0.0) for i, _ in self._ranked(response, k, to_cosine=False)]
+        return self._ranked(response, k, to_cosine=True)
+
+    def _lexical_hits(self, response: dict, k: int) -> list[tuple[str, float]]:
+        return [(i, s) for i, s in self._ranked(response, k, to_cosine=False) if s > 0]
+
     def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
         unit = self._unit(vector)
-        if unit is None:  # cosine with a zero vector is 0 for every entry, as in the numpy index
-            response = self._search(q.filter_query(q.filter_clause(tenant_id, flt), k), "search")
-            return [(i, 0.0) for i, _ in self._ranked(response, k, to_cosine=False)]
-        response = self._search(q.search_query(tenant_id, unit, flt, k, self.spec.ef_search), "search")
-        return self._ranked(response, k, to_cosine=True)
+        response = self._search(self._knn_body(tenant_id, unit, flt, k), "search")
+        return self._knn_hits(response, unit, k)
 
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
@@ -237,8 +258,7 @@ class OpenSearchVectorIndex:
         body = q.lexical_query(tenant_id, text, flt, k)
         if body is None:
             return []
-        response = self._search(body, "lexical search")
-        return [(i, s) for i, s in self._ranked(response, k, to_cosine=False) if s > 0]
+        return self._lexical_hits(self._search(body, "lexical search"), k)
 
     def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
         ids = list(dict.fromkeys(experience_ids))
@@ -254,6 +274,33 @@ class OpenSearchVectorIndex:
                 response = self._search(q.similarity_query(tenant_id, unit, chunk), "similarities")
                 out.update(self._ranked(response, len(chunk), to_cosine=True))
         return out
+
+    def hybrid_search(
+        self, tenant_id: str, vector: np.ndarray, text: str, flt: IndexFilter, k: int
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """k-NN and BM25 in one ``_msearch``; a second request only for the cosines of lexical hits
+        the k-NN did not return, the same query as ``similarities``, so the same floats.
+
+        Why not one request: the BM25 hits' vectors in ``_source`` (50 x 384 floats of JSON) cost
+        more than the second request (bench, 10k entries: p50 43 vs 24 ms), and a ``knn_score``
+        rescore of the BM25 hits computes cosines that differ from the k-NN's in the 7th digit.
+        """
+        if k <= 0:
+            return {}, {}
+        unit = self._unit(vector)
+        bodies = [self._knn_body(tenant_id, unit, flt, k)]
+        lexical_body = q.lexical_query(tenant_id, text, flt, k)
+        if lexical_body is not None:
+            bodies.append(lexical_body)
+        answers = self._msearch(bodies, "hybrid search")
+        semantic = dict(self._knn_hits(answers[0], unit, k))
+        lexical = dict(self._lexical_hits(answers[1], k)) if lexical_body is not None else {}
+        missing = [i for i in lexical if i not in semantic]
+        if missing and unit is None:  # every hit is in the index, and a zero vector's cosine is 0
+            semantic.update(dict.fromkeys(missing, 0.0))
+        elif missing:
+            semantic.update(self.similarities(tenant_id, vector, missing))
+        return semantic, lexical
 
     def count(self, tenant_id: str) -> int:
         self.ensure_index()

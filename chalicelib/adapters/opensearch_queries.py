@@ -286,6 +286,14 @@ def lexical_query(tenant_id: str, text: str, flt: IndexFilter, k: int) -> dict |
     }
 
 
+def msearch_lines(bodies: Sequence[dict]) -> list[dict]:
+    """An ``_msearch`` body: each search after an empty header (the index is in the path)."""
+    lines: list[dict] = []
+    for body in bodies:
+        lines += [{}, body]
+    return lines
+
+
 def lookup_query(tenant_id: str, experience_ids: Sequence[str]) -> dict:
     """The documents (their ``_id``) of listed entries: how Serverless, which chose the ids,
     finds what to replace or delete. Also finds any duplicate left by an earlier write."""

@@ -31,11 +31,7 @@ def recall(deps: Deps, q: RecallQuery) -> tuple[list[Hit], str]:
         intent=q.intent if deps.recall_filter_intent else None,
     )
     k = max(deps.recall_candidates, q.top_k * 4)
-    semantic = dict(deps.index.search(q.tenant_id, vector, flt, k))
-    lexical = dict(deps.index.lexical_search(q.tenant_id, text, flt, k))
-    missing = [i for i in lexical if i not in semantic]
-    if missing:
-        semantic.update(deps.index.similarities(q.tenant_id, vector, missing))
+    semantic, lexical = deps.index.hybrid_search(q.tenant_id, vector, text, flt, k)
     stored = deps.experiences.get_many(q.tenant_id, list(semantic))
     now = deps.clock.now()
     hits: list[Hit] = []

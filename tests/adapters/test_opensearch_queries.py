@@ -256,6 +256,10 @@ def test_similarities_are_an_exact_knn_over_the_listed_ids():
     }
 
 
+def test_an_msearch_puts_an_empty_header_before_each_search():
+    assert q.msearch_lines([{"size": 1}, {"size": 2}]) == [{}, {"size": 1}, {}, {"size": 2}]
+
+
 def test_lookup_and_count_are_tenant_scoped():
     assert q.lookup_query("t1", ["a"]) == {
         "size": q.MAX_K,
@@ -323,6 +327,7 @@ class FakeClient:
         self.mapped = {k: v for k, v in q.index_body(q.IndexSpec("ix", dim))["mappings"]["properties"].items()
                        if k != "embedding"}  # an index of this version
         self.hits: list[dict] = []
+        self.answers: list[dict] = []  # the _msearch responses, when not one per search from hits
         self.bulk_response: dict = {"errors": False, "items": []}
         self.indices = FakeIndices(self)
 
@@ -331,6 +336,12 @@ class FakeClient:
         if self.error:
             raise self.error
         return {"hits": {"hits": self.hits}}
+
+    def msearch(self, index, body):
+        self.calls.append(("msearch", body))
+        if self.error:
+            raise self.error
+        return {"responses": self.answers or [{"hits": {"hits": self.hits}} for _ in body[1::2]]}
 
     def bulk(self, body, **params):
         self.calls.append(("bulk", body, params))
@@ -351,6 +362,10 @@ def adapter(client: FakeClient, **kw) -> OpenSearchVectorIndex:
 
 def bulks(client: FakeClient) -> list[tuple]:
     return [c for c in client.calls if c[0] == "bulk"]
+
+
+def searches(client: FakeClient) -> list[tuple]:
+    return [c for c in client.calls if c[0] in ("search", "msearch")]
 
 
 def test_writes_wait_for_a_refresh_and_replace_by_document_id():
@@ -396,6 +411,48 @@ def test_a_zero_query_vector_scores_every_passing_entry_zero():
     assert index.search("t1", np.zeros(2), IndexFilter(), 5) == [("a", 0.0), ("b", 0.0)]
     assert "knn" not in client.calls[-1][1]["query"]
     assert index.similarities("t1", np.zeros(2), ["a", "b"]) == {"a": 0.0, "b": 0.0}
+
+
+def test_hybrid_search_sends_both_searches_in_one_msearch():
+    client = FakeClient()
+    client.answers = [{"hits": {"hits": [hit("a", 1.0)]}}, {"hits": {"hits": [hit("a", 2.5), hit("b", 0.0)]}}]
+    flt = IndexFilter(agent_id="a1")
+    assert adapter(client).hybrid_search("t1", np.array([2.0, 0.0]), "kubectl rollout", flt, 5) == (
+        {"a": 1.0}, {"a": 2.5}
+    )
+    assert searches(client) == [("msearch", q.msearch_lines([
+        q.search_query("t1", [1.0, 0.0], flt, 5), q.lexical_query("t1", "kubectl rollout", flt, 5),
+    ]))]
+
+
+def test_hybrid_search_asks_the_cosines_of_lexical_hits_the_knn_missed_in_a_second_request():
+    client = FakeClient()
+    client.answers = [{"hits": {"hits": [hit("a", 1.0)]}}, {"hits": {"hits": [hit("b", 2.0), hit("a", 1.5)]}}]
+    client.hits = [hit("b", 0.75)]  # the similarity search
+    semantic, lexical = adapter(client).hybrid_search("t1", np.array([1.0, 0.0]), "kubectl", IndexFilter(), 5)
+    assert semantic == {"a": 1.0, "b": 0.5} and lexical == {"b": 2.0, "a": 1.5}
+    assert [c[0] for c in searches(client)] == ["msearch", "search"]
+    assert searches(client)[1][1] == q.similarity_query("t1", [1.0, 0.0], ["b"])
+
+
+def test_hybrid_search_with_a_zero_vector_or_no_terms_needs_one_request():
+    client = FakeClient()
+    client.answers = [{"hits": {"hits": [hit("a", 1.0)]}}, {"hits": {"hits": [hit("b", 2.0)]}}]
+    index = adapter(client)
+    assert index.hybrid_search("t1", np.zeros(2), "kubectl", IndexFilter(), 5) == ({"a": 0.0, "b": 0.0}, {"b": 2.0})
+    client.answers = [{"hits": {"hits": [hit("a", 1.0)]}}]
+    assert index.hybrid_search("t1", np.array([1.0, 0.0]), "the and of", IndexFilter(), 5) == ({"a": 1.0}, {})
+    assert [c[0] for c in searches(client)] == ["msearch", "msearch"]
+    assert searches(client)[1][1] == q.msearch_lines([q.search_query("t1", [1.0, 0.0], IndexFilter(), 5)])
+    assert index.hybrid_search("t1", np.ones(2), "kubectl", IndexFilter(), 0) == ({}, {})
+    assert len(searches(client)) == 2
+
+
+def test_a_failed_search_inside_an_msearch_fails_the_hybrid_search():
+    client = FakeClient()
+    client.answers = [{"hits": {"hits": []}}, {"error": {"type": "search_phase_execution_exception"}, "status": 503}]
+    with pytest.raises(IndexUnavailable, match="search_phase_execution_exception"):
+        adapter(client).hybrid_search("t1", np.ones(2), "kubectl", IndexFilter(), 5)
 
 
 def test_a_zero_vector_is_stored_without_embedding():
@@ -496,6 +553,7 @@ def test_every_client_error_becomes_index_unavailable(cls):
         lambda: index.search("t1", np.ones(2), IndexFilter(), 5),
         lambda: index.lexical_search("t1", "kubectl rollout", IndexFilter(), 5),
         lambda: index.similarities("t1", np.ones(2), ["e1"]),
+        lambda: index.hybrid_search("t1", np.ones(2), "kubectl rollout", IndexFilter(), 5),
         lambda: index.count("t1"),
     ]
     for call in calls:

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from chalicelib.ports import IndexEntry, IndexFilter
+from chalicelib.ports import IndexEntry, IndexFilter, hybrid_by_parts
 
 from .conftest import DIM
 
@@ -349,3 +349,70 @@ def test_a_reopened_index_keeps_intents(durable_backend):
     again = durable_backend.reopen().index()
     assert found(again, flt=IndexFilter(intent="read docs")) == ["b"]
     assert sorted(i for i, _ in again.lexical_search("t1", "api key", IndexFilter(intent="Rotate Keys"), 5)) == ["a", "b"]
+
+
+# --- hybrid search ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mixed(vector_index):
+    """Texts and vectors that rank differently, ties on both sides, scopes, tools, task types,
+    intents, an entry without a direction, and another tenant holding the same words."""
+    vector_index.upsert("t1", [
+        entry("near-quiet", vec(1, 0.1), text="unrelated billing export"),
+        entry("tie-a", vec(1, 1), text="kubectl rollout namespace"),
+        entry("tie-b", vec(1, 1), text="kubectl rollout namespace"),
+        entry("far-loud", vec(-1, 2), text="kubectl rollout NotFound namespace"),
+        entry("opposite-loud", vec(-1), text="NotFound NotFound kubectl"),
+        entry("no-direction", vec(), text="kubectl rollout NotFound"),
+        entry("agent-a1", vec(1, 0.5), text="kubectl NotFound", agent_id="a1"),
+        entry("git-only", vec(0.5, 1), text="rollout git", tools=("git",)),
+        entry("query-type", vec(1, 0.3), text="namespace rollout", task_type="query"),
+        entry("book-intent", vec(0.2, 1), text="kubectl namespace", intent="book a flight"),
+    ])
+    vector_index.upsert("t2", [entry("other-tenant", vec(1), text="kubectl rollout NotFound namespace")])
+    return vector_index
+
+
+HYBRID_CASES = {
+    "everything": (vec(1.0), "kubectl rollout NotFound namespace", ANYONE, 50),
+    "k below the candidates": (vec(1.0), "kubectl rollout NotFound namespace", ANYONE, 2),
+    "k of one": (vec(1.0, 0.1), "NotFound", ANYONE, 1),
+    "k of zero": (vec(1.0), "kubectl", ANYONE, 0),
+    "ties at the cut": (vec(1.0, 1.0), "kubectl rollout namespace", ANYONE, 2),
+    "no lexical hit": (vec(1.0), "terraform apply", ANYONE, 3),
+    "a text without terms": (vec(1.0), "the and of", ANYONE, 3),
+    "an empty text": (vec(1.0), "", ANYONE, 3),
+    "a zero vector": (vec(), "kubectl rollout NotFound", ANYONE, 50),
+    "a zero vector, k below": (vec(), "kubectl rollout NotFound", ANYONE, 2),
+    "scope": (vec(1.0), "kubectl NotFound", IndexFilter(agent_id="a1"), 3),
+    "tools": (vec(1.0), "rollout git", IndexFilter(tools=("docker",)), 50),
+    "task type": (vec(1.0), "namespace rollout", IndexFilter(task_type="operation"), 50),
+    "intent": (vec(1.0), "kubectl namespace", IndexFilter(intent="Book a flight"), 2),
+    "everything filtered": (vec(1.0), "kubectl rollout", IndexFilter(agent_id="a1", user_id="u1", tools=("git",),
+                                                                    task_type="query", intent="book a flight"), 50),
+}
+
+
+@pytest.mark.parametrize("case", list(HYBRID_CASES))
+def test_hybrid_search_answers_what_its_three_parts_answer(mixed, case):
+    vector, text, flt, k = HYBRID_CASES[case]
+    semantic, lexical = mixed.hybrid_search("t1", vector, text, flt, k)
+    want_semantic, want_lexical = hybrid_by_parts(mixed, "t1", vector, text, flt, k)
+    assert semantic == want_semantic
+    assert lexical == want_lexical
+    assert all(isinstance(s, float) for s in [*semantic.values(), *lexical.values()])
+
+
+def test_hybrid_search_gives_lexical_hits_outside_the_k_nn_their_cosine(vector_index):
+    vector_index.upsert("t1", [entry("near", vec(1), text="billing export"),
+                               entry("diag", vec(1, 1), text="kubectl NotFound"),
+                               entry("far", vec(0, 1), text="kubectl")])
+    vector_index.upsert("t2", [entry("theirs", vec(1), text="kubectl NotFound")])
+    semantic, lexical = vector_index.hybrid_search("t1", Q, "kubectl NotFound", ANYONE, 1)
+    assert semantic == pytest.approx({"near": 1.0, "diag": 1 / math.sqrt(2)}, abs=1e-5)
+    assert list(lexical) == ["diag"] and lexical["diag"] > 0
+    semantic, lexical = vector_index.hybrid_search("t1", Q, "kubectl NotFound", ANYONE, 3)
+    assert semantic == pytest.approx({"near": 1.0, "diag": 1 / math.sqrt(2), "far": 0.0}, abs=1e-5)
+    assert list(lexical) == ["diag", "far"]
+    assert vector_index.hybrid_search("t3", Q, "kubectl", ANYONE, 3) == ({}, {})
