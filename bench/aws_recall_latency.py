@@ -26,8 +26,9 @@ tenant, agent/user scope, tools, task type), k = the service's candidate count (
   np.lex      NumpyVectorIndex.lexical_search (BM25)
   os.lex      OpenSearchVectorIndex.lexical_search (BM25)
   svc.np      services.recall.recall on SQLite + numpy, query vector precomputed (no embedding)
-  svc.os      the same service call with the OpenSearch index (same SQLite store): search +
-              lexical_search + similarities = 3 requests to the node
+  svc.os      the same service call with the OpenSearch index (same SQLite store): hybrid_search =
+              one _msearch (k-NN + BM25), plus one similarity search when BM25 found entries the
+              k-NN did not
 
 ``os.*`` also report the node's own ``took`` (server-side ms, integer resolution), so the rest is
 HTTP + JSON + the client. Quality: recall@10 / @50 of each OpenSearch k-NN variant against the exact
@@ -71,7 +72,7 @@ OTHER_START = 10_000_000  # tenant B's experience ids start here: exp_1000xxxx i
 
 
 class TookRecorder:
-    """Wraps the opensearch-py client: records the node's ``took`` (ms) of every search."""
+    """Wraps the opensearch-py client: records the node's ``took`` (ms) of every search and msearch."""
 
     def __init__(self, client) -> None:
         self._client = client
@@ -80,6 +81,11 @@ class TookRecorder:
     def search(self, *args, **kwargs):
         response = self._client.search(*args, **kwargs)
         self.took.append(int(response.get("took", -1)))
+        return response
+
+    def msearch(self, *args, **kwargs):
+        response = self._client.msearch(*args, **kwargs)
+        self.took.append(int(response.get("took", -1)))  # the whole request, all its searches
         return response
 
     def __getattr__(self, name):
