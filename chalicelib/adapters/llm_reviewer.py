@@ -21,7 +21,8 @@ from ..domain.compress import compress_trajectory, estimate_tokens, raw_size_tok
 from ..domain.generalize import generalize, literal_digests
 from ..domain.models import Event, Trajectory
 from ..domain.review import (
-    LessonDraft, Review, fix_fingerprint, review_trajectory, situation_key, trajectory_literals, without_kept,
+    LessonDraft, Review, fix_fingerprint, generalized_goal, review_trajectory, situation_key, trajectory_literals,
+    without_kept,
 )
 
 log = logging.getLogger(__name__)
@@ -229,7 +230,7 @@ def _written(
         situation_key=key,
         error_class=lesson.error_class,
         polarity=lesson.polarity,
-        example=generalize(traj.goal, vals).strip(),
+        example=generalized_goal(traj, vals),
         literals=literal_digests(values, traj.tenant_id),
         kept=tuple(v for v in values if v not in vals),
         specialize=partial(_written, traj, values, lesson, tools, fp, key),

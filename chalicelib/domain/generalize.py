@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
@@ -34,6 +35,7 @@ def names(text: str, literal: str) -> bool:
     return _literal(literal).search(text) is not None
 
 
+@lru_cache(maxsize=4096)
 def _literal(literal: str) -> re.Pattern[str]:
     """A literal as a whole word: "main" in "to main." and "origin/main", not in "main-menu"."""
     return re.compile(rf"(?<![\w<-]){re.escape(literal)}(?![\w>-])", re.I)

@@ -155,7 +155,11 @@ def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) ->
 def task_example(traj: Trajectory, events: Sequence[Event], keep: Collection[str] = ()) -> str:
     """The trajectory's task, generalized (less the literals to ``keep``): what a lesson learned
     from it is matched against."""
-    return generalize(traj.goal, without_kept(trajectory_literals(events), keep, traj.tenant_id)).strip()
+    return generalized_goal(traj, without_kept(trajectory_literals(events), keep, traj.tenant_id))
+
+
+def generalized_goal(traj: Trajectory, values: Mapping[str, str]) -> str:
+    return generalize(traj.goal, values).strip()
 
 
 class _Context:
@@ -180,7 +184,7 @@ class _Context:
 
     def goal(self) -> str:
         """The task, generalized: what every lesson of this trajectory was learned on."""
-        return self.g(self.traj.goal).strip()
+        return generalized_goal(self.traj, self.values)
 
     def task(self) -> str:
         kind = f" ({self.traj.task_type})" if self.traj.task_type else ""
