@@ -72,15 +72,15 @@ class _Lazy:
 
     def __init__(self, factory) -> None:
         self._factory = factory
-        self._client = None
+        self._obj = None
         self._lock = threading.Lock()
 
     def _target(self):
-        if self._client is None:
+        if self._obj is None:
             with self._lock:
-                if self._client is None:
-                    self._client = self._factory()
-        return self._client
+                if self._obj is None:
+                    self._obj = self._factory()
+        return self._obj
 
     def __getattr__(self, name: str):
         return getattr(self._target(), name)

@@ -23,7 +23,7 @@ from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.domain.errors import Conflict, InvalidInput, NotFound
 from chalicelib.domain.lexical import term_score, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
-from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
+from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts, intent_key
 from chalicelib.services.deps import Deps
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -346,7 +346,7 @@ class InMemoryVectorIndex:
             return False
         if flt.task_type and e.task_type and e.task_type.lower() != flt.task_type.lower():
             return False
-        want, have = (flt.intent or "").strip().lower(), (e.intent or "").strip().lower()
+        want, have = intent_key(flt.intent), intent_key(e.intent)
         if want and have and want != have:
             return False
         return not tools or not e.tools or bool(tools.intersection(e.tools))

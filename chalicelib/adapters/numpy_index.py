@@ -16,13 +16,8 @@ from typing import Sequence
 import numpy as np
 
 from ..domain.lexical import K1, B, idf, terms
-from ..ports import IndexEntry, IndexFilter, hybrid_by_parts
+from ..ports import IndexEntry, IndexFilter, hybrid_by_parts, intent_key
 from .sqlite_db import SqliteDatabase, dumps
-
-
-def _intent(value: str | None) -> str | None:
-    """Intents are free text: one written as " Deploy " is the intent "deploy"."""
-    return (value or "").strip().lower() or None
 
 
 class _Partition:
@@ -87,7 +82,7 @@ class _Partition:
         self.agent[row] = self.code(entry.agent_id, True)
         self.user[row] = self.code(entry.user_id, True)
         self.task[row] = self.code(entry.task_type.lower() if entry.task_type else None, True)
-        self.intent[row] = self.code(_intent(entry.intent), True)
+        self.intent[row] = self.code(intent_key(entry.intent), True)
         tools = frozenset(t.lower() for t in entry.tools)
         self.has_tools[row] = bool(tools)
         self.row_tools[row] = tools
@@ -140,8 +135,8 @@ class _Partition:
         m &= (self.user[:n] == 0) | (self.user[:n] == self.code(flt.user_id, False))
         if flt.task_type:
             m &= (self.task[:n] == 0) | (self.task[:n] == self.code(flt.task_type.lower(), False))
-        if _intent(flt.intent):
-            m &= (self.intent[:n] == 0) | (self.intent[:n] == self.code(_intent(flt.intent), False))
+        if intent_key(flt.intent):
+            m &= (self.intent[:n] == 0) | (self.intent[:n] == self.code(intent_key(flt.intent), False))
         if flt.tools:
             tool_ok = ~self.has_tools[:n]
             for t in {t.lower() for t in flt.tools}:

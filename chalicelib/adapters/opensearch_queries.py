@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from ..domain.lexical import K1, B, terms
-from ..ports import IndexEntry, IndexFilter
+from ..ports import IndexEntry, IndexFilter, intent_key
 
 Engine = Literal["lucene", "faiss"]
 Space = Literal["cosinesimil", "innerproduct"]
@@ -150,10 +150,6 @@ def _lower_unique(values: Iterable[str]) -> list[str]:
     return sorted({v.lower() for v in values})
 
 
-def _intent(value: str | None) -> str | None:
-    return (value or "").strip().lower() or None
-
-
 def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) -> dict:
     """The stored form of an entry. ``vector`` is the unit-length vector as floats, or None for a
     vector with no direction (all zeros): such an entry is kept for BM25 and count, out of k-NN."""
@@ -164,8 +160,8 @@ def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) 
         doc["user_id"] = entry.user_id
     if entry.task_type:
         doc["task_type"] = entry.task_type.lower()
-    if _intent(entry.intent):
-        doc["intent"] = _intent(entry.intent)
+    if intent_key(entry.intent):
+        doc["intent"] = intent_key(entry.intent)
     if entry.tools:
         doc["tools"] = _lower_unique(entry.tools)
     if entry.tags:
@@ -219,8 +215,8 @@ def filter_clause(tenant_id: str, flt: IndexFilter) -> dict:
     ]
     if flt.task_type:
         clauses.append(_this_or_absent("task_type", {"term": {"task_type": flt.task_type.lower()}}))
-    if _intent(flt.intent):
-        clauses.append(_this_or_absent("intent", {"term": {"intent": _intent(flt.intent)}}))
+    if intent_key(flt.intent):
+        clauses.append(_this_or_absent("intent", {"term": {"intent": intent_key(flt.intent)}}))
     if flt.tools:
         clauses.append(_this_or_absent("tools", {"terms": {"tools": _lower_unique(flt.tools)}}))
     return {"bool": {"filter": clauses}}

@@ -58,7 +58,7 @@ def _examples(*lists: list[str]) -> list[str]:
     return out[-MAX_EXAMPLES:]
 
 
-def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime, example: str = "") -> Experience:
+def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime) -> Experience:
     return Experience(
         tenant_id=traj.tenant_id,
         experience_id=experience_id_for(traj.tenant_id, traj.trajectory_id, draft.fingerprint),
@@ -83,7 +83,7 @@ def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime, exa
         situation_key=draft.situation_key or None,
         error_class=draft.error_class,
         intent=traj.intent,
-        examples=_examples([draft.example or example]),
+        examples=_examples([draft.example]),
         literals=dict(draft.literals),
         anchors=list(draft.kept),  # candidates: a merge keeps those every task example names
     )

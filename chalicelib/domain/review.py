@@ -64,7 +64,6 @@ class Review:
     key_decisions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
-    example: str = ""  # the task, generalized: what every lesson of this review was learned on
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -175,6 +174,7 @@ class _Context:
         self.all_values = trajectory_literals(events)
         self.digests = literal_digests(self.all_values, traj.tenant_id)
         self.values = without_kept(self.all_values, keep, traj.tenant_id)
+        self.kept = tuple(v for v in self.all_values if v not in self.values)
 
     def g(self, text: str) -> str:
         return generalize(text, self.values)
@@ -349,14 +349,14 @@ def review_trajectory(traj: Trajectory, events: Sequence[Event], kind: str = "fu
     review.ineffective_steps = attribution.steps("failed") + attribution.steps("repeated")
     review.key_decisions = attribution.key_decisions(events)
     ctx = _Context(traj, events, keep)
-    review.example = ctx.goal()
+    example = ctx.goal()
     seen: set[str] = set()
 
     def add(draft: LessonDraft | None) -> None:
         if draft is not None and draft.fingerprint not in seen:
             seen.add(draft.fingerprint)
             review.lessons.append(replace(
-                draft, example=review.example, literals=ctx.digests, kept=tuple(v for v in ctx.all_values if v not in ctx.values),
+                draft, example=example, literals=ctx.digests, kept=ctx.kept,
                 specialize=partial(_specialized, traj, events, kind, draft.fingerprint),
             ))
 

@@ -119,7 +119,7 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
             out.rejected.append({"lesson": draft.lesson, "reason": why})
     if not drafts:
         return out
-    fresh = [draft_to_experience(d, traj, now, review.example) for d in drafts]
+    fresh = [draft_to_experience(d, traj, now) for d in drafts]
     # The id derives from (tenant, trajectory, lesson): one this trajectory's earlier (local) review
     # already stored. If it has since been forgotten or archived, learning it again would put it
     # back in recall: it stays as it is.

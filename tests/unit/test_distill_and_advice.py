@@ -68,14 +68,14 @@ def test_advice_is_capped_to_a_handful():
 
 
 def test_a_lesson_remembers_the_tasks_it_was_learned_from_newest_last_and_few():
-    exp = draft_to_experience(draft(), traj(), T0, example="What's the weather in <city>?")
+    exp = draft_to_experience(draft(example="What's the weather in <city>?"), traj(), T0)
     assert exp.examples == ["What's the weather in <city>?"]
     assert exp.embedding_texts() == (exp.embedding_text(), "What's the weather in <city>?")
     for n in range(2, 9):
-        new = draft_to_experience(draft(), traj(trajectory_id=f"tr{n}"), T0, example=f"task {n}")
+        new = draft_to_experience(draft(example=f"task {n}"), traj(trajectory_id=f"tr{n}"), T0)
         exp = merge_into(exp, new, T0)
     assert exp.support == 8 and exp.examples == ["task 4", "task 5", "task 6", "task 7", "task 8"]
-    again = merge_into(exp, draft_to_experience(draft(), traj(trajectory_id="tr9"), T0, example="task 5"), T0)
+    again = merge_into(exp, draft_to_experience(draft(example="task 5"), traj(trajectory_id="tr9"), T0), T0)
     assert again.examples == exp.examples  # a known task is not repeated
 
 
