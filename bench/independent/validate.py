@@ -76,8 +76,9 @@ def check_event(ev, tools, where, errors):
             errors.append(f"{where}: tool_call content has unknown keys {sorted(extra)}")
 
 
-def validate(doc):
+def validate(doc, warnings=None):
     errors = []
+    warnings = [] if warnings is None else warnings
     if doc.get("version") != 1:
         errors.append("version must be 1")
     fams = doc.get("families")
@@ -124,6 +125,11 @@ def validate(doc):
                 clash = [t for t in terms if any(t in s or s in t for s in sib_terms)]
                 if clash:
                     errors.append(f"{fid}: fix_terms {clash} overlap its sibling's")
+                # Allowed (a sibling may try this family's fix as its wrong alternative) but worth seeing.
+                sib_text = json.dumps(by_id[sib].get("train") or [], ensure_ascii=False).lower()
+                shared = [t for t in terms if t in sib_text]
+                if shared:
+                    warnings.append(f"{fid}: fix_terms {shared} also occur in {sib}'s trajectories")
 
         train = fam.get("train")
         if not isinstance(train, list) or not 2 <= len(train) <= 3:
@@ -198,7 +204,10 @@ def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "families.json")
     with open(path, encoding="utf-8") as fh:
         doc = json.load(fh)
-    errors, stats = validate(doc)
+    warnings = []
+    errors, stats = validate(doc, warnings)
+    for line in warnings:
+        print("WARN", line)
     for line in errors:
         print("ERROR", line)
     print(json.dumps(stats, sort_keys=True))

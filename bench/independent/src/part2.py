@@ -11,7 +11,7 @@ FAMILIES = [
     # ---- e-commerce catalog: same tool, minor units vs variants ------------------------
     F("catalog-price-minor-units", "e-commerce catalog", CAT, "catalog-variant-price", "operation",
       "update_product expects price as an integer in minor units (cents): 19.99 -> 1999.",
-      ["cents", "minor units"],
+      ["minor units", "integer"],
       [T("Change the price of product SKU-TSHIRT-BASIC to 19.99", "success",
          E("update_product", {"product_id": "prod_8812", "price": 19.99},
            "400 validation_error: price must be an integer (minor currency units)"),
@@ -103,7 +103,7 @@ FAMILIES = [
     # ---- maps: same tools, ambiguity vs rate limit -----------------------------------
     F("geo-ambiguous-place-ask-user", "maps/geocoding", GEO, "geo-bulk-use-batch", "query",
       "When geocode returns several equally likely candidates (Springfield), ask the user which one instead of picking the first.",
-      ["ask the user", "clarif", "which"],
+      ["ask the user", "clarif"],
       [T("Get coordinates for Springfield", "success",
          OK("geocode", {"address": "Springfield"}, {"candidates": [{"label": "Springfield, IL, USA", "confidence": 0.41}, {"label": "Springfield, MO, USA", "confidence": 0.39}, {"label": "Springfield, MA, USA", "confidence": 0.37}]}),
          R("Three Springfields with similar confidence; picking one would be a guess. Ask the user."),

@@ -50,7 +50,7 @@ FAMILIES = [
     # ---- payments: same tool, partial refund vs pending charge --------------------------
     F("pay-refund-remaining-amount", "payments", PAYM, "pay-void-pending-charge", "operation",
       "Before refunding, call get_charge: if part was already refunded, refund at most amount - amount_refunded.",
-      ["get_charge", "amount_refunded", "remaining"],
+      ["amount_refunded", "remaining"],
       [T("Refund the full 120.00 USD of charge ch_3Pq1 for order 8812", "success",
          E("create_refund", {"charge": "ch_3Pq1", "amount": 12000}, "400 amount_too_large: Refund amount ($120.00) is greater than unrefunded amount on charge ($85.00)"),
          OK("get_charge", {"charge": "ch_3Pq1"}, {"amount": 12000, "amount_refunded": 3500, "status": "succeeded"}),
@@ -145,7 +145,7 @@ FAMILIES = [
 
     F("health-provider-id-lookup", "healthcare scheduling", HC, "health-referral-required", "operation",
       "book_appointment takes a provider_id (NPI), not a doctor's name: resolve it with search_providers first.",
-      ["search_providers", "npi", "provider_id"],
+      ["search_providers"],
       [T("Book patient P-40121 with Dr. Alvarez next week", "success",
          E("book_appointment", {"patient_id": "P-40121", "provider": "Dr. Alvarez", "date": "2024-09-17"}, "404 PROVIDER_NOT_FOUND: 'Dr. Alvarez'"),
          R("It needs the provider id; search by name."),
@@ -232,7 +232,7 @@ FAMILIES = [
 
     F("music-track-uri-lookup", "music/media", MUS, "music-add-tracks-batch-limit", "operation",
       "add_tracks takes track URIs, not titles: resolve each 'artist - title' with search_tracks first.",
-      ["search_tracks", "uri"],
+      ["search_tracks"],
       [T("Add 'Bohemian Rhapsody' and 'Hotel California' to playlist pl_road_trip", "success",
          E("add_tracks", {"playlist_id": "pl_road_trip", "uris": ["Bohemian Rhapsody", "Hotel California"]}, "400 Bad Request: Invalid track uri: Bohemian Rhapsody"),
          R("Titles aren't URIs; search each one."),
