@@ -6,9 +6,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import part1, part2, part3, part4  # noqa: E402
+import part1, part2, part3, part4, part5  # noqa: E402
 
-families = part1.FAMILIES + part2.FAMILIES + part3.FAMILIES + part4.FAMILIES
+families = part1.FAMILIES + part2.FAMILIES + part3.FAMILIES + part4.FAMILIES + part5.FAMILIES
 out = os.path.join(os.path.dirname(HERE), "families.json")
 with open(out, "w", encoding="utf-8") as fh:
     json.dump({"version": 1, "families": families}, fh, ensure_ascii=False, indent=1)

@@ -107,7 +107,7 @@ FAMILIES = [
       [T("Get coordinates for Springfield", "success",
          OK("geocode", {"address": "Springfield"}, {"candidates": [{"label": "Springfield, IL, USA", "confidence": 0.41}, {"label": "Springfield, MO, USA", "confidence": 0.39}, {"label": "Springfield, MA, USA", "confidence": 0.37}]}),
          R("Three Springfields with similar confidence; picking one would be a guess. Ask the user."),
-         U("Which Springfield do you mean: Illinois, Missouri or Massachusetts?"),
+         R("Asking the user: which Springfield do you mean, Illinois, Missouri or Massachusetts?"),
          U("Missouri"),
          OK("geocode", {"address": "Springfield, MO, USA"}, {"candidates": [{"label": "Springfield, MO, USA", "lat": 37.209, "lon": -93.292, "confidence": 0.98}]}),
          FB("right one", "positive")),

@@ -171,7 +171,7 @@ FAMILIES = [
          E("send_for_signature", {"document_id": "doc_msa_globex", "signers": [{"role": "Company", "email": "legal@ourco.com"}]},
            "422 SIGNER_MISSING: no email for required role 'Counterparty'"),
          R("The counterparty's email is not in the document or the request. Ask the user."),
-         U("Who should sign for Globex, and at what email address?"),
+         R("Asking the user: who signs for Globex, and at what email address?"),
          U("Hank Scorpio, hank@globex.example"),
          OK("send_for_signature", {"document_id": "doc_msa_globex", "signers": [{"role": "Company", "email": "legal@ourco.com"}, {"role": "Counterparty", "email": "hank@globex.example"}]},
             {"envelope_id": "env_4410", "status": "sent"}),
