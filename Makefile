@@ -13,7 +13,7 @@ $(VENV)/.installed: requirements.txt requirements-local.txt requirements-dev.txt
 install: $(VENV)/.installed
 
 run: install
-	$(PY) -m chalicelib.server
+	$(PY) server.py
 
 test: install
 	$(PY) -m pytest

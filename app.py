@@ -1,39 +1,25 @@
-"""HTTP entry point (AWS Chalice). Each route parses, calls one service function, maps errors."""
+"""HTTP entry point (AWS Chalice). Each route is declared once (``chalicelib/api/routes.py``): its
+models, status and errors make both the Chalice route and its OpenAPI entry; the view calls one
+service function with validated plain values."""
 from __future__ import annotations
 
 import json
 import os
-import uuid
-from datetime import datetime
 
-from chalice import AuthResponse, Chalice, Rate, Response
+from chalice import AuthResponse, Chalice, Rate
 
 from chalicelib import redaction
+from chalicelib.api import presenters as out
 from chalicelib.api import schemas as s
-from chalicelib.api.http import (
-    endpoint,
-    experience_out,
-    failed_review_out,
-    hit_out,
-    json_response,
-    parse_json,
-    trajectory_out,
-    validate,
-)
+from chalicelib.api.routes import Repeat, Router
 from chalicelib.container import get_deps, get_settings
 from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
-from chalicelib.domain.models import Event, Experience, ExperienceStatus, RecallQuery, Signal, Source, Trajectory
 from chalicelib.services import experiences, ingest, maintenance, recall, review, tenants
+from chalicelib.settings import Settings
 
 app = Chalice(app_name="hindsight", configure_logs=False)
 redaction.install()  # Lambda's handler on the root logger: no key in a log line, whoever logs it
 app.api.binary_types = []  # every body is JSON text
-# Bodies are parsed as JSON whatever the client labels them (curl -d says form-urlencoded).
-BODY_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"]
-
-
-def _body(model, required: bool = True):
-    return validate(model, parse_json(app.current_request.raw_body, get_settings().max_body_bytes, required))
 
 
 @app.authorizer(name="api_key_authorizer", ttl_seconds=int(os.environ.get("HINDSIGHT_AUTHORIZER_TTL", "0")))
@@ -52,104 +38,55 @@ def api_key_authorizer(auth_request) -> AuthResponse:
     return AuthResponse(routes=["*"], principal_id=context.get("tenant_id", "anonymous"), context=context)
 
 
-def _tenant() -> str:
-    """The tenant of the request, which then takes one request from the tenant's rate limit.
-
-    The authorizer resolved it; without one (a direct invocation), it is resolved here. The limit
-    is taken here, not in the authorizer, whose answer API Gateway may cache per key.
-    """
-    resolved = (app.current_request.context or {}).get("authorizer") or {}
-    if resolved.get("tenant_id"):
-        tenant_id = resolved["tenant_id"]
-    elif resolved.get("error"):
-        raise Unauthorized(resolved["error"])
-    else:
-        tenant_id = tenants.authenticate(get_deps(), app.current_request.headers.get("authorization"))
-    tenants.admit(get_deps(), tenant_id)
-    return tenant_id
+api = Router(app, authorizer=api_key_authorizer)
 
 
-def _admin() -> None:
-    tenants.require_admin(get_deps(), app.current_request.headers.get("authorization"))
+@api.route("GET", "/v1/health", "Liveness and backend", response=s.HealthOut, auth="none", uses_dependencies=False)
+def health() -> s.HealthOut:
+    return s.HealthOut(status="ok", backend=get_settings().backend)
 
 
-@app.route("/v1/health", methods=["GET"])
-@endpoint
-def health() -> Response:
-    return json_response({"status": "ok", "backend": get_settings().backend})
-
-
-@app.route("/v1/openapi.json", methods=["GET"])
-@endpoint
-def openapi() -> Response:
+@api.route("GET", "/v1/openapi.json", "This document", auth="none", uses_dependencies=False)
+def openapi() -> dict:
     from chalicelib.api.openapi import openapi_document
 
-    return json_response(openapi_document())
+    return openapi_document(tuple(api.routes))
 
 
-@app.route("/v1/tenants", methods=["POST"], content_types=BODY_TYPES)
-@endpoint
-def create_tenant() -> Response:
-    _admin()
-    body = _body(s.TenantIn)
+@api.route("POST", "/v1/tenants", "Create a tenant and its first API key",
+           body=s.TenantIn, response=s.TenantOut, status=201, auth="admin")
+def create_tenant(body: s.TenantIn) -> s.TenantOut:
     tenant, key = tenants.create_tenant(get_deps(), body.name)
-    return json_response({"tenant_id": tenant.tenant_id, "name": tenant.name, "api_key": key}, 201)
+    return s.TenantOut(tenant_id=tenant.tenant_id, name=tenant.name, api_key=key)
 
 
-@app.route("/v1/tenants", methods=["GET"])
-@endpoint
-def list_tenants() -> Response:
-    _admin()
-    listed = tenants.list_tenants(get_deps())
-    return json_response({"tenants": [{"tenant_id": t.tenant_id, "name": t.name, "created_at": t.created_at.isoformat()} for t in listed]})
+@api.route("GET", "/v1/tenants", "List tenants", response=s.TenantList, auth="admin")
+def list_tenants() -> s.TenantList:
+    return s.TenantList(tenants=[out.tenant_summary(t) for t in tenants.list_tenants(get_deps())])
 
 
-@app.route("/v1/tenants/{tenant_id}/keys", methods=["POST"], content_types=BODY_TYPES)
-@endpoint
-def rotate_key(tenant_id: str) -> Response:
-    _admin()
-    b = _body(s.KeyRotateIn, required=False)
-    key = tenants.rotate_key(get_deps(), tenant_id, revoke_old=b.revoke_old)
-    return json_response({"tenant_id": tenant_id, "api_key": key}, 201)
+@api.route("POST", "/v1/tenants/{tenant_id}/keys", "Issue a new API key (and revoke the old ones)",
+           body=s.KeyRotateIn, response=s.KeyOut, status=201, auth="admin", errors=(404,))
+def rotate_key(tenant_id: str, body: s.KeyRotateIn) -> s.KeyOut:
+    return s.KeyOut(tenant_id=tenant_id, api_key=tenants.rotate_key(get_deps(), tenant_id, revoke_old=body.revoke_old))
 
 
-@app.route("/v1/trajectories", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
-@endpoint
-def start_trajectory() -> Response:
-    tenant_id = _tenant()
-    b = _body(s.TrajectoryIn)
-    traj, created = ingest.start_trajectory(
-        get_deps(),
-        Trajectory(
-            tenant_id=tenant_id,
-            trajectory_id=b.trajectory_id or "traj_" + uuid.uuid4().hex,
-            agent_id=b.agent_id,
-            user_id=b.user_id,
-            goal=b.goal,
-            task_type=b.task_type,
-            tools=b.tools,
-            intent=b.intent,
-            tags=b.tags,
-            metadata=b.metadata,
-            created_at=datetime.min,  # set by the service from its clock
-            updated_at=datetime.min,
-        ),
-    )
-    return json_response(trajectory_out(traj), 201 if created else 200)
+@api.route("POST", "/v1/trajectories", "Start recording a task; a repeated trajectory_id answers 200 with the existing one",
+           body=s.TrajectoryIn, response=s.TrajectoryOut, status=201, repeat_status=200)
+def start_trajectory(tenant_id: str, body: s.TrajectoryIn) -> s.TrajectoryOut | Repeat:
+    traj, created = ingest.start_trajectory(get_deps(), tenant_id, **body.model_dump())
+    return out.trajectory_out(traj) if created else Repeat(out.trajectory_out(traj))
 
 
-@app.route("/v1/trajectories/{trajectory_id}", methods=["GET"], authorizer=api_key_authorizer)
-@endpoint
-def get_trajectory(trajectory_id: str) -> Response:
-    return json_response(trajectory_out(ingest.get_trajectory(get_deps(), _tenant(), trajectory_id)))
+@api.route("GET", "/v1/trajectories/{trajectory_id}", "A trajectory and its review",
+           response=s.TrajectoryOut, errors=(404,))
+def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
+    return out.trajectory_out(ingest.get_trajectory(get_deps(), tenant_id, trajectory_id))
 
 
-@app.route("/v1/trajectories/{trajectory_id}/events", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
-@endpoint
-def append_events(trajectory_id: str) -> Response:
-    tenant_id = _tenant()
+def _event_limits(data: object) -> None:
+    """Too many or too large events answer 413 before the events are validated one by one."""
     settings = get_settings()
-    data = parse_json(app.current_request.raw_body, settings.max_body_bytes)
     events = data.get("events") if isinstance(data, dict) else None
     if isinstance(events, list):
         if len(events) > settings.max_events_per_call:
@@ -157,161 +94,87 @@ def append_events(trajectory_id: str) -> Response:
         for i, raw in enumerate(events):
             if len(json.dumps(raw)) > settings.max_event_bytes:
                 raise PayloadTooLarge(f"events.{i} is larger than {settings.max_event_bytes} bytes")
-    b = validate(s.EventsIn, data)
-    now = get_deps().clock.now()
-    result = ingest.append_events(
-        get_deps(),
-        tenant_id,
-        trajectory_id,
-        [
-            Event(
-                event_id=e.event_id or "evt_" + uuid.uuid4().hex,
-                type=e.type,
-                timestamp=e.timestamp or now,
-                content=e.content,
-                node_id=e.node_id,
-                parent_id=e.parent_id,
-                context=e.context.model_dump(exclude_none=True),
-            )
-            for e in b.events
-        ],
-    )
-    return json_response({"accepted": result.accepted, "duplicates": result.duplicates}, 202)
 
 
-@app.route("/v1/trajectories/{trajectory_id}/finalize", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
-@endpoint
-def finalize(trajectory_id: str) -> Response:
-    tenant_id = _tenant()
-    b = _body(s.FinalizeIn)
-    traj = ingest.finalize(get_deps(), tenant_id, trajectory_id, b.outcome, b.feedback)
-    return json_response(trajectory_out(traj), 202)
+@api.route("POST", "/v1/trajectories/{trajectory_id}/events",
+           f"Append events (at most {Settings.model_fields['max_events_per_call'].default})",
+           body=s.EventsIn, response=s.EventsOut, status=202, errors=(404, 409), check=_event_limits)
+def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.EventsOut:
+    events = [e.model_dump() | {"context": e.context.model_dump(exclude_none=True)} for e in body.events]
+    result = ingest.append_events(get_deps(), tenant_id, trajectory_id, events)
+    return s.EventsOut(accepted=result.accepted, duplicates=result.duplicates)
 
 
-@app.route("/v1/experiences", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
-@endpoint
-def write_experience() -> Response:
-    tenant_id = _tenant()
-    b = _body(s.ExperienceIn)
-    source = Source(b.source)
-    exp, created = experiences.write_experience(
-        get_deps(),
-        Experience(
-            tenant_id=tenant_id,
-            experience_id=b.experience_id or "",
-            situation=b.situation,
-            action=b.action,
-            result=b.result,
-            lesson=b.lesson or b.advice,
-            advice=b.advice or b.lesson,
-            created_at=datetime.min,  # set by the service from its clock
-            updated_at=datetime.min,
-            renewed_at=datetime.min,
-            tags=b.tags,
-            task_type=b.task_type,
-            tools=b.tools,
-            agent_id=b.agent_id,
-            user_id=b.user_id,
-            source=source,
-            sources=b.sources,
-            confidence=b.confidence if b.confidence is not None else {"human": 0.8, "agent": 0.6, "simulation": 0.4}[source.value],
-        ),
-    )
-    return json_response(experience_out(exp), 201 if created else 200)
+@api.route("POST", "/v1/trajectories/{trajectory_id}/finalize", "End the task; its review runs asynchronously",
+           body=s.FinalizeIn, response=s.TrajectoryOut, status=202, errors=(404, 409))
+def finalize(trajectory_id: str, tenant_id: str, body: s.FinalizeIn) -> s.TrajectoryOut:
+    return out.trajectory_out(ingest.finalize(get_deps(), tenant_id, trajectory_id, body.outcome, body.feedback))
 
 
-@app.route("/v1/experiences", methods=["GET"], authorizer=api_key_authorizer)
-@endpoint
-def list_experiences() -> Response:
-    tenant_id = _tenant()
-    q = validate(s.ListQuery, dict(app.current_request.query_params or {}))
-    page = experiences.list_experiences(
-        get_deps(), tenant_id, q.agent_id, ExperienceStatus(q.status) if q.status else None, q.limit, q.cursor
-    )
-    return json_response({"items": [experience_out(e) for e in page.items], "cursor": page.cursor})
+@api.route("POST", "/v1/experiences", "Write a lesson by hand; a repeated experience_id answers 200 with the stored one",
+           body=s.ExperienceIn, response=s.ExperienceOut, status=201, repeat_status=200)
+def write_experience(tenant_id: str, body: s.ExperienceIn) -> s.ExperienceOut | Repeat:
+    exp, created = experiences.write_experience(get_deps(), tenant_id, **body.model_dump())
+    return out.experience_out(exp) if created else Repeat(out.experience_out(exp))
 
 
-@app.route("/v1/experiences/{experience_id}", methods=["GET"], authorizer=api_key_authorizer)
-@endpoint
-def get_experience(experience_id: str) -> Response:
-    return json_response(experience_out(experiences.get_experience(get_deps(), _tenant(), experience_id)))
+@api.route("GET", "/v1/experiences", "List lessons, newest first", query=s.ListQuery, response=s.ExperienceList)
+def list_experiences(tenant_id: str, query: s.ListQuery) -> s.ExperienceList:
+    page = experiences.list_experiences(get_deps(), tenant_id, **query.model_dump())
+    return s.ExperienceList(items=[out.experience_out(e) for e in page.items], cursor=page.cursor)
 
 
-@app.route("/v1/experiences/{experience_id}", methods=["DELETE"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
-@endpoint
-def forget_experience(experience_id: str) -> Response:
-    tenant_id = _tenant()
-    b = _body(s.ForgetIn, required=False)
-    return json_response(experience_out(experiences.forget(get_deps(), tenant_id, experience_id, b.reason)))
+@api.route("GET", "/v1/experiences/{experience_id}", "One lesson", response=s.ExperienceOut, errors=(404,))
+def get_experience(experience_id: str, tenant_id: str) -> s.ExperienceOut:
+    return out.experience_out(experiences.get_experience(get_deps(), tenant_id, experience_id))
 
 
-@app.route("/v1/experiences/{experience_id}/feedback", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
-@endpoint
-def experience_feedback(experience_id: str) -> Response:
-    tenant_id = _tenant()
-    b = _body(s.FeedbackIn)
-    return json_response(experience_out(experiences.feedback(get_deps(), tenant_id, experience_id, Signal(b.signal))))
+@api.route("DELETE", "/v1/experiences/{experience_id}", "Forget a lesson (kept as a tombstone)",
+           body=s.ForgetIn, response=s.ExperienceOut, errors=(404,))
+def forget_experience(experience_id: str, tenant_id: str, body: s.ForgetIn) -> s.ExperienceOut:
+    return out.experience_out(experiences.forget(get_deps(), tenant_id, experience_id, body.reason))
 
 
-@app.route("/v1/recall", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
-@endpoint
-def recall_route() -> Response:
-    tenant_id = _tenant()
-    b = _body(s.RecallIn)
-    hits, advice = recall.recall(
-        get_deps(),
-        RecallQuery(
-            tenant_id=tenant_id,
-            query=b.query,
-            agent_id=b.agent_id,
-            user_id=b.user_id,
-            task_type=b.task_type,
-            tools=tuple(b.tools),
-            intent=b.intent,
-            tags=tuple(b.tags),
-            top_k=b.top_k,
-            min_score=b.min_score,
-        ),
-    )
-    return json_response({"hits": [hit_out(h) for h in hits], "advice": advice, "advice_placement": get_deps().advice_placement})
+@api.route("POST", "/v1/experiences/{experience_id}/feedback", "Report whether a lesson helped",
+           body=s.FeedbackIn, response=s.ExperienceOut, errors=(404, 409))
+def experience_feedback(experience_id: str, tenant_id: str, body: s.FeedbackIn) -> s.ExperienceOut:
+    return out.experience_out(experiences.feedback(get_deps(), tenant_id, experience_id, body.signal))
 
 
-@app.route("/v1/maintenance/decay", methods=["POST"], content_types=BODY_TYPES)
-@endpoint
-def decay() -> Response:
-    _admin()
-    b = _body(s.DecayIn, required=False)
-    report = maintenance.run_decay(get_deps(), b.as_of)
-    return json_response({"decayed": report.decayed, "archived": report.archived})
+@api.route("POST", "/v1/recall", "Lessons for the situation at hand, with advice text", body=s.RecallIn, response=s.RecallOut)
+def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
+    hits, advice = recall.recall(get_deps(), tenant_id, **body.model_dump())
+    return s.RecallOut(hits=[out.hit_out(h) for h in hits], advice=advice, advice_placement=get_deps().advice_placement)
 
 
-@app.route("/v1/maintenance/failed-reviews", methods=["GET"])
-@endpoint
-def failed_reviews() -> Response:
-    _admin()
-    q = validate(s.FailedReviewsQuery, dict(app.current_request.query_params or {}))
-    jobs = review.failed_reviews(get_deps(), q.tenant_id, q.limit)
-    return json_response({"failed": [failed_review_out(j) for j in jobs]})
+@api.route("POST", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store", response=s.ReindexOut)
+def reindex(tenant_id: str) -> s.ReindexOut:
+    return s.ReindexOut(reindexed=maintenance.reindex_tenant(get_deps(), tenant_id))
 
 
-@app.route("/v1/maintenance/redrive", methods=["POST"], content_types=BODY_TYPES)
-@endpoint
-def redrive() -> Response:
-    _admin()
-    b = _body(s.RedriveIn, required=False)
-    return json_response({"redriven": review.redrive_failed(get_deps(), b.tenant_id, b.trajectory_ids)})
+@api.route("GET", "/v1/stats", "Counts by status and a freshness histogram", response=s.StatsOut)
+def stats(tenant_id: str) -> s.StatsOut:
+    return s.StatsOut.model_validate(maintenance.tenant_stats(get_deps(), tenant_id))
 
 
-@app.route("/v1/maintenance/reindex", methods=["POST"], content_types=BODY_TYPES, authorizer=api_key_authorizer)
-@endpoint
-def reindex() -> Response:
-    return json_response({"reindexed": maintenance.reindex_tenant(get_deps(), _tenant())})
+@api.route("POST", "/v1/maintenance/decay", "Decay freshness and archive stale lessons",
+           body=s.DecayIn, response=s.DecayOut, auth="admin")
+def decay(body: s.DecayIn) -> s.DecayOut:
+    report = maintenance.run_decay(get_deps(), body.as_of)
+    return s.DecayOut(decayed=report.decayed, archived=report.archived)
 
 
-@app.route("/v1/stats", methods=["GET"], authorizer=api_key_authorizer)
-@endpoint
-def stats() -> Response:
-    return json_response(maintenance.tenant_stats(get_deps(), _tenant()))
+@api.route("GET", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason",
+           query=s.FailedReviewsQuery, response=s.FailedReviewList, auth="admin")
+def failed_reviews(query: s.FailedReviewsQuery) -> s.FailedReviewList:
+    jobs = review.failed_reviews(get_deps(), query.tenant_id, query.limit)
+    return s.FailedReviewList(failed=[out.failed_review_out(j) for j in jobs])
+
+
+@api.route("POST", "/v1/maintenance/redrive", "Send failed reviews round again (all, a tenant's, or listed trajectories)",
+           body=s.RedriveIn, response=s.RedriveOut, auth="admin")
+def redrive(body: s.RedriveIn) -> s.RedriveOut:
+    return s.RedriveOut(redriven=review.redrive_failed(get_deps(), body.tenant_id, body.trajectory_ids))
 
 
 # --- background work in the cloud (locally, chalicelib.worker does the same in a thread) ---------

@@ -71,7 +71,7 @@ def terminate(proc: subprocess.Popen | None, timeout: float = 10) -> None:
 
 
 class Server:
-    """``python -m chalicelib.server`` on a free 127.0.0.1 port; a context manager that always kills it."""
+    """``python server.py`` on a free 127.0.0.1 port; a context manager that always kills it."""
 
     def __init__(self, data_dir: str, env: dict[str, str] | None = None, log_path: str | None = None) -> None:
         self.data_dir = data_dir
@@ -106,7 +106,7 @@ class Server:
         env.update(self.extra_env)
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chalicelib.server"],
+            [sys.executable, "server.py"],
             cwd=str(ROOT),
             env=env,
             stdout=self._log,
@@ -153,7 +153,7 @@ def make_inprocess_wsgi(deps: Any, settings: Any) -> Callable[[str, str, dict[st
     Installs ``deps`` as the container's dependencies of this process.
     """
     from chalicelib import container
-    from chalicelib.server import make_wsgi_app
+    from server import make_wsgi_app
 
     container.set_deps(deps, settings)
     from app import app as chalice_app

@@ -6,7 +6,7 @@ Each client is a thread with its own keep-alive httpx.Client. It starts its own 
 (POST /v1/trajectories) and posts batches of realistic events (tool calls with params/results,
 reasoning, user input, state changes, feedback) to them, starting a new trajectory every
 --traj-events events, for a fixed duration per level. The real server process is started on a
-temporary data directory (``python -m chalicelib.server``, worker off; the embedder does not matter
+temporary data directory (``python server.py``, worker off; the embedder does not matter
 for ingest, which never embeds: --embedder hash by default).
 
 Baselines in the same run, single thread, on the same SQLite file, another tenant:

@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--q
 For each size the data directory is seeded directly through the adapters (SQLite experience
 store + NumpyVectorIndex; vectors are real MiniLM embeddings of a few hundred lesson texts,
 perturbed, so queries have realistic neighbours), then the real server process is started on it
-(``python -m chalicelib.server``, real MiniLM embedder) and the same queries are timed, interleaved
+(``python server.py``, real MiniLM embedder) and the same queries are timed, interleaved
 query by query so that noise on this shared machine hits every method alike:
 
   http      POST /v1/recall on the server process (client: httpx keep-alive, 127.0.0.1)

@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/soak.py [--backend embedded|aws|both] [--clients 6
 CI smoke: .venv/bin/python bench/soak.py --backend embedded --clients 8 --duration 5 --baseline-duration 2
 
 Each backend gets what it needs, started here and always stopped here:
-  embedded  ``python -m chalicelib.server`` on a free port, a temporary data dir, the real MiniLM
+  embedded  ``python server.py`` on a free port, a temporary data dir, the real MiniLM
             embedder, the review worker on (reviews run in the server while the load goes on)
   aws       a moto server subprocess as DynamoDB (``HINDSIGHT_CREATE_TABLES=true``, tables under a
             fresh prefix), the OpenSearch node at ``OPENSEARCH_URL`` (else a private node started

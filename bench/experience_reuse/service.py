@@ -28,7 +28,7 @@ def free_port() -> int:
 
 
 class LocalServer:
-    """``python -m chalicelib.server`` on a free port with a temporary data directory.
+    """``python server.py`` on a free port with a temporary data directory.
 
     The environment is inherited (so engine options such as a reviewer choice pass through), except
     the data dir, port and admin key; the embedder is pinned to the real MiniLM model."""
@@ -51,7 +51,7 @@ class LocalServer:
         env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": "minilm"}
         self.passed_env = {k: v for k, v in env.items() if k.startswith("HINDSIGHT_") and "KEY" not in k and "SECRET" not in k}
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "chalicelib.server"], cwd=ROOT, env=env,
+        self.proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env,
                                      stdout=self._log, stderr=self._log, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

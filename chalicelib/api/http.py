@@ -1,51 +1,73 @@
-"""Request parsing and error mapping shared by every route, so that app.py stays thin."""
+"""The HTTP side of every route: the status of each error, the error body, request parsing."""
 from __future__ import annotations
 
-import functools
 import json
 import logging
-from dataclasses import asdict
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from chalice import Response
 from pydantic import BaseModel, ValidationError
 
-from ..domain.errors import HindsightError, InvalidInput, MalformedRequest, PayloadTooLarge, RateLimited, Unavailable
-from ..domain.models import Experience, Hit, Trajectory
-from . import schemas as s
+from ..domain.errors import (
+    Conflict,
+    HindsightError,
+    InvalidInput,
+    MalformedRequest,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Unauthorized,
+    Unavailable,
+)
 
 log = logging.getLogger("hindsight.api")
 M = TypeVar("M", bound=BaseModel)
 JSON_HEADERS = {"Content-Type": "application/json"}
 
+# Most specific first: MalformedRequest is an InvalidInput with its own status.
+STATUS: dict[type[HindsightError], int] = {
+    MalformedRequest: 400,
+    Unauthorized: 401,
+    NotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    InvalidInput: 422,
+    RateLimited: 429,
+    Unavailable: 503,
+}
+INTERNAL = (500, "internal_error", "an internal error occurred; it has been logged")
 
-def error_response(status: int, code: str, message: str, details: Any = None, headers: dict | None = None) -> Response:
+
+def status_of(exc: HindsightError) -> int:
+    return next((status for cls, status in STATUS.items() if isinstance(exc, cls)), 500)
+
+
+def error_answer(
+    status: int, code: str, message: str, details: Any = None, retry_after: int | None = None
+) -> tuple[int, dict[str, str], str]:
+    """Status, headers and body of every error answer, the contract's ``{"error": {...}}``."""
     body: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
         body["details"] = details
-    return Response(body=json.dumps({"error": body}), status_code=status, headers={**JSON_HEADERS, **(headers or {})})
+    headers = dict(JSON_HEADERS)
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return status, headers, json.dumps({"error": body})
+
+
+def answer_for(exc: HindsightError) -> tuple[int, dict[str, str], str]:
+    """The error answer of a service's error (Retry-After where the client should wait)."""
+    retry_after = exc.retry_after if isinstance(exc, (RateLimited, Unavailable)) else None
+    return error_answer(status_of(exc), exc.code, exc.message, exc.details, retry_after)
+
+
+def error_response(answer: tuple[int, dict[str, str], str]) -> Response:
+    status, headers, body = answer
+    return Response(body=body, status_code=status, headers=headers)
 
 
 def json_response(body: Any, status: int = 200) -> Response:
     return Response(body=json.dumps(body, default=str), status_code=status, headers=JSON_HEADERS)
-
-
-def endpoint(view: Callable[..., Response]) -> Callable[..., Response]:
-    """Map every failure to the contract's error shape: no stack trace, no 500 for bad input."""
-
-    @functools.wraps(view)
-    def wrapper(*args: Any, **kwargs: Any) -> Response:
-        try:
-            return view(*args, **kwargs)
-        except (RateLimited, Unavailable) as exc:
-            return error_response(exc.status, exc.code, exc.message, headers={"Retry-After": str(exc.retry_after)})
-        except HindsightError as exc:
-            return error_response(exc.status, exc.code, exc.message, exc.details)
-        except Exception:
-            log.exception("unhandled error in %s", view.__name__)
-            return error_response(500, "internal_error", "an internal error occurred; it has been logged")
-
-    return wrapper
 
 
 def parse_json(raw: bytes | None, max_bytes: int, required: bool = True) -> Any:
@@ -77,19 +99,11 @@ def validate(model: type[M], data: Any) -> M:
         raise InvalidInput(f"invalid request: {summary}", details=problems) from exc
 
 
-def experience_out(exp: Experience) -> dict[str, Any]:
-    return s.ExperienceOut.model_validate(
-        {**asdict(exp), "source": exp.source.value, "status": exp.status.value}
-    ).model_dump(mode="json")
+def body_required(model: type[BaseModel]) -> bool:
+    """An empty body is read as ``{}`` where every field is optional, and refused (400) elsewhere."""
+    return any(f.is_required() for f in model.model_fields.values())
 
 
-def trajectory_out(traj: Trajectory) -> dict[str, Any]:
-    return s.TrajectoryOut.model_validate({**asdict(traj), "status": traj.status.value}).model_dump(mode="json")
-
-
-def hit_out(hit: Hit) -> dict[str, Any]:
-    return {"experience": experience_out(hit.experience), "score": hit.score, "explanation": asdict(hit.explanation)}
-
-
-def failed_review_out(job: Any) -> dict[str, Any]:
-    return s.FailedReviewOut.model_validate(asdict(job)).model_dump(mode="json")
+def to_json(value: Any) -> Any:
+    """What a view returns, as JSON data: a response model instance, or a plain value."""
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value

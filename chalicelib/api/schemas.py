@@ -278,7 +278,8 @@ class ListQuery(Strict):
     agent_id: Id | None = None
     status: Literal["active", "archived", "forgotten"] | None = None
     limit: Annotated[int, Field(ge=1, le=200)] = 50
-    cursor: Annotated[str, Field(max_length=1000)] | None = None
+    cursor: Annotated[str, Field(max_length=1000)] | None = Field(
+        default=None, description="The cursor of the previous page; one the server did not issue answers 422")
 
 
 class ForgetIn(Strict):
@@ -348,7 +349,7 @@ class ReindexOut(Model):
 
 
 class FailedReviewsQuery(Strict):
-    tenant_id: Id | None = None
+    tenant_id: Id | None = Field(default=None, description="Only this tenant's")
     limit: Annotated[int, Field(ge=1, le=1000)] = 100
 
 

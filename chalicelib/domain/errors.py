@@ -1,19 +1,19 @@
-"""Errors the services raise; entrypoints map each to one HTTP status.
+"""Errors the services raise; the HTTP layer (``api/http.py``) maps each to a status.
 
     HindsightError
-    ├── InvalidInput       400/422  the request is well-formed JSON but not acceptable
-    ├── PayloadTooLarge    413      a limit on count or size was exceeded
-    ├── Unauthorized       401      missing, unknown or wrong-kind key
-    ├── NotFound           404      unknown id, or an id of another tenant (never 403)
-    ├── Conflict           409      the state forbids the change (e.g. events after finalize)
-    ├── RateLimited        429      too many requests for this tenant
-    └── Unavailable        503      a dependency (store, index, LLM) failed; retry later
+    ├── InvalidInput       the request is well-formed JSON but not acceptable
+    │   └── MalformedRequest   the body is not JSON
+    ├── PayloadTooLarge    a limit on count or size was exceeded
+    ├── Unauthorized       missing, unknown or wrong-kind key
+    ├── NotFound           unknown id, or an id of another tenant (never "forbidden")
+    ├── Conflict           the state forbids the change (e.g. events after finalize)
+    ├── RateLimited        too many requests for this tenant
+    └── Unavailable        a dependency (store, index, LLM) failed; retry later
 """
 from __future__ import annotations
 
 
 class HindsightError(Exception):
-    status = 500
     code = "internal_error"
 
     def __init__(self, message: str, *, details: object | None = None) -> None:
@@ -23,37 +23,30 @@ class HindsightError(Exception):
 
 
 class InvalidInput(HindsightError):
-    status = 422
     code = "invalid_input"
 
 
 class MalformedRequest(InvalidInput):
-    status = 400
     code = "malformed_request"
 
 
 class PayloadTooLarge(HindsightError):
-    status = 413
     code = "payload_too_large"
 
 
 class Unauthorized(HindsightError):
-    status = 401
     code = "unauthorized"
 
 
 class NotFound(HindsightError):
-    status = 404
     code = "not_found"
 
 
 class Conflict(HindsightError):
-    status = 409
     code = "conflict"
 
 
 class RateLimited(HindsightError):
-    status = 429
     code = "rate_limited"
 
     def __init__(self, message: str, *, retry_after: int = 1) -> None:
@@ -64,6 +57,5 @@ class RateLimited(HindsightError):
 class Unavailable(HindsightError):
     """Raised by adapters (``from`` the SDK's error) when their service cannot answer."""
 
-    status = 503
     code = "unavailable"
     retry_after = 1

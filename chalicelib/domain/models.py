@@ -27,6 +27,11 @@ class Source(str, Enum):
     AGENT = "agent"
     SIMULATION = "simulation"
 
+    @property
+    def default_confidence(self) -> float:
+        """The confidence of a lesson written by hand that states none."""
+        return {"human": 0.8, "agent": 0.6, "simulation": 0.4}[self.value]
+
 
 class Signal(str, Enum):
     ADOPTED = "adopted"

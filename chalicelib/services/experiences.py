@@ -3,28 +3,63 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from typing import Sequence
 
 from ..domain.errors import Conflict
-from ..domain.models import Experience, ExperienceStatus, Signal
+from ..domain.models import Experience, ExperienceStatus, Signal, Source
 from ..domain.scoring import apply_feedback
 from ..ports import Page
 from .deps import Deps
 from .review import index_experiences
 
 
-def write_experience(deps: Deps, exp: Experience) -> tuple[Experience, bool]:
-    """Store a manual lesson. A client-chosen id makes it idempotent: a repeat returns the stored one."""
+def write_experience(
+    deps: Deps,
+    tenant_id: str,
+    situation: str,
+    *,
+    lesson: str = "",
+    advice: str = "",
+    action: str = "",
+    result: str = "",
+    experience_id: str | None = None,
+    tags: Sequence[str] = (),
+    task_type: str | None = None,
+    tools: Sequence[str] = (),
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    source: str = Source.HUMAN.value,
+    sources: Sequence[str] = (),
+    confidence: float | None = None,
+) -> tuple[Experience, bool]:
+    """Store a manual lesson (the lesson and the advice stand for each other when one is missing;
+    the confidence defaults to the source's). A client-chosen id makes it idempotent:
+    a repeat returns the stored one."""
     now = deps.clock.now()
-    if exp.experience_id:
-        existing = deps.experiences.get_many(exp.tenant_id, [exp.experience_id]).get(exp.experience_id)
+    if experience_id:
+        existing = deps.experiences.get_many(tenant_id, [experience_id]).get(experience_id)
         if existing is not None:
             return existing, False
-    exp = replace(
-        exp,
-        experience_id=exp.experience_id or "exp_" + uuid.uuid4().hex[:24],
+    origin = Source(source)
+    exp = Experience(
+        tenant_id=tenant_id,
+        experience_id=experience_id or "exp_" + uuid.uuid4().hex[:24],
+        situation=situation,
+        action=action,
+        result=result,
+        lesson=lesson or advice,
+        advice=advice or lesson,
         created_at=now,
         updated_at=now,
         renewed_at=now,
+        tags=list(tags),
+        task_type=task_type,
+        tools=list(tools),
+        agent_id=agent_id,
+        user_id=user_id,
+        source=origin,
+        sources=list(sources),
+        confidence=confidence if confidence is not None else origin.default_confidence,
         freshness=1.0,
     )
     deps.experiences.put(exp)
@@ -37,9 +72,10 @@ def get_experience(deps: Deps, tenant_id: str, experience_id: str) -> Experience
 
 
 def list_experiences(
-    deps: Deps, tenant_id: str, agent_id: str | None, status: ExperienceStatus | None, limit: int, cursor: str | None
+    deps: Deps, tenant_id: str, agent_id: str | None, status: str | None, limit: int, cursor: str | None
 ) -> Page:
-    return deps.experiences.list(tenant_id, agent_id=agent_id, status=status, limit=limit, cursor=cursor)
+    wanted = ExperienceStatus(status) if status else None
+    return deps.experiences.list(tenant_id, agent_id=agent_id, status=wanted, limit=limit, cursor=cursor)
 
 
 def forget(deps: Deps, tenant_id: str, experience_id: str, reason: str | None) -> Experience:
@@ -54,11 +90,11 @@ def forget(deps: Deps, tenant_id: str, experience_id: str, reason: str | None) -
     return exp
 
 
-def feedback(deps: Deps, tenant_id: str, experience_id: str, signal: Signal) -> Experience:
+def feedback(deps: Deps, tenant_id: str, experience_id: str, signal: str) -> Experience:
     exp = deps.experiences.get(tenant_id, experience_id)
     if exp.status is ExperienceStatus.FORGOTTEN:
         raise Conflict(f"experience {experience_id} is forgotten")
-    updated = apply_feedback(exp, signal, deps.clock.now(), deps.decay)
+    updated = apply_feedback(exp, Signal(signal), deps.clock.now(), deps.decay)
     deps.experiences.put(updated)
     if updated.status is not ExperienceStatus.ACTIVE:
         deps.index.delete(tenant_id, [experience_id])

@@ -1,8 +1,9 @@
 """Recording what happened: trajectories, their events, and finalize (which queues a review)."""
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Sequence
+import uuid
+from datetime import datetime
+from typing import Any, Mapping, Sequence
 
 from ..domain.anomaly import detect
 from ..domain.errors import Conflict
@@ -11,24 +12,69 @@ from ..ports import AppendResult
 from .deps import Deps
 
 
-def start_trajectory(deps: Deps, traj: Trajectory) -> tuple[Trajectory, bool]:
+def start_trajectory(
+    deps: Deps,
+    tenant_id: str,
+    agent_id: str,
+    goal: str,
+    *,
+    trajectory_id: str | None = None,
+    user_id: str | None = None,
+    task_type: str | None = None,
+    tools: Sequence[str] = (),
+    intent: str | None = None,
+    tags: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+) -> tuple[Trajectory, bool]:
     """Idempotent on the client-chosen id: a repeat returns the stored trajectory and False."""
     now = deps.clock.now()
-    return deps.trajectories.create(replace(traj, created_at=now, updated_at=now))
+    traj = Trajectory(
+        tenant_id=tenant_id,
+        trajectory_id=trajectory_id or "traj_" + uuid.uuid4().hex,
+        agent_id=agent_id,
+        user_id=user_id,
+        goal=goal,
+        task_type=task_type,
+        tools=list(tools),
+        intent=intent,
+        tags=list(tags),
+        metadata=dict(metadata or {}),
+        created_at=now,
+        updated_at=now,
+    )
+    return deps.trajectories.create(traj)
 
 
-def append_events(deps: Deps, tenant_id: str, trajectory_id: str, events: Sequence[Event]) -> AppendResult:
+def append_events(
+    deps: Deps, tenant_id: str, trajectory_id: str, events: Sequence[Mapping[str, Any]]
+) -> AppendResult:
     """Never waits on a review: ingest writes the events and, if they complete an anomaly (two failed
-    calls in a row, negative feedback, a call repeated three times), queues a local review."""
+    calls in a row, negative feedback, a call repeated three times), queues a local review.
+
+    ``events`` hold the fields of ``Event`` but ``seq``; without an ``event_id`` or a ``timestamp``
+    an event gets a new id and the time of arrival."""
     now = deps.clock.now()
-    result = deps.trajectories.append_events(tenant_id, trajectory_id, events, now)
-    if deps.local_reviews and result.accepted_ids and any(_may_complete_anomaly(e) for e in events):
+    built = [_event(e, now) for e in events]
+    result = deps.trajectories.append_events(tenant_id, trajectory_id, built, now)
+    if deps.local_reviews and result.accepted_ids and any(_may_complete_anomaly(e) for e in built):
         anomalies = detect(deps.trajectories.events(tenant_id, trajectory_id), set(result.accepted_ids))
         for anomaly in anomalies:
             deps.queue.enqueue(tenant_id, trajectory_id, anomaly.review_kind, now)
         if anomalies:
             deps.notify_review()
     return result
+
+
+def _event(fields: Mapping[str, Any], now: datetime) -> Event:
+    return Event(
+        event_id=fields.get("event_id") or "evt_" + uuid.uuid4().hex,
+        type=fields["type"],
+        timestamp=fields.get("timestamp") or now,
+        content=dict(fields.get("content") or {}),
+        node_id=fields.get("node_id"),
+        parent_id=fields.get("parent_id"),
+        context=dict(fields.get("context") or {}),
+    )
 
 
 def _may_complete_anomaly(event: Event) -> bool:

@@ -7,6 +7,8 @@ per hit.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 from ..domain.advice import render_advice
 from ..domain.lexical import saturate
 from ..domain.models import ExperienceStatus, Hit, RecallQuery
@@ -22,7 +24,21 @@ def query_text(q: RecallQuery) -> str:
     return " ".join(parts)
 
 
-def recall(deps: Deps, q: RecallQuery) -> tuple[list[Hit], str]:
+def recall(
+    deps: Deps,
+    tenant_id: str,
+    query: str,
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    task_type: str | None = None,
+    tools: Sequence[str] = (),
+    intent: str | None = None,
+    tags: Sequence[str] = (),
+    top_k: int = RecallQuery.top_k,
+    min_score: float = RecallQuery.min_score,
+) -> tuple[list[Hit], str]:
+    """The best ``top_k`` lessons for the situation, and the advice block they make."""
+    q = RecallQuery(tenant_id, query, agent_id, user_id, task_type, tuple(tools), intent, tuple(tags), top_k, min_score)
     text = query_text(q)
     vector = deps.embedder.embed([text])[0]
     flt = IndexFilter(

@@ -45,7 +45,7 @@ def test_no_key_reaches_the_servers_output_or_the_llm_requests(tmp_path):
             "HINDSIGHT_OPENAI_BASE_URL": stub.base_url, "HINDSIGHT_OPENAI_API_KEY": openai_key,
             "HINDSIGHT_LLM_MAX_RETRIES": "0",
         }
-        proc = subprocess.Popen([sys.executable, "-m", "chalicelib.server"], cwd=ROOT, env=env, stdout=log, stderr=log)
+        proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env, stdout=log, stderr=log)
         try:
             seen = _exercise(url, admin_key, proc, log_path)
         finally:

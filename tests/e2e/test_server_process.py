@@ -33,7 +33,7 @@ class Server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
         env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_WORKER_POLL_SECONDS": "0.05"} | self.extra_env
         self.log = open(self.data_dir.parent / f"server-{self.port}.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "chalicelib.server"], cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, (self.data_dir.parent / f"server-{self.port}.log").read_text()

@@ -7,7 +7,7 @@ import httpx
 
 import app as app_module
 from chalicelib.adapters.dynamo_errors import StoreUnavailable
-from chalicelib.server import make_wsgi_app
+from server import make_wsgi_app
 
 
 def test_a_store_failing_during_the_key_lookup_answers_503_with_retry_after(api, monkeypatch):

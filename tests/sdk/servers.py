@@ -40,7 +40,7 @@ def wait_http(url: str, proc: subprocess.Popen | None = None, timeout: float = 3
 
 
 class HindsightServer:
-    """`python -m chalicelib.server` on a free port with a temporary data dir and the fast embedder."""
+    """`python server.py` on a free port with a temporary data dir and the fast embedder."""
 
     admin_key = "hsadmin_sdk_tests"
 
@@ -57,7 +57,7 @@ class HindsightServer:
         env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": "hash",
                 "HINDSIGHT_WORKER_POLL_SECONDS": "0.05", "HINDSIGHT_ADMIN_KEY": self.admin_key} | self.extra_env  # fmt: skip
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "chalicelib.server"], cwd=ROOT, env=env,
+        self.proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env,
                                      stdout=self._log, stderr=self._log)  # fmt: skip
         wait_http(f"{self.url}/v1/health", self.proc, log=self.log_path)
         return self

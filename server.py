@@ -1,8 +1,10 @@
-"""The embedded server behind ``make run``: the Chalice app on a threaded WSGI server (waitress).
+"""The embedded server behind ``make run`` (``python server.py``): the Chalice app on a threaded
+WSGI server (waitress).
 
 Requests go through Chalice's own API Gateway emulation (``chalice.local.LocalGateway``), so the
 routes behave as they do behind API Gateway; waitress gives a pool of threads, keep-alive and
-request-size limits that ``chalice local`` does not. Not part of the Lambda package's code path.
+request-size limits that ``chalice local`` does not. It lives beside app.py, outside chalicelib/,
+so that the Lambda package (app.py and chalicelib/) does not ship it.
 """
 from __future__ import annotations
 
@@ -17,19 +19,17 @@ from urllib.parse import quote, unquote, unquote_to_bytes
 from chalice.config import Config
 from chalice.local import LambdaEventConverter, LocalChalice, LocalGateway, LocalGatewayException, MatchResult, RouteMatcher
 
-from . import redaction
-from .domain.errors import HindsightError
+from chalicelib import redaction
+from chalicelib.api.http import INTERNAL, answer_for, error_answer
+from chalicelib.domain.errors import HindsightError
 
 log = logging.getLogger("hindsight.server")
 
 
 
-def _error(status: int, code: str, message: str, retry_after: int | None = None) -> tuple[int, dict[str, str], bytes]:
-    body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    headers = {"Content-Type": "application/json"}
-    if retry_after is not None:
-        headers["Retry-After"] = str(retry_after)
-    return status, headers, body
+def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
+    status, headers, body = error_answer(status, code, message)
+    return status, headers, body.encode()
 
 
 def _translate_chalice_error(status: int, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -125,10 +125,11 @@ def _dispatch(gateway: LocalGateway, method: str, path: str, headers: dict, raw:
         # Routes map their own errors; this one escaped the authorizer, which runs before any route:
         # the key lookup's store failed (Unavailable). Under load that is a 503 to retry, not a 500.
         log.warning("authorizer failed: %s", exc)
-        return _error(exc.status, exc.code, exc.message, getattr(exc, "retry_after", None))
+        status, headers, body = answer_for(exc)
+        return status, headers, body.encode()
     except Exception:
         log.exception("request failed")
-        return _error(500, "internal_error", "an internal error occurred; it has been logged")
+        return _error(*INTERNAL)
     body = resp.get("body") or ""
     body_bytes = body.encode() if isinstance(body, str) else body
     headers_out = {k: v for k, v in (resp.get("headers") or {}).items()}
@@ -138,8 +139,8 @@ def _dispatch(gateway: LocalGateway, method: str, path: str, headers: dict, raw:
 def main(argv: list[str] | None = None) -> None:
     import waitress
 
-    from .container import admin_key_path, get_deps, get_settings
-    from .worker import BackgroundWorker
+    from chalicelib.container import admin_key_path, get_deps, get_settings
+    from chalicelib.worker import BackgroundWorker
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
