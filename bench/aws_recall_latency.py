@@ -49,7 +49,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -207,8 +207,9 @@ def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookR
         out += [("np.lex", lambda: deps.index.lexical_search(tenant, text, flt, k)),
                 ("os.lex", lambda: os_plain.lexical_search(tenant, text, flt, k))]
         if args.service:
-            out += [("svc.np", lambda: recall_svc.recall(deps_noemb, q)),
-                    ("svc.os", lambda: recall_svc.recall(deps_os, q))]
+            kw = asdict(q)
+            out += [("svc.np", lambda: recall_svc.recall(deps_noemb, **kw)),
+                    ("svc.os", lambda: recall_svc.recall(deps_os, **kw))]
         return out
 
     def prepared(qs):

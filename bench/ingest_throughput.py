@@ -10,8 +10,8 @@ temporary data directory (``python server.py``, worker off; the embedder does no
 for ingest, which never embeds: --embedder hash by default).
 
 Baselines in the same run, single thread, on the same SQLite file, another tenant:
-  service    chalicelib.services.ingest.append_events in this process (the events built as Event
-             objects from the same dicts, no validation): the floor of the HTTP path
+  service    chalicelib.services.ingest.append_events in this process (the same dicts, their
+             timestamps as times, no validation): the floor of the HTTP path
   wsgi       the server's own WSGI app (Chalice LocalGateway + pydantic validation + service)
              called in this process: everything but waitress, the socket and the HTTP client
 The service baseline runs before and after the HTTP levels, to show drift as the database grows;
@@ -95,13 +95,9 @@ def make_events(rng: random.Random, prefix: str, seq0: int, n: int, goal: str, n
     return events
 
 
-def to_event_objects(raw: list[dict]):
-    from chalicelib.domain.models import Event
-
-    return [Event(event_id=e["event_id"], type=e["type"],
-                  timestamp=datetime.fromtimestamp(e["timestamp"] / 1000, tz=timezone.utc),
-                  content=e["content"], node_id=e["node_id"], parent_id=e["parent_id"], context=e["context"])
-            for e in raw]
+def to_event_fields(raw: list[dict]) -> list[dict]:
+    """The events as the service takes them: the same dicts, the epoch-ms timestamps as times."""
+    return [e | {"timestamp": datetime.fromtimestamp(e["timestamp"] / 1000, tz=timezone.utc)} for e in raw]
 
 
 @dataclass
@@ -219,19 +215,15 @@ def http_level(url: str, keys: list[str], clients: int, seconds: float, batch: i
 
 def service_level(deps, tenant_id: str, seconds: float, batch: int, traj_events: int, max_calls: int,
                   run_tag: str, threads: int = 1) -> Stats:
-    from chalicelib.domain.models import Trajectory
     from chalicelib.services import ingest
 
     def post_traj(body):
-        now = deps.clock.now()
-        ingest.start_trajectory(deps, Trajectory(tenant_id=tenant_id, trajectory_id=body["trajectory_id"],
-                                                 agent_id=body["agent_id"], goal=body["goal"], created_at=now,
-                                                 updated_at=now, user_id=body["user_id"], task_type=body["task_type"],
-                                                 tools=body["tools"], tags=body["tags"]))
+        ingest.start_trajectory(deps, tenant_id, body["agent_id"], body["goal"], trajectory_id=body["trajectory_id"],
+                                user_id=body["user_id"], task_type=body["task_type"], tools=body["tools"], tags=body["tags"])
         return 201, ""
 
     def post_events(traj_id, raw):
-        res = ingest.append_events(deps, tenant_id, traj_id, to_event_objects(raw))
+        res = ingest.append_events(deps, tenant_id, traj_id, to_event_fields(raw))
         return 202, res.accepted, res.duplicates, ""
 
     if threads == 1:

@@ -1,9 +1,11 @@
 """The engine's promises: review triggers, local reviews on anomalies, merge and supersede."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from chalicelib.domain.models import Event, Experience, ExperienceStatus, Source, Trajectory
+from chalicelib.domain.models import ExperienceStatus
 from chalicelib.domain.review import situation_key
 from chalicelib.ports import IndexFilter
 from chalicelib.services import experiences, ingest, review
@@ -22,22 +24,22 @@ def deps(clock):
 
 def start(deps, tid="tr1", **kw):
     base = dict(tenant_id="t1", trajectory_id=tid, agent_id="a1", goal="Export the monthly report to PDF",
-                created_at=None, updated_at=None, task_type="operation", tools=["export_report", "render_pdf"])
-    ingest.start_trajectory(deps, Trajectory(**(base | kw)))
+                task_type="operation", tools=["export_report", "render_pdf"])
+    ingest.start_trajectory(deps, **(base | kw))
 
 
 _n = iter(range(1, 10_000))
 
 
-def call(clock, tool, params, ok=True, error=None) -> Event:
+def call(clock, tool, params, ok=True, error=None) -> dict:
     content = {"tool": tool, "params": params, "status": "ok" if ok else "error"}
     if error:
         content["error"] = error
-    return Event(event_id=f"e{next(_n)}", type="tool_call", timestamp=clock.now(), content=content)
+    return dict(event_id=f"e{next(_n)}", type="tool_call", timestamp=clock.now(), content=content)
 
 
-def feedback(clock, text, sentiment="negative") -> Event:
-    return Event(event_id=f"e{next(_n)}", type="feedback", timestamp=clock.now(), content={"text": text, "sentiment": sentiment})
+def feedback(clock, text, sentiment="negative") -> dict:
+    return dict(event_id=f"e{next(_n)}", type="feedback", timestamp=clock.now(), content={"text": text, "sentiment": sentiment})
 
 
 def run_all(deps):
@@ -172,12 +174,13 @@ def test_a_well_supported_lesson_is_not_superseded_by_one_contrary_run(deps, clo
 
 
 def test_a_human_lesson_is_not_superseded_by_an_agent(deps, clock):
-    human, _ = experiences.write_experience(deps, Experience(
-        tenant_id="t1", experience_id="", situation="Rendering PDFs", action="", result="", lesson="l",
-        advice="Pass `font` as `embedded` when you call `render_pdf`.", created_at=None, updated_at=None,
-        renewed_at=None, tools=["render_pdf"], agent_id="a1", source=Source.HUMAN,
-        situation_key=situation_key("render_pdf", "FontError"), fingerprint="human-fix",
-    ))
+    written, _ = experiences.write_experience(
+        deps, "t1", "Rendering PDFs", lesson="l", advice="Pass `font` as `embedded` when you call `render_pdf`.",
+        tools=["render_pdf"], agent_id="a1", source="human", confidence=0.5,
+    )
+    # what a review would have keyed it by: the situation it fixes
+    human = replace(written, situation_key=situation_key("render_pdf", "FontError"), fingerprint="human-fix")
+    deps.experiences.put(human)
     (agent_id,) = fix_trajectory(deps, clock, "tr1", "system").experience_ids
     assert experiences.get_experience(deps, "t1", human.experience_id).status is ExperienceStatus.ACTIVE
     assert experiences.get_experience(deps, "t1", agent_id).supersedes is None

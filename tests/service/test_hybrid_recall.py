@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chalicelib.domain.models import Experience, RecallQuery
-from chalicelib.services import experiences, recall
+from chalicelib.domain.models import Experience
+from chalicelib.services import recall
+from chalicelib.services.review import index_experiences
 from tests.fakes import FakeClock, fake_deps
 
 
@@ -20,11 +21,18 @@ class FlatEmbedder:
         return out
 
 
+_n = iter(range(1, 10_000))
+
+
 def write(deps, advice, **kw):
-    exp, _ = experiences.write_experience(deps, Experience(
-        tenant_id="t1", experience_id="", situation=kw.pop("situation", "A tool call failed."), action="", result="",
-        lesson=advice, advice=advice, created_at=None, updated_at=None, renewed_at=None, **kw,
-    ))
+    """A stored and indexed lesson; ``kw`` may set what only a review sets (intent, fingerprint)."""
+    now = deps.clock.now()
+    exp = Experience(
+        tenant_id="t1", experience_id=f"exp_{next(_n)}", situation=kw.pop("situation", "A tool call failed."),
+        action="", result="", lesson=advice, advice=advice, created_at=now, updated_at=now, renewed_at=now, **kw,
+    )
+    deps.experiences.put(exp)
+    index_experiences(deps, "t1", [exp])
     return exp.experience_id
 
 
@@ -36,7 +44,7 @@ def deps():
 def test_the_lesson_naming_the_error_and_tool_wins_a_semantic_tie(deps):
     write(deps, "Quote column names that contain spaces when you call `sql_query`.", tools=["sql_query"])
     target = write(deps, "Add a LIMIT to `sql_query` on the events table: QueryTimeout otherwise.", tools=["sql_query"])
-    hits, _ = recall.recall(deps, RecallQuery("t1", "sql_query on events keeps hitting QueryTimeout"))
+    hits, _ = recall.recall(deps, "t1", "sql_query on events keeps hitting QueryTimeout")
     assert hits[0].experience.experience_id == target
     assert hits[0].explanation.lexical > hits[1].explanation.lexical
     assert hits[0].explanation.semantic == hits[1].explanation.semantic
@@ -46,7 +54,7 @@ def test_lexical_only_candidates_get_their_semantic_score_too(deps):
     deps.recall_candidates = 1  # the vector side returns a single candidate
     ids = [write(deps, f"Unrelated lesson number {i} about billing exports.") for i in range(5)]
     target = write(deps, "Pass `namespace` to `kubectl_rollout`; it fails with NotFound otherwise.")
-    hits, _ = recall.recall(deps, RecallQuery("t1", "kubectl_rollout NotFound namespace", top_k=1))
+    hits, _ = recall.recall(deps, "t1", "kubectl_rollout NotFound namespace", top_k=1)
     assert hits[0].experience.experience_id == target
     assert hits[0].explanation.semantic == pytest.approx(1.0)
     assert target not in ids
@@ -55,10 +63,10 @@ def test_lexical_only_candidates_get_their_semantic_score_too(deps):
 def test_another_task_type_is_not_a_candidate_unless_the_filter_is_off(deps):
     op = write(deps, "Drain the node before `kubectl_upgrade`.", task_type="operation")
     write(deps, "Use `kubectl_get` with -o wide to see node versions.", task_type="query")
-    hits, _ = recall.recall(deps, RecallQuery("t1", "upgrade the node", task_type="operation", top_k=5))
+    hits, _ = recall.recall(deps, "t1", "upgrade the node", task_type="operation", top_k=5)
     assert [h.experience.experience_id for h in hits] == [op]
     deps.recall_filter_task_type = False
-    hits, _ = recall.recall(deps, RecallQuery("t1", "upgrade the node", task_type="operation", top_k=5))
+    hits, _ = recall.recall(deps, "t1", "upgrade the node", task_type="operation", top_k=5)
     assert len(hits) == 2 and hits[0].experience.experience_id == op  # task match still scores
 
 
@@ -66,11 +74,11 @@ def test_a_lesson_of_another_intent_is_not_a_candidate_unless_the_filter_is_off(
     book = write(deps, "Check the fare class before `book_flight`.", intent="book a flight")
     cancel = write(deps, "Check the refund rules before `cancel_flight`.", intent="cancel a booking")
     anyone = write(deps, "Check the passport expiry before `issue_ticket`.")
-    q = RecallQuery("t1", "a flight to Rome", intent=" Book a Flight", top_k=5)
-    hits, _ = recall.recall(deps, q)
+    q = dict(tenant_id="t1", query="a flight to Rome", intent=" Book a Flight", top_k=5)
+    hits, _ = recall.recall(deps, **q)
     assert sorted(h.experience.experience_id for h in hits) == sorted([book, anyone])
     deps.recall_filter_intent = False
-    by_id = {h.experience.experience_id: h for h in recall.recall(deps, q)[0]}
+    by_id = {h.experience.experience_id: h for h in recall.recall(deps, **q)[0]}
     assert set(by_id) == {book, cancel, anyone}
     assert by_id[cancel].explanation.tag_match == 0.0 and by_id[book].explanation.tag_match == 1.0
     assert by_id[cancel].score < by_id[book].score  # the intent still scores
@@ -80,7 +88,7 @@ def test_the_same_lesson_in_two_scopes_is_returned_once(deps):
     shared = write(deps, "Pass `namespace` to `kubectl_rollout`.", fingerprint="fp-ns")
     write(deps, "Pass `namespace` to `kubectl_rollout`.", agent_id="a1", fingerprint="fp-ns")
     other = write(deps, "Drain the node before `kubectl_upgrade`.")
-    hits, advice = recall.recall(deps, RecallQuery("t1", "kubectl_rollout namespace", agent_id="a1", top_k=5))
+    hits, advice = recall.recall(deps, "t1", "kubectl_rollout namespace", agent_id="a1", top_k=5)
     ids = [h.experience.experience_id for h in hits]
     assert len(ids) == 2 and other in ids
     assert advice.count("Pass `namespace`") == 1

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from chalicelib.domain.errors import Conflict, NotFound, Unauthorized
-from chalicelib.domain.models import Event, Experience, ExperienceStatus, RecallQuery, Signal, Trajectory
+from chalicelib.domain.models import ExperienceStatus
 from chalicelib.services import experiences, ingest, maintenance, recall, review, tenants
 from tests.fakes import FakeClock, fake_deps
 
@@ -21,23 +21,24 @@ def deps(clock):
     return fake_deps(clock)
 
 
-def new_traj(tid="tr1", tenant="t1", **kw) -> Trajectory:
+def new_traj(tid="tr1", tenant="t1", **kw) -> dict:
+    """The arguments of ``ingest.start_trajectory``."""
     base = dict(tenant_id=tenant, trajectory_id=tid, agent_id="a1", goal="Find a flight from Paris to Rome",
-                created_at=None, updated_at=None, task_type="query", tools=["search_flights", "lookup_airport"])
-    return Trajectory(**(base | kw))
+                task_type="query", tools=["search_flights", "lookup_airport"])
+    return base | kw
 
 
-def tool(eid, name, params, ok=True, error=None, clock=None, result=None) -> Event:
+def tool(eid, name, params, ok=True, error=None, clock=None, result=None) -> dict:
     content = {"tool": name, "params": params, "status": "ok" if ok else "error"}
     if error:
         content["error"] = error
     if result is not None:
         content["result"] = result
-    return Event(event_id=eid, type="tool_call", timestamp=clock.now(), content=content)
+    return dict(event_id=eid, type="tool_call", timestamp=clock.now(), content=content)
 
 
 def record_flight_lesson(deps, clock, tid="tr1", tenant="t1", **kw):
-    ingest.start_trajectory(deps, new_traj(tid, tenant, **kw))
+    ingest.start_trajectory(deps, **new_traj(tid, tenant, **kw))
     ingest.append_events(deps, tenant, tid, [
         tool("1", "search_flights", {"from": "Paris"}, ok=False, error="InvalidAirport: IATA code expected", clock=clock),
         tool("2", "lookup_airport", {"city": "Paris"}, clock=clock, result={"code": "CDG"}),
@@ -52,13 +53,13 @@ def record_flight_lesson(deps, clock, tid="tr1", tenant="t1", **kw):
 def test_finalize_queues_a_review_and_wakes_the_worker(deps, clock):
     woken = []
     deps.notify_review = lambda: woken.append(True)
-    ingest.start_trajectory(deps, new_traj())
+    ingest.start_trajectory(deps, **new_traj())
     ingest.finalize(deps, "t1", "tr1", "success", None)
     assert deps.queue.pending() == 1 and woken == [True]
 
 
 def test_ingest_never_reviews_by_itself(deps, clock):
-    ingest.start_trajectory(deps, new_traj())
+    ingest.start_trajectory(deps, **new_traj())
     ingest.append_events(deps, "t1", "tr1", [tool("1", "x", {}, ok=False, error="E: e", clock=clock)])
     assert deps.queue.pending() == 0
     assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "open"
@@ -81,7 +82,7 @@ def test_a_failing_dependency_is_retried_then_dead_lettered_with_the_reason(deps
 
     deps.embedder.embed = flaky
     deps.review_max_attempts = 3
-    ingest.start_trajectory(deps, new_traj())
+    ingest.start_trajectory(deps, **new_traj())
     ingest.append_events(deps, "t1", "tr1", [
         tool("1", "search_flights", {"from": "Paris"}, ok=False, error="InvalidAirport: x", clock=clock),
         tool("2", "search_flights", {"from": "CDG"}, clock=clock),
@@ -114,7 +115,7 @@ def test_a_transient_failure_succeeds_on_retry(deps, clock):
         return real(texts)
 
     deps.embedder.embed = once
-    ingest.start_trajectory(deps, new_traj())
+    ingest.start_trajectory(deps, **new_traj())
     ingest.append_events(deps, "t1", "tr1", [
         tool("1", "search_flights", {"from": "Paris"}, ok=False, error="InvalidAirport: x", clock=clock),
         tool("2", "search_flights", {"from": "CDG"}, clock=clock),
@@ -128,7 +129,7 @@ def test_a_transient_failure_succeeds_on_retry(deps, clock):
 
 
 def test_requeue_finds_finalized_trajectories_whose_job_was_lost(deps, clock):
-    ingest.start_trajectory(deps, new_traj())
+    ingest.start_trajectory(deps, **new_traj())
     deps.trajectories.finalize("t1", "tr1", "success", None, clock.now())  # crash before enqueue
     assert review.requeue_unreviewed(deps) == 1
     assert review.process_review_jobs(deps) == 1
@@ -136,12 +137,11 @@ def test_requeue_finds_finalized_trajectories_whose_job_was_lost(deps, clock):
 
 def test_recall_ranks_the_closest_lesson_first_and_renders_advice(deps, clock):
     record_flight_lesson(deps, clock)
-    experiences.write_experience(deps, Experience(
-        tenant_id="t1", experience_id="", situation="Sending invoices by email", action="", result="",
-        lesson="Attach the PDF", advice="Attach the invoice PDF before calling send_email.",
-        created_at=None, updated_at=None, renewed_at=None, tools=["send_email"],
-    ))
-    hits, advice = recall.recall(deps, RecallQuery("t1", "search flights from Paris airport", agent_id="a1"))
+    experiences.write_experience(
+        deps, "t1", "Sending invoices by email", lesson="Attach the PDF",
+        advice="Attach the invoice PDF before calling send_email.", tools=["send_email"], source="agent", confidence=0.5,
+    )
+    hits, advice = recall.recall(deps, "t1", "search flights from Paris airport", agent_id="a1")
     assert "lookup_airport" in hits[0].experience.advice
     assert advice.startswith("<hindsight>") and "lookup_airport" in advice
 
@@ -150,13 +150,13 @@ def test_recall_never_returns_what_the_store_says_is_gone(deps, clock):
     traj = record_flight_lesson(deps, clock)
     exp = deps.experiences.get("t1", traj.experience_ids[0])
     deps.experiences.put(replace(exp, status=ExperienceStatus.ARCHIVED))  # index not told (a crash)
-    hits, _ = recall.recall(deps, RecallQuery("t1", "search flights", agent_id="a1"))
+    hits, _ = recall.recall(deps, "t1", "search flights", agent_id="a1")
     assert hits == []
 
 
 def test_recall_is_scoped_to_the_tenant(deps, clock):
     record_flight_lesson(deps, clock, tenant="t1")
-    hits, advice = recall.recall(deps, RecallQuery("t2", "search flights from Paris", agent_id="a1"))
+    hits, advice = recall.recall(deps, "t2", "search flights from Paris", agent_id="a1")
     assert hits == [] and advice == ""
 
 
@@ -164,10 +164,10 @@ def test_feedback_that_keeps_failing_archives_and_unindexes(deps, clock):
     traj = record_flight_lesson(deps, clock)
     eid = traj.experience_ids[0]
     for _ in range(8):
-        exp = experiences.feedback(deps, "t1", eid, Signal.FAILED)
+        exp = experiences.feedback(deps, "t1", eid, "failed")
     assert exp.status is ExperienceStatus.ARCHIVED and deps.index.count("t1") == 0
     with pytest.raises(NotFound):
-        experiences.feedback(deps, "t2", eid, Signal.ADOPTED)
+        experiences.feedback(deps, "t2", eid, "adopted")
 
 
 def test_forget_is_final_and_idempotent(deps, clock):
@@ -177,7 +177,7 @@ def test_forget_is_final_and_idempotent(deps, clock):
     again = experiences.forget(deps, "t1", eid, "again")
     assert again.status is ExperienceStatus.FORGOTTEN and again.status_reason == "wrong"
     with pytest.raises(Conflict):
-        experiences.feedback(deps, "t1", eid, Signal.ADOPTED)
+        experiences.feedback(deps, "t1", eid, "adopted")
 
 
 def test_decay_with_time_archives_unused_lessons_and_keeps_used_ones(deps, clock):
@@ -185,7 +185,7 @@ def test_decay_with_time_archives_unused_lessons_and_keeps_used_ones(deps, clock
     b = record_flight_lesson(deps, clock, "tr2", agent_id="a2").experience_ids[0]
     clock.advance(days=50)
     for _ in range(4):
-        experiences.feedback(deps, "t1", b, Signal.SUCCEEDED)
+        experiences.feedback(deps, "t1", b, "succeeded")
     assert maintenance.run_decay(deps).archived == 0
     clock.advance(days=60)
     report = maintenance.run_decay(deps, page_size=1)  # paging must not skip anything
@@ -199,7 +199,7 @@ def test_reindex_rebuilds_a_lost_index_from_the_store(deps, clock):
     record_flight_lesson(deps, clock)
     deps.index = type(deps.index)(deps.embedder.dim)  # the index is lost
     assert maintenance.reindex_tenant(deps, "t1") == 1
-    hits, _ = recall.recall(deps, RecallQuery("t1", "search flights", agent_id="a1"))
+    hits, _ = recall.recall(deps, "t1", "search flights", agent_id="a1")
     assert len(hits) == 1
 
 
@@ -218,7 +218,7 @@ def test_keys_authenticate_their_tenant_and_rotation_revokes_the_old_one(deps):
 def test_a_lesson_forgotten_after_a_local_review_stays_forgotten_when_the_full_review_learns_it_again(deps, clock):
     # Found by tests/http/test_isolation_properties.py: the full review derives the same id
     # (tenant, trajectory, fingerprint) as the local review did, and wrote it back as active.
-    ingest.start_trajectory(deps, new_traj())
+    ingest.start_trajectory(deps, **new_traj())
     failing = {"from": "Paris"}
     ingest.append_events(deps, "t1", "tr1", [
         tool("1", "search_flights", failing, ok=False, error="InvalidAirport: IATA code expected", clock=clock),
@@ -232,5 +232,5 @@ def test_a_lesson_forgotten_after_a_local_review_stays_forgotten_when_the_full_r
     while review.process_review_jobs(deps):
         pass
     assert deps.experiences.get("t1", eid).status is ExperienceStatus.FORGOTTEN
-    hits, _ = recall.recall(deps, RecallQuery(tenant_id="t1", query="search flights from Paris", agent_id="a1", top_k=50))
+    hits, _ = recall.recall(deps, "t1", "search flights from Paris", agent_id="a1", top_k=50)
     assert eid not in [h.experience.experience_id for h in hits]
