@@ -7,9 +7,7 @@ what it got back never changes the store), and the behaviour the docstrings of
 """
 from __future__ import annotations
 
-import base64
 import copy
-import json
 import threading
 from collections import Counter
 from dataclasses import replace
@@ -20,7 +18,8 @@ import numpy as np
 
 from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer
 from chalicelib.adapters.hash_embedder import HashEmbedder
-from chalicelib.domain.errors import Conflict, InvalidInput, NotFound
+from chalicelib.domain.errors import Conflict, NotFound
+from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.domain.lexical import term_score, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
 from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts, intent_key
@@ -35,23 +34,6 @@ def _us(dt: datetime) -> int:
     return (dt - _EPOCH) // timedelta(microseconds=1)
 
 
-def _encode_cursor(*parts: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(list(parts)).encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str, types: tuple[type, ...]) -> tuple[Any, ...]:
-    """The parts of a cursor this module made; InvalidInput for anything else."""
-    try:
-        parts = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
-    except Exception as exc:
-        raise InvalidInput("invalid cursor") from exc
-    if (
-        not isinstance(parts, list)
-        or len(parts) != len(types)
-        or not all(isinstance(p, t) and not isinstance(p, bool) for p, t in zip(parts, types))
-    ):
-        raise InvalidInput("invalid cursor")
-    return tuple(parts)
 
 
 class FakeClock:
@@ -251,7 +233,7 @@ class InMemoryExperienceStore:
         limit: int = 50,
         cursor: str | None = None,
     ) -> Page:
-        after = _decode_cursor(cursor, (int, str)) if cursor else None
+        after = decode_parts(cursor, (int, str)) if cursor else None
 
         def key(e: Experience) -> tuple[int, str]:
             return (_us(e.created_at), e.experience_id)
@@ -268,7 +250,7 @@ class InMemoryExperienceStore:
             matching.sort(key=key, reverse=True)
             items = [copy.deepcopy(e) for e in matching[:limit]]
         more = len(matching) > limit and limit > 0
-        return Page(items, _encode_cursor(*key(items[-1])) if more else None)
+        return Page(items, encode_cursor(list(key(items[-1]))) if more else None)
 
     def find_active_by_fingerprint(
         self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
@@ -298,12 +280,12 @@ class InMemoryExperienceStore:
         return sorted(found, key=lambda e: (e.created_at, e.experience_id))
 
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
-        after = _decode_cursor(cursor, (str, str)) if cursor else ("", "")
+        after = decode_parts(cursor, (str, str)) if cursor else ("", "")
         with self._lock:
             keys = sorted(k for k, e in self._exps.items() if e.status is ExperienceStatus.ACTIVE and k > after)
             items = [copy.deepcopy(self._exps[k]) for k in keys[:limit]]
         last_page = len(items) < limit or not items
-        return Page(items, None if last_page else _encode_cursor(items[-1].tenant_id, items[-1].experience_id))
+        return Page(items, None if last_page else encode_cursor([items[-1].tenant_id, items[-1].experience_id]))
 
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         with self._lock:

@@ -15,6 +15,7 @@ from ..domain.errors import NotFound, PayloadTooLarge
 from ..domain.models import Experience, ExperienceStatus
 from ..ports import Page
 from .codec import experience_from_doc, to_doc
+from .cursors import encode_cursor
 from .dynamo_errors import boundary
 from .dynamo_items import (
     ITEM_DOC_BUDGET,
@@ -22,7 +23,6 @@ from .dynamo_items import (
     decode_key_cursor,
     decode_pair_cursor,
     dumps,
-    encode_cursor,
     scope_key,
     shard_of,
     size_of,

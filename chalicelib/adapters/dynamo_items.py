@@ -5,7 +5,6 @@ No I/O and no SDK here, so every rule about what goes into a key or an item is u
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import zlib
@@ -13,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
 from ..domain.errors import InvalidInput
+from .cursors import decode_cursor, decode_parts
 
 SEP = "#"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -150,18 +150,6 @@ def fit_fields(doc: dict[str, Any], fields: Iterable[str], budget: int) -> dict[
 # --- cursors ------------------------------------------------------------------------------------
 
 
-def encode_cursor(obj: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> Any:
-    """What ``encode_cursor`` encoded; InvalidInput for anything that is not such a cursor."""
-    try:
-        return json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
-    except Exception as exc:  # garbage of any kind is the caller's error, not ours
-        raise InvalidInput("invalid cursor") from exc
-
-
 def decode_key_cursor(cursor: str, names: Iterable[str], fixed: dict[str, str]) -> dict[str, str]:
     """A cursor holding a DynamoDB key (``LastEvaluatedKey`` as plain strings) with exactly ``names``.
 
@@ -180,7 +168,7 @@ def decode_key_cursor(cursor: str, names: Iterable[str], fixed: dict[str, str]) 
 
 
 def decode_pair_cursor(cursor: str) -> tuple[str, str]:
-    parts = decode_cursor(cursor)
-    if not (isinstance(parts, list) and len(parts) == 2 and all(isinstance(p, str) and p for p in parts)):
+    first, second = decode_parts(cursor, (str, str))
+    if not (first and second):
         raise InvalidInput("invalid cursor")
-    return parts[0], parts[1]
+    return first, second

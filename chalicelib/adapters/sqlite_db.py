@@ -1,7 +1,6 @@
 """The embedded database: one SQLite file in WAL mode, one connection per thread."""
 from __future__ import annotations
 
-import base64
 import json
 import sqlite3
 import threading
@@ -55,22 +54,6 @@ def from_us(us: int) -> datetime:
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), default=str)
-
-
-def encode_cursor(*parts: Any) -> str:
-    return base64.urlsafe_b64encode(dumps(list(parts)).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> list[Any]:
-    """Raises ValueError for a cursor this store did not make."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except Exception as exc:  # any garbage is the caller's error, not ours
-        raise ValueError("invalid cursor") from exc
-    if not isinstance(parts, list):
-        raise ValueError("invalid cursor")
-    return parts
 
 
 class SqliteDatabase:

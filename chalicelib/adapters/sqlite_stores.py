@@ -7,11 +7,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Sequence
 
-from ..domain.errors import Conflict, InvalidInput, NotFound
+from ..domain.errors import Conflict, NotFound
 from ..domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
 from ..ports import AppendResult, DeadJob, Page, ReviewJob
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
-from .sqlite_db import SqliteDatabase, decode_cursor, dumps, encode_cursor, from_us, to_us
+from .cursors import decode_parts, encode_cursor
+from .sqlite_db import SqliteDatabase, dumps, from_us, to_us
 
 
 class SqliteTenantStore:
@@ -235,19 +236,16 @@ class SqliteExperienceStore:
             where.append("status=?")
             args.append(status.value)
         if cursor:
-            try:
-                created_us, last_id = decode_cursor(cursor)
-                where.append("(created_us < ? OR (created_us = ? AND experience_id < ?))")
-                args += [int(created_us), int(created_us), str(last_id)]
-            except (ValueError, TypeError) as exc:
-                raise InvalidInput("invalid cursor") from exc
+            created_us, last_id = decode_parts(cursor, (int, str))
+            where.append("(created_us < ? OR (created_us = ? AND experience_id < ?))")
+            args += [created_us, created_us, last_id]
         rows = self.db.read().execute(
             f"SELECT created_us, experience_id, doc FROM experiences WHERE {' AND '.join(where)}"
             " ORDER BY created_us DESC, experience_id DESC LIMIT ?",
             (*args, limit + 1),
         ).fetchall()
         items = [experience_from_doc(json.loads(r["doc"])) for r in rows[:limit]]
-        next_cursor = encode_cursor(rows[limit - 1]["created_us"], rows[limit - 1]["experience_id"]) if len(rows) > limit else None
+        next_cursor = encode_cursor([rows[limit - 1]["created_us"], rows[limit - 1]["experience_id"]]) if len(rows) > limit else None
         return Page(items, next_cursor)
 
     def find_active_by_fingerprint(
@@ -271,20 +269,14 @@ class SqliteExperienceStore:
         return [experience_from_doc(json.loads(r["doc"])) for r in rows]
 
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
-        after = ("", "")
-        if cursor:
-            try:
-                tenant_id, exp_id = decode_cursor(cursor)
-                after = (str(tenant_id), str(exp_id))
-            except (ValueError, TypeError) as exc:
-                raise InvalidInput("invalid cursor") from exc
+        after = decode_parts(cursor, (str, str)) if cursor else ("", "")
         rows = self.db.read().execute(
             "SELECT tenant_id, experience_id, doc FROM experiences WHERE status='active'"
             " AND (tenant_id > ? OR (tenant_id = ? AND experience_id > ?)) ORDER BY tenant_id, experience_id LIMIT ?",
             (after[0], after[0], after[1], limit),
         ).fetchall()
         items = [experience_from_doc(json.loads(r["doc"])) for r in rows]
-        next_cursor = encode_cursor(rows[-1]["tenant_id"], rows[-1]["experience_id"]) if len(rows) == limit else None
+        next_cursor = encode_cursor([rows[-1]["tenant_id"], rows[-1]["experience_id"]]) if len(rows) == limit else None
         return Page(items, next_cursor)
 
     def count_by_status(self, tenant_id: str) -> dict[str, int]:

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("pynamodb")
 
+from chalicelib.adapters.cursors import encode_cursor  # noqa: E402
 from chalicelib.adapters.dynamo_items import (  # noqa: E402
     HEAD,
     ORIGINAL_BYTES,
@@ -16,7 +17,6 @@ from chalicelib.adapters.dynamo_items import (  # noqa: E402
     compose,
     decode_key_cursor,
     decode_pair_cursor,
-    encode_cursor,
     fit,
     fit_fields,
     scope_key,

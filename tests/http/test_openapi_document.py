@@ -71,3 +71,21 @@ def test_path_ids_are_documented_with_the_rule_of_client_chosen_ids(api):
     for p in params:
         assert p["required"] and p["schema"]["pattern"] == event_id["pattern"]
         assert p["schema"]["maxLength"] == event_id["maxLength"]
+
+
+def test_the_chalice_routes_and_the_documented_operations_are_one_and_the_same(api):
+    """Derived both ways: a route Chalice serves that the document lacks (or documents with other
+    path parameters or another key), or an operation nobody serves, fails here."""
+    doc = document(api)
+    served = {}
+    for path, methods in app_module.app.routes.items():
+        for method, entry in methods.items():
+            served[(method.lower(), path)] = (tuple(entry.view_args), entry.authorizer is not None)
+    documented = {}
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            params = tuple(p["name"] for p in op.get("parameters", []) if p["in"] == "path")
+            documented[(method, path)] = (params, op.get("security") is not None and "429" in op["responses"])
+    assert documented == served
+    declared = {(r.method, r.path) for r in app_module.api.routes}
+    assert declared == set(served) == set(documented)
