@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import redaction
 from .settings import Settings
-from .services.deps import Deps
+from .services.deps import Deps, policies
 
 _lock = threading.Lock()
 _deps: Deps | None = None
@@ -164,39 +164,7 @@ def build_embedded(settings: Settings) -> Deps:
         clock=SystemClock(),
         admin_key=resolve_admin_key(settings),
         rate_limiter=InProcessRateLimiter(rate_policy(settings)),
-        **_policies(settings),
-    )
-
-
-def _policies(settings: Settings) -> dict:
-    """The Deps fields that come straight from settings, whatever the backend."""
-    from .domain.scoring import DecayPolicy, ScoringWeights
-
-    return dict(
-        weights=ScoringWeights(
-            semantic=settings.weight_semantic,
-            lexical=settings.weight_lexical,
-            tag_match=settings.weight_tag_match,
-            freshness=settings.weight_freshness,
-            utility=settings.weight_utility,
-            confidence=settings.weight_confidence,
-        ),
-        decay=DecayPolicy(
-            half_life_days=settings.half_life_days,
-            archive_below=settings.archive_below,
-            min_age_days=settings.archive_min_age_days,
-        ),
-        recall_candidates=settings.recall_candidates,
-        recall_filter_task_type=settings.recall_filter_task_type,
-        recall_filter_intent=settings.recall_filter_intent,
-        advice_max_items=settings.advice_max_items,
-        advice_placement=settings.advice_placement,
-        review_max_attempts=settings.review_max_attempts,
-        review_lease_seconds=settings.review_lease_seconds,
-        review_min_events=settings.review_min_events,
-        local_reviews=settings.local_reviews,
-        merge_threshold=settings.merge_threshold,
-        supersede_threshold=settings.supersede_threshold,
+        **policies(settings),
     )
 
 
@@ -233,7 +201,7 @@ def build_aws(settings: Settings) -> Deps:
         admin_key=settings.admin_key,
         # a bucket per tenant in DynamoDB: every Lambda instance takes from the same one
         rate_limiter=DynamoRateLimiter(tables, rate_policy(settings)),
-        **_policies(settings),
+        **policies(settings),
     )
 
 

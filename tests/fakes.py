@@ -23,7 +23,8 @@ from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.domain.lexical import term_score, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
 from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts, intent_key
-from chalicelib.services.deps import Deps
+from chalicelib.services.deps import Deps, policies
+from chalicelib.settings import Settings
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -482,6 +483,7 @@ def fake_deps(clock: FakeClock | None = None, embedder: Any = None, **overrides:
     """``Deps`` wired with the in-memory fakes; keyword overrides go straight to ``Deps``."""
     embedder = embedder if embedder is not None else HashEmbedder()
     kwargs: dict[str, Any] = dict(
+        **policies(Settings.model_construct()),  # the defaults, whatever the environment says
         tenants=InMemoryTenantStore(),
         trajectories=InMemoryTrajectoryStore(),
         experiences=InMemoryExperienceStore(),

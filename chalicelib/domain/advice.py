@@ -6,7 +6,6 @@ from typing import Sequence
 
 from .models import Hit
 
-MAX_ITEMS = 5
 HEADER = "<hindsight>\nLessons from your past runs of similar tasks (most relevant first):"
 FOOTER = "</hindsight>"
 _TAG = re.compile(r"<(\s*/?\s*)hindsight", re.I)
@@ -17,7 +16,7 @@ def _defused(text: str) -> str:
     return _TAG.sub(lambda m: "<" + m[1].strip() + " hindsight", text)
 
 
-def render_advice(hits: Sequence[Hit], max_items: int = MAX_ITEMS) -> str:
+def render_advice(hits: Sequence[Hit], max_items: int) -> str:
     """A marked block of second-person advice; empty when there is nothing worth saying.
 
     Lessons learned from failures that match closely are flagged as warnings.

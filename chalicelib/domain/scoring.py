@@ -15,19 +15,19 @@ from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Sign
 class ScoringWeights:
     """Weights of the recall score; they are normalised, so only their ratios matter."""
 
-    semantic: float = 0.55
-    lexical: float = 0.15
-    tag_match: float = 0.15
-    freshness: float = 0.06
-    utility: float = 0.05
-    confidence: float = 0.04
+    semantic: float
+    lexical: float
+    tag_match: float
+    freshness: float
+    utility: float
+    confidence: float
 
 
 @dataclass(frozen=True)
 class DecayPolicy:
-    half_life_days: float = 30.0
-    archive_below: float = 0.2  # of the keep score below
-    min_age_days: float = 7.0  # nothing younger than this is archived
+    half_life_days: float
+    archive_below: float  # of the keep score below
+    min_age_days: float  # nothing younger than this is archived
 
 
 def freshness_at(renewed_at: datetime, now: datetime, half_life_days: float) -> float:

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..domain.scoring import DecayPolicy, ScoringWeights
+from ..settings import Settings
 from ..ports import (
     Clock,
     Embedder,
@@ -29,19 +30,50 @@ class Deps:
     reviewer: Reviewer
     queue: ReviewQueue
     clock: Clock
-    weights: ScoringWeights = field(default_factory=ScoringWeights)
-    decay: DecayPolicy = field(default_factory=DecayPolicy)
+    # the policies: one value each from Settings (``policies``), whose defaults are the only ones
+    weights: ScoringWeights
+    decay: DecayPolicy
+    recall_candidates: int
+    recall_filter_task_type: bool  # a lesson of another task type is not a candidate
+    recall_filter_intent: bool  # nor one of another intent
+    advice_max_items: int
+    advice_placement: str
+    review_max_attempts: int
+    review_lease_seconds: float
+    review_min_events: int  # smaller successful trajectories without trouble are not reviewed
+    merge_threshold: float  # cosine above which a new lesson merges into a known one
+    supersede_threshold: float  # cosine of two situations for a new fix to replace an old one
+    local_reviews: bool  # anomalies during ingest start a review of the events around them
     admin_key: str | None = None
     rate_limiter: RateLimiter | None = None  # None: tenants are not limited
-    recall_candidates: int = 50
-    recall_filter_task_type: bool = True  # a lesson of another task type is not a candidate
-    recall_filter_intent: bool = True  # nor one of another intent
-    advice_max_items: int = 5
-    advice_placement: str = "after_tools"
-    review_max_attempts: int = 5
-    review_lease_seconds: float = 60.0
-    review_min_events: int = 3  # smaller successful trajectories without trouble are not reviewed
-    merge_threshold: float = 0.92  # cosine above which a new lesson merges into a known one
-    supersede_threshold: float = 0.8  # cosine of two situations for a new fix to replace an old one
-    local_reviews: bool = True  # anomalies during ingest start a review of the events around them
     notify_review: Callable[[], None] = lambda: None  # wakes a local worker; no-op in the cloud
+
+
+def policies(settings: Settings) -> dict[str, Any]:
+    """The Deps fields that come straight from settings, whatever the backend."""
+    return dict(
+        weights=ScoringWeights(
+            semantic=settings.weight_semantic,
+            lexical=settings.weight_lexical,
+            tag_match=settings.weight_tag_match,
+            freshness=settings.weight_freshness,
+            utility=settings.weight_utility,
+            confidence=settings.weight_confidence,
+        ),
+        decay=DecayPolicy(
+            half_life_days=settings.half_life_days,
+            archive_below=settings.archive_below,
+            min_age_days=settings.archive_min_age_days,
+        ),
+        recall_candidates=settings.recall_candidates,
+        recall_filter_task_type=settings.recall_filter_task_type,
+        recall_filter_intent=settings.recall_filter_intent,
+        advice_max_items=settings.advice_max_items,
+        advice_placement=settings.advice_placement,
+        review_max_attempts=settings.review_max_attempts,
+        review_lease_seconds=settings.review_lease_seconds,
+        review_min_events=settings.review_min_events,
+        local_reviews=settings.local_reviews,
+        merge_threshold=settings.merge_threshold,
+        supersede_threshold=settings.supersede_threshold,
+    )

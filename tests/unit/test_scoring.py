@@ -9,6 +9,7 @@ from chalicelib.domain.scoring import DecayPolicy, ScoringWeights, apply_feedbac
 from .builders import T0, experience
 
 POLICY = DecayPolicy(half_life_days=30, archive_below=0.2, min_age_days=7)
+WEIGHTS = ScoringWeights(semantic=0.55, lexical=0.15, tag_match=0.15, freshness=0.06, utility=0.05, confidence=0.04)
 
 
 def test_freshness_halves_every_half_life():
@@ -57,7 +58,7 @@ def test_decay_spares_young_lessons():
 
 def test_score_is_weighted_and_explained():
     q = RecallQuery(tenant_id="t1", query="weather", tools=("get_weather",), task_type="query")
-    score, why = score_hit(experience(), 0.8, q, T0, ScoringWeights(), POLICY)
+    score, why = score_hit(experience(), 0.8, q, T0, WEIGHTS, POLICY)
     assert 0 < score <= 1
     assert why.semantic == 0.8 and why.tag_match == 1.0 and why.task_type_match is True
     assert why.matched_tools == ("get_weather",)
@@ -65,22 +66,22 @@ def test_score_is_weighted_and_explained():
 
 def test_tool_and_task_match_lift_the_score_at_equal_similarity():
     q = RecallQuery(tenant_id="t1", query="weather", tools=("get_weather",), task_type="query")
-    matching, _ = score_hit(experience(), 0.6, q, T0, ScoringWeights(), POLICY)
-    other, _ = score_hit(experience(tools=["send_email"], task_type="operation"), 0.6, q, T0, ScoringWeights(), POLICY)
+    matching, _ = score_hit(experience(), 0.6, q, T0, WEIGHTS, POLICY)
+    other, _ = score_hit(experience(tools=["send_email"], task_type="operation"), 0.6, q, T0, WEIGHTS, POLICY)
     assert matching > other
 
 
 def test_negative_similarity_counts_as_zero():
     q = RecallQuery(tenant_id="t1", query="x")
-    _, why = score_hit(experience(), -0.4, q, T0, ScoringWeights(), POLICY)
+    _, why = score_hit(experience(), -0.4, q, T0, WEIGHTS, POLICY)
     assert why.semantic == 0.0
 
 
 def test_a_fresher_lesson_wins_a_tie():
     q = RecallQuery(tenant_id="t1", query="x")
     now = T0 + timedelta(days=60)
-    fresh, _ = score_hit(replace(experience(), renewed_at=now), 0.7, q, now, ScoringWeights(), POLICY)
-    stale, _ = score_hit(experience(), 0.7, q, now, ScoringWeights(), POLICY)
+    fresh, _ = score_hit(replace(experience(), renewed_at=now), 0.7, q, now, WEIGHTS, POLICY)
+    stale, _ = score_hit(experience(), 0.7, q, now, WEIGHTS, POLICY)
     assert fresh > stale
 
 
