@@ -145,8 +145,9 @@ class Router:
                 options["content_types"] = BODY_TYPES
             if auth == "tenant":
                 options["authorizer"] = self.authorizer
-            self.app.route(path, **options)(endpoint(handle))
-            return handle
+            registered = endpoint(handle)
+            self.app.route(path, **options)(registered)
+            return registered
 
         return register
 

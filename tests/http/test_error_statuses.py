@@ -14,9 +14,12 @@ def subclasses(cls):
 
 
 def test_every_error_class_maps_to_a_client_or_dependency_status():
+    # an adapter's own subclass (the DynamoDB store's StoreUnavailable) takes its parent's status
+    import chalicelib.adapters.dynamo_errors  # noqa: F401
+
     for cls in subclasses(errors.HindsightError):
-        assert cls in STATUS, f"{cls.__name__} has no HTTP status in api/http.py"
-        assert 400 <= status_of(cls("x")) < 600
+        assert any(issubclass(cls, mapped) for mapped in STATUS), f"{cls.__name__} has no HTTP status in api/http.py"
+    assert [status_of(cls("x")) for cls in STATUS] == list(STATUS.values())
     assert status_of(errors.MalformedRequest("x")) == 400 and status_of(errors.InvalidInput("x")) == 422
 
 
