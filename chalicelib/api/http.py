@@ -19,6 +19,7 @@ from ..domain.errors import (
     Unauthorized,
     Unavailable,
 )
+from .structure import MAX_DEPTH, check_structure
 
 log = logging.getLogger("hindsight.api")
 M = TypeVar("M", bound=BaseModel)
@@ -80,9 +81,13 @@ def parse_json(raw: bytes | None, max_bytes: int, required: bool = True) -> Any:
     if not raw.strip():  # not empty, and not JSON either: a body that is there must parse
         raise MalformedRequest("request body is only whitespace; expected a JSON object (or no body)")
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedRequest(f"request body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidInput(f"request body nests deeper than {MAX_DEPTH} levels") from exc
+    check_structure(raw, value)
+    return value
 
 
 def validate(model: type[M], data: Any) -> M:

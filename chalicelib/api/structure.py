@@ -1,0 +1,41 @@
+"""Structure a request body may have: how deep it nests, and text that is valid Unicode.
+
+Checked once on the parsed body, before any model, store or index sees it, so nothing stored can
+later fail to serialize, and a body nested a thousand deep answers 4xx instead of exhausting the
+interpreter's recursion limit.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..domain.errors import InvalidInput
+
+MAX_DEPTH = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A body can only hold a lone surrogate through a \\uD8xx-\\uDFxx escape or raw bytes that decode
+# to one (json.loads decodes bytes with surrogatepass): look for those first, walk only then.
+_MAY_HOLD_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def check_structure(raw: bytes, value: Any, max_depth: int = MAX_DEPTH) -> None:
+    """Raise InvalidInput naming the place where `value` nests deeper than `max_depth` or holds a lone surrogate."""
+    surrogates = bool(_MAY_HOLD_SURROGATE.search(raw))
+    if not surrogates and raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return
+    stack: list[tuple[Any, str, int]] = [(value, "(body)", 1)]
+    while stack:
+        node, where, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth > max_depth:
+                raise InvalidInput(f"{where}: nested deeper than {max_depth} levels")
+            for key, child in node.items():
+                if surrogates and _SURROGATE.search(key):
+                    raise InvalidInput(f"{where}: a key is not valid Unicode text (lone surrogate)")
+                stack.append((child, f"{where}.{key}" if where != "(body)" else key, depth + 1))
+        elif isinstance(node, list):
+            if depth > max_depth:
+                raise InvalidInput(f"{where}: nested deeper than {max_depth} levels")
+            stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(node))
+        elif surrogates and isinstance(node, str) and _SURROGATE.search(node):
+            raise InvalidInput(f"{where}: not valid Unicode text (lone surrogate)")
