@@ -11,6 +11,10 @@ Id = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A
 Name = Annotated[str, Field(min_length=1, max_length=128)]
 Text = Annotated[str, Field(max_length=8000)]
 NameList = Annotated[list[Name], Field(max_length=100)]
+# Tool names reach lesson text and the advice injected into prompts: a safe character set, one
+# line, no markup (letters, digits, _ . : / @ + -, single inner spaces).
+ToolName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:/@+-]+( [A-Za-z0-9_.:/@+-]+)*$")]
+ToolList = Annotated[list[ToolName], Field(max_length=100)]
 MAX_METADATA_BYTES = 16_384
 EPOCH_MS_MAX = 253402300800000  # 10000-01-01T00:00:00Z
 
@@ -86,7 +90,7 @@ class TenantList(Model):
 
 
 class KeyRotateIn(Strict):
-    revoke_old: bool = True
+    revoke_old: Annotated[bool, Field(strict=True)] = True
 
 
 class KeyOut(Model):
@@ -103,7 +107,7 @@ class TrajectoryIn(Strict):
     user_id: Id | None = None
     trajectory_id: Id | None = Field(default=None, description="Client-chosen id; a repeat is idempotent.")
     task_type: Name | None = Field(default=None, description="e.g. query | operation | analysis")
-    tools: NameList = []
+    tools: ToolList = []
     intent: Annotated[str, Field(max_length=500)] | None = None
     tags: NameList = []
     metadata: SmallObject = {}
@@ -118,12 +122,12 @@ class EventContext(Model):
 
 class ToolCallContent(Model):
     model_config = ConfigDict(extra="allow", defer_build=True)
-    tool: Name
+    tool: ToolName
     params: dict[str, Any] = {}
     status: Literal["ok", "error"] = "ok"
     result: Any = None
     error: Any = None
-    available_tools: NameList = []
+    available_tools: ToolList = []
 
 
 class TextContent(Model):
@@ -230,12 +234,12 @@ class ExperienceIn(Strict):
     experience_id: Id | None = Field(default=None, description="Client-chosen id; a repeat is idempotent.")
     tags: NameList = []
     task_type: Name | None = None
-    tools: NameList = []
+    tools: ToolList = []
     agent_id: Id | None = None
     user_id: Id | None = None
     source: Literal["human", "agent", "simulation"] = "human"
     sources: Annotated[list[Id], Field(max_length=100)] = []
-    confidence: Annotated[float, Field(ge=0, le=1)] | None = None
+    confidence: Annotated[float, Field(ge=0, le=1, strict=True)] | None = None
 
     @model_validator(mode="after")
     def _says_something(self) -> "ExperienceIn":
@@ -298,11 +302,11 @@ class RecallIn(Strict):
     agent_id: Id | None = None
     user_id: Id | None = None
     task_type: Name | None = None
-    tools: NameList = []
+    tools: ToolList = []
     intent: Annotated[str, Field(max_length=500)] | None = None
     tags: NameList = []
-    top_k: Annotated[int, Field(ge=1, le=50)] = 5
-    min_score: Annotated[float, Field(ge=0, le=1)] = 0.0
+    top_k: Annotated[int, Field(ge=1, le=50, strict=True)] = 5
+    min_score: Annotated[float, Field(ge=0, le=1, strict=True)] = 0.0
 
 
 class ExplanationOut(Model):
