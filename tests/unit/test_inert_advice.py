@@ -39,7 +39,7 @@ ROLE = re.compile(r"\b(system|assistant|developer|user|human|instructions?)\s*:"
 
 def _block(advice: str) -> str:
     exp = experience(advice=advice)
-    return render_advice([Hit(exp, 0.5, Explanation(0.5, 0, 1, 0.5, 0.5))])
+    return render_advice([Hit(exp, 0.5, Explanation(0.5, 0, 1, 0.5, 0.5))], 5)
 
 
 @pytest.mark.parametrize("payload", PAYLOADS, ids=range(len(PAYLOADS)))
