@@ -4,7 +4,7 @@ Usage: .venv/bin/python bench/aws_recall_latency.py [--sizes 10000,100000] [--qu
        [--ef 100,400] [--other-frac 0.1] [--no-service] [--seed-budget 600] [--max-seconds 600]
 
 The OpenSearch node is ``OPENSEARCH_URL`` when that is set and reachable, else a private node that
-``tests.conftest_opensearch.node_url`` starts (scripts/opensearch/start.sh, a free 127.0.0.1 port,
+``devtools.opensearch_node.node_url`` starts (scripts/opensearch/start.sh, a free 127.0.0.1 port,
 heap ``--heap``) and stops when this script exits. The index is lucene (the local node cannot run
 faiss) and is deleted at the end (``--keep-index`` keeps it).
 
@@ -325,7 +325,7 @@ def main() -> None:
     from chalicelib.services.recall import query_text
     from chalicelib.services.tenants import create_tenant
     from chalicelib.settings import Settings
-    from tests.conftest_opensearch import node_url
+    from devtools.opensearch_node import node_url
 
     tmp = tempfile.mkdtemp(prefix="hindsight-bench-aws-recall-")
     client = index_name = None

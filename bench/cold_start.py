@@ -20,7 +20,7 @@ Usage: .venv/bin/python bench/cold_start.py [--runs 15] [--importtime-runs 5] [-
    opensearch-py and openai clients -- and reads and writes DynamoDB), then the same call warm.
    With ``--recall`` the first authenticated calls are two POST /v1/recall instead (before the
    trajectories), which needs an OpenSearch node (OPENSEARCH_URL or one started by
-   tests.conftest_opensearch.node_url) and embeds through the OpenAI-compatible stub
+   devtools.opensearch_node.node_url) and embeds through the OpenAI-compatible stub
    (devtools.openai_stub), as the Lambda's openai embedder would. The same runs also start from the
    unzipped package without .pyc (when packaged).
 3. The deployment package: ``chalice package`` (no AWS call) of a copy of the project (app.py,
@@ -297,13 +297,13 @@ class AwsStack:
         from chalicelib.services.tenants import create_tenant
         from chalicelib.settings import Settings
         from devtools.openai_stub import OpenAIStub
-        from tests.contract.dynamo_backend import moto_endpoint
+        from devtools.moto_server import moto_endpoint
 
         self.stub = OpenAIStub().__enter__()
         self.moto = moto_endpoint()
         url = "http://127.0.0.1:9"  # never contacted unless --recall
         if self.recall:
-            from tests.conftest_opensearch import node_url
+            from devtools.opensearch_node import node_url
 
             url = node_url()
         self.admin = "hsadmin_bench_" + secrets.token_hex(8)

@@ -439,7 +439,7 @@ def backup_each_table_once() -> None:
 
 def moto_child(port: int, backup_once: bool) -> None:
     """``--moto-child PORT``: moto's WSGI app behind one lock (DynamoDB's per-item atomicity, which
-    moto's threaded server lacks for conditional writes), as tests/contract/dynamo_backend.py does."""
+    moto's threaded server lacks for conditional writes), as devtools/moto_server.py does."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
@@ -499,7 +499,7 @@ def start_stack(backend: str, tmp: str, args: argparse.Namespace, stub_url: str 
         cleanup.append(moto.stop)
         pids["moto"] = moto.proc.pid
         os_url = args.opensearch_url or os.environ.get("OPENSEARCH_URL")
-        from tests.conftest_opensearch import node_url, reachable
+        from devtools.opensearch_node import node_url, reachable
 
         if not (os_url and reachable(os_url)):
             os_url = node_url()  # a private node on a free port, stopped when this process exits

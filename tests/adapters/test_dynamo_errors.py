@@ -22,7 +22,7 @@ from chalicelib.adapters.dynamo_stores import (  # noqa: E402
 )
 from chalicelib.domain.models import Event, Experience, Tenant, Trajectory  # noqa: E402
 from chalicelib.ports import ReviewJob  # noqa: E402
-from tests.contract.dynamo_backend import CREDENTIALS, REGION, dynamo_tables  # noqa: E402
+from tests.support.dynamo import CREDENTIALS, REGION, dynamo_tables  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 EXP = Experience("t1", "x1", "s", "a", "r", "l", "adv", T0, T0, T0)

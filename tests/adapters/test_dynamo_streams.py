@@ -10,7 +10,7 @@ boto3 = pytest.importorskip("boto3")
 
 from chalicelib.adapters.dynamo_stores import DynamoReviewQueue, DynamoTrajectoryStore  # noqa: E402
 from chalicelib.domain.models import Event, Trajectory  # noqa: E402
-from tests.contract.dynamo_backend import CREDENTIALS, REGION, dynamo_tables, moto_endpoint  # noqa: E402
+from tests.support.dynamo import CREDENTIALS, REGION, dynamo_tables, moto_endpoint  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

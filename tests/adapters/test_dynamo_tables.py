@@ -18,7 +18,7 @@ from chalicelib.adapters.dynamo_stores import (  # noqa: E402
 )
 from chalicelib.domain.errors import InvalidInput, PayloadTooLarge  # noqa: E402
 from chalicelib.domain.models import Experience, ExperienceStatus, Tenant, Trajectory  # noqa: E402
-from tests.contract.dynamo_backend import CREDENTIALS, REGION, dynamo_tables, moto_endpoint  # noqa: E402
+from tests.support.dynamo import CREDENTIALS, REGION, dynamo_tables, moto_endpoint  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -1,6 +1,6 @@
 """DynamoDB-specific behaviour of the trajectory store: item limits, transaction limits, races.
 
-Runs on the session's moto server (tests/contract/dynamo_backend.py), whose requests are made
+Runs on the session's moto server (devtools/moto_server.py), whose requests are made
 atomic one by one as DynamoDB's are, so the races here are the adapter's own.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from chalicelib.adapters.dynamo_stores import DynamoTrajectoryStore  # noqa: E40
 from chalicelib.adapters.dynamo_trajectories import events_pk, seq_sk  # noqa: E402
 from chalicelib.domain.errors import Conflict  # noqa: E402
 from chalicelib.domain.models import Event, Trajectory, TrajectoryStatus  # noqa: E402
-from tests.contract.dynamo_backend import dynamo_tables  # noqa: E402
+from tests.support.dynamo import dynamo_tables  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 DYNAMODB_ITEM_LIMIT = 400 * 1024

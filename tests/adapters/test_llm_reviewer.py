@@ -9,7 +9,7 @@ import pytest
 from chalicelib.adapters.llm_reviewer import REVIEW_SCHEMA, LLMReviewer
 from chalicelib.domain.models import Event, Trajectory
 from devtools.openai_stub import OpenAIStub
-from tests.unit.builders import T0, call, said, traj
+from tests.support.builders import T0, call, said, traj
 
 
 @pytest.fixture()

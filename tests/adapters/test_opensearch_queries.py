@@ -508,7 +508,7 @@ def test_an_index_of_this_version_gets_no_mapping_update():
 
 @pytest.mark.opensearch
 def test_a_real_index_created_before_intents_takes_them_and_keeps_its_entries():
-    from tests.conftest_opensearch import node_url
+    from tests.support.opensearch import node_url
 
     client = build_client(node_url(), service="none", timeout=30)
     spec = q.IndexSpec(f"hindsight-upgrade-{uuid.uuid4().hex[:12]}", 2, replicas=0)

@@ -27,7 +27,7 @@ from chalicelib.adapters.sqlite_stores import (
 from chalicelib.adapters.memory_rate_limiter import InProcessRateLimiter
 from chalicelib.domain.ratelimit import RatePolicy
 from chalicelib.ports import ExperienceStore, RateLimiter, ReviewQueue, TenantStore, TrajectoryStore, VectorIndex
-from tests.fakes import (
+from tests.support.fakes import (
     InMemoryExperienceStore,
     InMemoryReviewQueue,
     InMemoryTenantStore,
@@ -135,12 +135,31 @@ from tests.contract.dynamo_backend import DynamoBackend  # noqa: E402
 
 BACKENDS["dynamo"] = DynamoBackend
 
-# Index-only backends on a real OpenSearch node (marker ``opensearch``); the imported hook
-# deselects the tests of theirs that use a store or the queue. See tests/conftest_opensearch.py.
-from tests.conftest_opensearch import pytest_collection_modifyitems_opensearch  # noqa: E402,F401
-from tests.contract.opensearch_backend import INDEX_ONLY_BACKENDS  # noqa: E402
+# Index-only backends on a real OpenSearch node (marker ``opensearch``); the hook below
+# deselects the tests of theirs that use a store or the queue.
+from tests.contract.opensearch_backend import INDEX_ONLY_BACKENDS, OTHER_PORT_FIXTURES  # noqa: E402
 
 BACKENDS.update(INDEX_ONLY_BACKENDS)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests that run on an index-only backend ``opensearch``, and deselect those of
+    theirs that exercise another port (stores, queue), which such a backend does not implement."""
+    keep, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or callspec.params.get("backend") not in INDEX_ONLY_BACKENDS:
+            keep.append(item)
+            continue
+        if OTHER_PORT_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            dropped.append(item)
+            continue
+        item.add_marker(pytest.mark.opensearch)
+        keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 class InProcessLimiters:

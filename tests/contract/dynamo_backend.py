@@ -1,87 +1,14 @@
-"""The ``dynamo`` contract backend: the DynamoDB adapters against a local moto server.
-
-One moto server (``moto_endpoint()``) serves the whole test session on 127.0.0.1 and a free port,
-as the end-to-end tests run it. Every backend gets table names of its own (a unique prefix) and
-drops its tables on close, so tests never see each other's items and no reset is needed.
-
-moto's server handles requests on several threads but does not make a conditional write or a
-transaction atomic against a concurrent request, which DynamoDB does. ``_AtomicMotoServer`` runs
-one request at a time so concurrency tests measure the adapters, not moto's races.
+"""The ``dynamo`` contract backend: the DynamoDB adapters against the session's local moto server
+(tests/support/dynamo.py), as the end-to-end tests run it. Every backend gets table names of its own
+and drops its tables on close.
 """
 from __future__ import annotations
 
-import atexit
-import threading
-import uuid
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-REGION = "us-east-1"
-CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-
-_lock = threading.Lock()
-_endpoint: str | None = None
-
-
-def moto_endpoint() -> str:
-    """The URL of this session's moto server, started on first use."""
-    global _endpoint
-    with _lock:
-        if _endpoint is None:
-            pytest.importorskip("moto.server", reason="moto[server] is not installed")
-            server = _atomic_moto_server()
-            server.start()
-            atexit.register(server.stop)
-            host, port = server.get_host_and_port()
-            _endpoint = f"http://{host}:{port}"
-        return _endpoint
-
-
-def _atomic_moto_server() -> Any:
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-    from moto.server import ThreadedMotoServer
-    from werkzeug.serving import make_server
-
-    class _QuietHandler(MotoRequestHandler):
-        def log_request(self, *args: Any, **kwargs: Any) -> None:  # a line per request drowns test output
-            pass
-
-    class _AtomicMotoServer(ThreadedMotoServer):
-        def _server_entry(self) -> None:  # ThreadedMotoServer's, with the app behind one lock
-            app = DomainDispatcherApplication(create_backend_app)
-            one_at_a_time = threading.Lock()
-
-            def atomic(environ: Any, start_response: Any) -> Any:
-                with one_at_a_time:
-                    return list(app(environ, start_response))
-
-            self._server = make_server(self._ip_address, self._port, atomic, True, request_handler=_QuietHandler)
-            self._server_ready_event.set()
-            self._server.serve_forever()
-
-    return _AtomicMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-
-
-_connections: dict[tuple, Any] = {}
-
-
-def dynamo_tables(prefix: str | None = None, **config: Any):
-    """``DynamoTables`` on the session's moto server under a fresh prefix (no table created yet).
-
-    Tables of the same config share one connection: a botocore client costs ~0.1 s to build.
-    """
-    pytest.importorskip("pynamodb", reason="pynamodb is not installed")
-    from chalicelib.adapters.dynamo_models import DynamoConfig, DynamoTables, connect
-
-    prefix = prefix or f"t{uuid.uuid4().hex[:12]}-"
-    cfg = DynamoConfig(prefix=prefix, region=REGION, host=moto_endpoint(), **CREDENTIALS, **config)
-    shared_key = tuple(sorted((k, v) for k, v in vars(cfg).items() if k not in ("prefix", "shards")))
-    with _lock:
-        connection = _connections.setdefault(shared_key, connect(cfg))
-    return DynamoTables(cfg, connection)
+from tests.support.dynamo import dynamo_tables
 
 
 class _Shared:

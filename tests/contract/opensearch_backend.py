@@ -9,7 +9,7 @@ Both use the lucene engine, the only one the local node runs.
 Each backend instance gets an index of its own, deleted on close, so tests never see each other's
 data; ``reopen()`` builds a new client and adapter over the same index (a restart).
 
-These backends implement no store or queue: the collection hook in ``tests.conftest_opensearch``
+These backends implement no store or queue: the collection hook in ``tests/conftest.py``
 deselects the tests that take those ports as fixtures and marks the rest ``opensearch``.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex, build_client
 from chalicelib.adapters.opensearch_queries import IndexSpec
-from tests.conftest_opensearch import node_url
+from tests.support.opensearch import node_url
 
 OTHER_PORT_FIXTURES = frozenset({"tenant_store", "trajectory_store", "experience_store", "review_queue"})
 

@@ -23,9 +23,10 @@ from chalicelib.domain.ratelimit import RatePolicy
 from chalicelib.settings import Settings
 from devtools.openai_stub import OpenAIStub
 from devtools.stream_poller import StreamPoller
-from tests.conftest_opensearch import node_url
-from tests.contract.dynamo_backend import moto_endpoint
-from tests.http.conftest import ADMIN, Api
+from tests.support.container import installed
+from tests.support.dynamo import moto_endpoint
+from tests.support.http_api import ADMIN, Api
+from tests.support.opensearch import node_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.opensearch]
 
@@ -59,16 +60,16 @@ def local_stack(monkeypatch, **settings_overrides):
             KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         )
         deps = container.build(settings)
-        container.set_deps(deps, settings)
         lambda_handlers._idempotent_runner.cache_clear()
-        with Client(app_module.app) as client:
-            streams = boto3.client("dynamodbstreams", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
-            arn = ddb.describe_table(TableName=f"{prefix}review-jobs")["Table"]["LatestStreamArn"]
-            poller = StreamPoller(streams, arn, lambda event: client.lambda_.invoke("review_worker", event).payload)
-            yield Api(client, deps), poller, stub, deps
-        container.set_deps(None, Settings())
-        lambda_handlers._idempotent_runner.cache_clear()
-        deps.index.client.indices.delete(index=settings.opensearch_index, ignore_unavailable=True)
+        try:
+            with installed(deps, settings), Client(app_module.app) as client:
+                streams = boto3.client("dynamodbstreams", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
+                arn = ddb.describe_table(TableName=f"{prefix}review-jobs")["Table"]["LatestStreamArn"]
+                poller = StreamPoller(streams, arn, lambda event: client.lambda_.invoke("review_worker", event).payload)
+                yield Api(client, deps), poller, stub, deps
+        finally:
+            lambda_handlers._idempotent_runner.cache_clear()
+            deps.index.client.indices.delete(index=settings.opensearch_index, ignore_unavailable=True)
 
 
 @pytest.fixture()

@@ -5,12 +5,11 @@ import threading
 
 import httpx
 
-from .test_server_process import server  # noqa: F401  (fixture)
 
 CLIENTS, ROUNDS = 12, 15
 
 
-def test_concurrent_tenants_never_see_or_write_each_others_data(server):  # noqa: F811
+def test_concurrent_tenants_never_see_or_write_each_others_data(server):
     admin = (server.data_dir / "admin_key").read_text().strip()
     keys = [
         httpx.post(f"{server.url}/v1/tenants", json={"name": f"c{i}"}, headers={"Authorization": f"Bearer {admin}"}).json()["api_key"]

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from devtools.openai_stub import OpenAIStub
-
-from .test_server_process import Server, free_port, wait_reviewed
+from devtools.server_process import ServerProcess
+from tests.support.polling import wait_reviewed
 
 pytestmark = pytest.mark.e2e
 
@@ -75,7 +75,7 @@ def ingest(url: str, headers: dict, tids: list[str], ledger: Ledger, stop_at_fai
                     ledger.answered += 1
 
 
-def tenant(server: Server) -> dict:
+def tenant(server: ServerProcess) -> dict:
     admin_key = (server.data_dir / "admin_key").read_text().strip()
     resp = httpx.post(f"{server.url}/v1/tenants", json={"name": "acme"}, headers={"Authorization": f"Bearer {admin_key}"})
     return {"Authorization": f"Bearer {resp.json()['api_key']}"}
@@ -85,10 +85,8 @@ def all_experiences(client: httpx.Client) -> list[dict]:
     return client.get("/v1/experiences", params={"limit": 200}).json()["items"]
 
 
-def test_sigkill_mid_ingest_loses_no_answered_event_and_reviews_every_finalized_trajectory_once(tmp_path):
-    server = Server(tmp_path / "data", free_port(), env={"HINDSIGHT_EMBEDDER": "hash"})
-    server.data_dir.mkdir()
-    server.start()
+def test_sigkill_mid_ingest_loses_no_answered_event_and_reviews_every_finalized_trajectory_once(start_server):
+    server = start_server({"HINDSIGHT_EMBEDDER": "hash"})
     headers = tenant(server)
     work = {n: [f"w{n}-{k}" for k in range(TRAJECTORIES)] for n in range(THREADS)}
     ledger = Ledger()
@@ -155,13 +153,11 @@ def chat_requests(stub: OpenAIStub) -> int:
         return sum(1 for r in stub.state.requests if "messages" in r)
 
 
-def test_sigkill_while_a_review_holds_its_lease_reviews_it_once_after_the_restart(tmp_path):
+def test_sigkill_while_a_review_holds_its_lease_reviews_it_once_after_the_restart(start_server):
     with OpenAIStub() as stub:
         env = {"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_OPENAI_BASE_URL": stub.base_url, "HINDSIGHT_LLM_MAX_RETRIES": "0",
                "HINDSIGHT_REVIEW_LEASE_SECONDS": "2"}  # fmt: skip
-        server = Server(tmp_path / "data", free_port(), env=env)
-        server.data_dir.mkdir()
-        server.start()
+        server = start_server(env)
         headers = tenant(server)
         client = httpx.Client(base_url=server.url, headers=headers, timeout=30)
         try:

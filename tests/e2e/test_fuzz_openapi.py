@@ -33,8 +33,6 @@ from schemathesis.specs.openapi.checks import (
 
 from app import api
 
-from .test_server_process import Server, free_port
-
 pytestmark = pytest.mark.e2e
 
 ADMIN_KEY = "fuzz-admin-key"
@@ -57,11 +55,8 @@ CONFIG = schemathesis.Config.from_dict(
 
 
 @pytest.fixture()
-def server(tmp_path):
-    srv = Server(tmp_path / "data", free_port(), env={"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": ADMIN_KEY})
-    srv.data_dir.mkdir()
-    yield srv.start()
-    srv.stop()
+def server(start_server):
+    return start_server({"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": ADMIN_KEY})
 
 
 def known_ids(url: str, tenant_key: str) -> dict[str, str]:

@@ -8,17 +8,14 @@ stdout and stderr is searched for every secret it saw.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
 
 from devtools.openai_stub import OpenAIStub
-from tests.e2e.test_server_process import ROOT, free_port, wait_reviewed
+from devtools.server_process import ServerProcess
+from tests.support.polling import wait_reviewed
 
 pytestmark = pytest.mark.e2e
 
@@ -34,23 +31,17 @@ EVENTS = [
 def test_no_key_reaches_the_servers_output_or_the_llm_requests(tmp_path):
     admin_key = "hsadmin_" + secrets.token_urlsafe(32)
     openai_key = "sk-test-" + secrets.token_urlsafe(24)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     log_path = tmp_path / "server.log"
-    with OpenAIStub() as stub, open(log_path, "wb") as log:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-        env |= {
-            "PORT": str(port), "HINDSIGHT_DATA_DIR": str(tmp_path / "data"), "HINDSIGHT_EMBEDDER": "hash",
-            "HINDSIGHT_WORKER_POLL_SECONDS": "0.05", "HINDSIGHT_LOG_LEVEL": "DEBUG", "HINDSIGHT_ADMIN_KEY": admin_key,
+    with OpenAIStub() as stub:
+        server = ServerProcess(tmp_path / "data", {
+            "HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_LOG_LEVEL": "DEBUG", "HINDSIGHT_ADMIN_KEY": admin_key,
             "HINDSIGHT_OPENAI_BASE_URL": stub.base_url, "HINDSIGHT_OPENAI_API_KEY": openai_key,
             "HINDSIGHT_LLM_MAX_RETRIES": "0",
-        }
-        proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env, stdout=log, stderr=log)
+        }, log_path=log_path)  # fmt: skip
         try:
-            seen = _exercise(url, admin_key, proc, log_path)
+            seen = _exercise(server.start().url, admin_key)
         finally:
-            proc.terminate()
-            proc.wait(10)
+            server.stop()
         stub_bodies = json.dumps(stub.state.requests)
         stub_headers = list(stub.state.headers)
 
@@ -68,21 +59,8 @@ def test_no_key_reaches_the_servers_output_or_the_llm_requests(tmp_path):
         assert not [name for name, key in keys.items() if key in others]
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen, log_path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log_path.read_text()
-        try:
-            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise TimeoutError("server did not become healthy")
-
-
-def _exercise(url: str, admin_key: str, proc: subprocess.Popen, log_path) -> dict[str, str]:
+def _exercise(url: str, admin_key: str) -> dict[str, str]:
     """Everything likely to log a key; returns the keys used (tenant keys, unknown ones)."""
-    _wait_healthy(url, proc, log_path)
     admin = {"Authorization": f"Bearer {admin_key}"}
     keys: dict[str, str] = {"unknown": "hs_" + secrets.token_urlsafe(32), "wrong admin": "hsadmin_" + secrets.token_urlsafe(32)}
     with httpx.Client(base_url=url, timeout=30) as http:

@@ -1,72 +1,14 @@
 """The real server process, started as `make run` starts it, driven over real HTTP."""
 from __future__ import annotations
 
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.polling import wait_reviewed
+
 pytestmark = pytest.mark.e2e
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
-        self.data_dir, self.port = data_dir, port
-        self.extra_env = env or {}  # more HINDSIGHT_* settings for this server
-        self.url = f"http://127.0.0.1:{port}"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> "Server":
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-        env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_WORKER_POLL_SECONDS": "0.05"} | self.extra_env
-        self.log = open(self.data_dir.parent / f"server-{self.port}.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env, stdout=self.log, stderr=self.log)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, (self.data_dir.parent / f"server-{self.port}.log").read_text()
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise TimeoutError("server did not become healthy")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(10)
-        self.log.close()
-
-
-@pytest.fixture()
-def server(tmp_path):
-    srv = Server(tmp_path / "data", free_port())
-    srv.data_dir.mkdir()
-    yield srv.start()
-    srv.stop()
-
-
-def wait_reviewed(client: httpx.Client, tid: str, timeout: float = 20) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        traj = client.get(f"/v1/trajectories/{tid}").json()
-        if traj["status"] in ("reviewed", "review_failed"):
-            return traj
-        time.sleep(0.05)
-    raise TimeoutError(f"trajectory {tid} was not reviewed")
 
 
 def test_a_lesson_is_learned_recalled_and_survives_a_restart(server):

@@ -42,7 +42,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 import app as app_module
 from chalicelib import container
 from chalicelib.settings import Settings
-from tests.http.conftest import ADMIN, Api
+from tests.support.http_api import ADMIN, Api
+
+pytestmark = pytest.mark.slow  # a state machine of 10-50 examples: seconds to minutes
 
 AGENTS = ("planner", "coder")
 USERS = ("alice", "bob")
@@ -544,16 +546,16 @@ class IsolationMachine(RuleBasedStateMachine):
 # --- one suite, two backends ------------------------------------------------------------------
 
 
-@pytest.fixture(params=["embedded", "aws"])
-def world(request, tmp_path, monkeypatch):
+@pytest.fixture(params=["embedded", pytest.param("aws", marks=pytest.mark.opensearch)])
+def world(request, tmp_path, monkeypatch, use_deps):
     if request.param == "embedded":
         cfg = Settings(data_dir=str(tmp_path), embedder="hash", admin_key=ADMIN, worker=False)
         deps = container.build_embedded(cfg)
         cleanup = lambda: None  # noqa: E731 -- tmp_path goes with the test
     else:
         from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex
-        from tests.conftest_opensearch import node_url
-        from tests.contract.dynamo_backend import CREDENTIALS, moto_endpoint
+        from tests.support.opensearch import node_url
+        from tests.support.dynamo import CREDENTIALS, moto_endpoint
 
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["aws_access_key_id"])
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["aws_secret_access_key"])
@@ -572,12 +574,11 @@ def world(request, tmp_path, monkeypatch):
             deps.index.client.indices.delete(index=cfg.opensearch_index, ignore_unavailable=True)
             deps.experiences.tables.delete()
 
-    container.set_deps(deps, cfg)
+    use_deps(deps, cfg)
     try:
         with Client(app_module.app) as client:
             yield World(Api(client, deps), request.param)
     finally:
-        container.set_deps(None, Settings())
         cleanup()
 
 

@@ -14,7 +14,6 @@ from chalice.test import Client
 
 import app as app_module
 from chalicelib import container, lambda_handlers, observability, redaction
-from chalicelib.settings import Settings
 
 ADMIN_KEY = "admin key with spaces " + secrets.token_hex(12)  # no known shape: masked as a registered value
 OPENAI_KEY = "sk-test-" + secrets.token_urlsafe(24)
@@ -33,7 +32,7 @@ def fresh_powertools_logger() -> None:
 
 
 @pytest.fixture()
-def lambda_env(tmp_path, monkeypatch, capsys):
+def lambda_env(tmp_path, monkeypatch, capsys, use_deps):
     for name, value in {
         "HINDSIGHT_DATA_DIR": str(tmp_path), "HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_WORKER": "false",
         "HINDSIGHT_ADMIN_KEY": ADMIN_KEY, "HINDSIGHT_OPENAI_API_KEY": OPENAI_KEY,
@@ -41,8 +40,8 @@ def lambda_env(tmp_path, monkeypatch, capsys):
         "POWERTOOLS_LOG_LEVEL": "DEBUG", "POWERTOOLS_LOGGER_LOG_EVENT": "true",
     }.items():
         monkeypatch.setenv(name, value)
+    use_deps(None, None)  # built from the environment, as in Lambda
     monkeypatch.setattr(container, "_settings", None)
-    container.set_deps(None)
     fresh_powertools_logger()  # built again below, at DEBUG, writing to the captured stdout
 
     # the Lambda runtime's handler on the root logger, there before the app is imported
@@ -60,7 +59,6 @@ def lambda_env(tmp_path, monkeypatch, capsys):
         root.removeHandler(handler)
         root.setLevel(previous)
         fresh_powertools_logger()
-        container.set_deps(None, Settings())
 
 
 def authorize(client: Client, token: str) -> dict:

@@ -9,24 +9,21 @@ from chalice.test import Client
 import app as app_module
 from chalicelib import container
 from chalicelib.settings import Settings
-from devtools.openai_stub import OpenAIStub
 
-from .conftest import ADMIN, Api
+from tests.support.http_api import ADMIN, Api
 from .test_api import WEATHER_EVENTS, start
 
 
 @pytest.fixture()
-def llm_api(tmp_path):
-    with OpenAIStub() as stub:
-        settings = Settings(data_dir=str(tmp_path), embedder="hash", admin_key=ADMIN, worker=False,
-                            openai_base_url=stub.base_url, llm_max_retries=0, review_max_attempts=2)
-        deps = container.build_embedded(settings)
-        container.set_deps(deps, settings)
-        with Client(app_module.app) as client:
-            api = Api(client, deps)
-            api.stub = stub
-            yield api, stub
-        container.set_deps(None, Settings())
+def llm_api(tmp_path, openai_stub, use_deps):
+    stub = openai_stub
+    settings = Settings(data_dir=str(tmp_path), embedder="hash", admin_key=ADMIN, worker=False,
+                        openai_base_url=stub.base_url, llm_max_retries=0, review_max_attempts=2)
+    deps = use_deps(container.build_embedded(settings), settings)
+    with Client(app_module.app) as client:
+        api = Api(client, deps)
+        api.stub = stub
+        yield api, stub
 
 
 def test_a_trajectory_reviewed_by_the_llm_becomes_recalled_advice(llm_api):

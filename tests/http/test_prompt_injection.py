@@ -8,7 +8,7 @@ import copy
 from chalicelib.adapters.llm_reviewer import SYSTEM_PROMPT
 from devtools.openai_stub import review_from_trajectory
 
-from .conftest import ADMIN
+from tests.support.http_api import ADMIN
 from .test_api import WEATHER_EVENTS, start
 from .test_llm_pipeline import llm_api  # noqa: F401 - the fixture
 

@@ -8,29 +8,33 @@ from chalice.test import Client
 import app as app_module
 from chalicelib import container
 from chalicelib.settings import Settings
-from tests.fakes import FakeClock
-from tests.http.conftest import ADMIN, Api
+from tests.support.fakes import FakeClock
+from tests.support.http_api import ADMIN, Api
 
 BURST = 3  # at 2 requests per second: a token every 0.5 s
 
 
-def limited(tmp_path, per_second: float = 2, burst: int = BURST):
-    settings = Settings(
-        data_dir=str(tmp_path), embedder="hash", admin_key=ADMIN, worker=False,
-        rate_limit_per_second=per_second, rate_limit_burst=burst,
-    )
-    deps = container.build_embedded(settings)
-    deps.clock = FakeClock()
-    container.set_deps(deps, settings)
-    return deps
+@pytest.fixture()
+def limited(tmp_path, use_deps):
+    """``limited(per_second, burst)``: the embedded deps with that limit and a fake clock, installed."""
+
+    def install(per_second: float = 2, burst: int = BURST):
+        settings = Settings(
+            data_dir=str(tmp_path), embedder="hash", admin_key=ADMIN, worker=False,
+            rate_limit_per_second=per_second, rate_limit_burst=burst,
+        )
+        deps = container.build_embedded(settings)
+        deps.clock = FakeClock()
+        return use_deps(deps, settings)
+
+    return install
 
 
 @pytest.fixture()
-def api(tmp_path):
-    deps = limited(tmp_path)
+def api(limited):
+    deps = limited()
     with Client(app_module.app) as client:
         yield Api(client, deps)
-    container.set_deps(None, Settings())
 
 
 def spend(api, key: str, n: int = BURST) -> None:
@@ -48,8 +52,8 @@ def test_a_burst_over_the_limit_is_refused_with_429_and_retry_after(api):
     assert "retry in 1 s" in resp.json_body["error"]["message"]
 
 
-def test_retry_after_counts_whole_seconds_of_a_slow_refill(tmp_path):
-    deps = limited(tmp_path, per_second=0.25, burst=1)  # a token every 4 s
+def test_retry_after_counts_whole_seconds_of_a_slow_refill(limited):
+    deps = limited(per_second=0.25, burst=1)  # a token every 4 s
     with Client(app_module.app) as client:
         api = Api(client, deps)
         key = api.tenant()
@@ -57,7 +61,6 @@ def test_retry_after_counts_whole_seconds_of_a_slow_refill(tmp_path):
         assert api.call("GET", "/v1/stats", key).headers["Retry-After"] == "4"
         deps.clock.advance(seconds=2.5)
         assert api.call("GET", "/v1/stats", key).headers["Retry-After"] == "2"
-    container.set_deps(None, Settings())
 
 
 def test_other_tenants_are_not_affected(api):
@@ -112,13 +115,12 @@ def test_admin_routes_and_bad_keys_are_not_counted_against_a_tenant(api):
     spend(api, key)
 
 
-def test_a_limit_of_zero_turns_limiting_off(tmp_path):
-    deps = limited(tmp_path, per_second=0, burst=0)
+def test_a_limit_of_zero_turns_limiting_off(limited):
+    deps = limited(per_second=0, burst=0)
     with Client(app_module.app) as client:
         api = Api(client, deps)
         key = api.tenant()
         spend(api, key, 50)
-    container.set_deps(None, Settings())
 
 
 def test_the_default_limit_is_generous():

@@ -3,12 +3,7 @@ injects faults between the SDK and it (refusals, failures, lost answers)."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,57 +11,14 @@ from typing import Any, Callable
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+from devtools.server_process import ServerProcess
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, proc: subprocess.Popen | None = None, timeout: float = 30.0, log: Path | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode}: {log.read_text() if log else ''}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(f"{url} did not answer 200 within {timeout} s")
-
-
-class HindsightServer:
-    """`python server.py` on a free port with a temporary data dir and the fast embedder."""
-
-    admin_key = "hsadmin_sdk_tests"
+class HindsightServer(ServerProcess):
+    """The real server with a known admin key and the fast embedder, plus the SDK tests' calls."""
 
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
-        self.data_dir = data_dir
-        self.extra_env = env or {}  # more HINDSIGHT_* settings for this server
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = data_dir.parent / f"server-{self.port}.log"
-
-    def start(self) -> HindsightServer:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-        env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": "hash",
-                "HINDSIGHT_WORKER_POLL_SECONDS": "0.05", "HINDSIGHT_ADMIN_KEY": self.admin_key} | self.extra_env  # fmt: skip
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env,
-                                     stdout=self._log, stderr=self._log)  # fmt: skip
-        wait_http(f"{self.url}/v1/health", self.proc, log=self.log_path)
-        return self
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-        self._log.close()
+        super().__init__(data_dir, {"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": "hsadmin_sdk_tests"} | (env or {}))
 
     def new_tenant(self, name: str = "sdk-test") -> str:
         resp = httpx.post(f"{self.url}/v1/tenants", json={"name": name},

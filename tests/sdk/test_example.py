@@ -7,7 +7,7 @@ import sys
 
 from hindsight_client import Hindsight
 
-from .servers import ROOT
+from devtools.server_process import ROOT
 
 
 def load_example():

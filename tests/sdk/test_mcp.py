@@ -17,7 +17,8 @@ from hindsight_client import Hindsight
 from hindsight_client.config import Config
 from hindsight_client.mcp_server import build_server
 
-from .servers import ROOT, free_port, wait_http
+from devtools.net import free_port, wait_http
+from devtools.server_process import ROOT
 
 pytestmark = pytest.mark.anyio
 

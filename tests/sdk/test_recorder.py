@@ -2,15 +2,19 @@
 what it does when the service is refusing, failing or gone."""
 from __future__ import annotations
 
+import threading
 import time
 
 import anyio
+import httpx
 import pytest
 
 from hindsight_client import Hindsight, RetryPolicy, TrajectoryRecorder, Unauthorized
 from hindsight_client.anomalies import Anomaly
 
-from .servers import FaultProxy, free_port
+from devtools.net import free_port
+
+from .servers import FaultProxy
 
 
 def sent_events(proxy: FaultProxy, trajectory_id: str) -> list[dict]:
@@ -102,17 +106,40 @@ def test_a_failing_service_is_retried_in_the_background(proxied: Hindsight, prox
     assert proxied.get_trajectory(rec.trajectory_id).event_count == 1
 
 
+class HeldNetwork:
+    """An httpx transport whose every request waits until ``release()``, then fails to connect:
+    a service that hangs, then turns out to be gone. ``answered`` counts requests that returned."""
+
+    def __init__(self) -> None:
+        self.entered, self.released = threading.Event(), threading.Event()
+        self.answered = 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.entered.set()
+        # the guard only ends a test that would otherwise hang; its outcome is decided by `answered`
+        self.released.wait(timeout=60)
+        self.answered += 1
+        raise httpx.ConnectError("the service is gone", request=request)
+
+    def release(self) -> None:
+        self.released.set()
+
+
 def test_an_unreachable_service_never_blocks_the_agent() -> None:
-    dead = Hindsight(f"http://127.0.0.1:{free_port()}", "k", retry=RetryPolicy(max_attempts=2, base_delay=0.01))
+    network = HeldNetwork()
+    http = httpx.Client(base_url="http://hindsight.invalid", transport=httpx.MockTransport(network))
+    dead = Hindsight("http://hindsight.invalid", "k", retry=RetryPolicy(max_attempts=2, base_delay=0.01), http_client=http)
     rec = TrajectoryRecorder(dead, agent_id="a", goal="g", close_timeout=0.5).start()
-    started = time.perf_counter()
-    for i in range(1000):
+    for i in range(100):  # a full batch: the sender sends at once
         rec.tool_call("t", {"i": i}, result=i)
-    # A recorder that waited on the network would need >= 10 s here (1000 x a 10 ms backoff).
-    assert time.perf_counter() - started < 3.0
-    started = time.perf_counter()
-    assert rec.close() is False
-    assert time.perf_counter() - started < 3.0
+    assert network.entered.wait(timeout=60), "the sender never sent"
+    for i in range(100, 1000):  # the sender is stuck in its request meanwhile
+        rec.tool_call("t", {"i": i}, result=i)
+    assert network.answered == 0  # every event was recorded while the network held the sender
+    assert rec.close() is False  # close gives up at its deadline ...
+    assert network.answered == 0  # ... without waiting for the network
+    network.release()
+    assert rec.flush(timeout=60)  # the sender now gives every event up
     assert rec.stats.failed == 1000 and rec.errors and not rec.finalized
 
 

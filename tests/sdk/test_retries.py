@@ -10,8 +10,10 @@ import pytest
 
 from hindsight_client import Hindsight, RateLimited, RetryPolicy, ServerError, TransportError
 
+from devtools.net import free_port
+
 from .conftest import FAST_RETRY
-from .servers import FaultProxy, HindsightServer, free_port
+from .servers import FaultProxy, HindsightServer
 
 EVENTS = [{"type": "tool_call", "content": {"tool": "sql", "params": {"q": str(i)}, "result": i}} for i in range(5)]
 

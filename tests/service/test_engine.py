@@ -9,7 +9,7 @@ from chalicelib.domain.models import ExperienceStatus
 from chalicelib.domain.review import situation_key
 from chalicelib.ports import IndexFilter
 from chalicelib.services import experiences, ingest, review
-from tests.fakes import FakeClock, fake_deps
+from tests.support.fakes import FakeClock, fake_deps
 
 
 @pytest.fixture()

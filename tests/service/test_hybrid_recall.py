@@ -7,7 +7,7 @@ import pytest
 from chalicelib.domain.models import Experience
 from chalicelib.services import recall
 from chalicelib.services.review import index_experiences
-from tests.fakes import FakeClock, fake_deps
+from tests.support.fakes import FakeClock, fake_deps
 
 
 class FlatEmbedder:

@@ -11,7 +11,7 @@ import pytest
 
 from chalicelib.domain.errors import Unauthorized
 from chalicelib.services import tenants
-from tests.fakes import InMemoryTenantStore, fake_deps
+from tests.support.fakes import InMemoryTenantStore, fake_deps
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import pytest
 from chalicelib.domain.errors import Conflict, NotFound, Unauthorized
 from chalicelib.domain.models import ExperienceStatus
 from chalicelib.services import experiences, ingest, maintenance, recall, review, tenants
-from tests.fakes import FakeClock, fake_deps
+from tests.support.fakes import FakeClock, fake_deps
 
 
 @pytest.fixture()

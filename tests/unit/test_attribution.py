@@ -3,7 +3,7 @@ from chalicelib.domain.generalize import describe_value, generalize, literal_val
 from chalicelib.domain.models import Event
 from chalicelib.domain.review import review_trajectory
 
-from .builders import T0, call, said, traj
+from tests.support.builders import T0, call, said, traj
 
 
 def ev(eid, kind="tool_call", parent=None, node=None, seq=0, **content):

@@ -1,6 +1,6 @@
 from chalicelib.domain.compress import compress_event, compress_trajectory, estimate_tokens, raw_size_tokens
 
-from .builders import call, said, traj
+from tests.support.builders import call, said, traj
 
 
 def test_a_failed_call_keeps_tool_params_status_and_error():

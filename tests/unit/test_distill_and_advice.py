@@ -5,7 +5,7 @@ from chalicelib.domain.distill import draft_to_experience, experience_id_for, me
 from chalicelib.domain.models import Explanation, Hit
 from chalicelib.domain.review import LessonDraft
 
-from .builders import T0, experience, traj
+from tests.support.builders import T0, experience, traj
 
 
 def draft(**kw) -> LessonDraft:

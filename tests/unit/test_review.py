@@ -1,6 +1,6 @@
 from chalicelib.domain.review import error_class, generalize, review_trajectory
 
-from .builders import call, said, traj
+from tests.support.builders import call, said, traj
 
 
 def test_a_failure_fixed_by_calling_another_tool_first_teaches_the_order():

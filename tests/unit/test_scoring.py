@@ -6,7 +6,7 @@ import pytest
 from chalicelib.domain.models import ExperienceStatus, RecallQuery, Signal
 from chalicelib.domain.scoring import DecayPolicy, ScoringWeights, apply_feedback, decay, freshness_at, score_hit
 
-from .builders import T0, experience
+from tests.support.builders import T0, experience
 
 POLICY = DecayPolicy(half_life_days=30, archive_below=0.2, min_age_days=7)
 WEIGHTS = ScoringWeights(semantic=0.55, lexical=0.15, tag_match=0.15, freshness=0.06, utility=0.05, confidence=0.04)

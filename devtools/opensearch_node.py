@@ -1,30 +1,27 @@
-"""A real OpenSearch node for the tests that need one (marker ``opensearch``).
+"""A real OpenSearch node for the tests (marker ``opensearch``) and benchmarks that need one.
 
 ``node_url()`` answers with ``OPENSEARCH_URL`` when it is set and reachable; otherwise it starts a
 node of its own with ``scripts/opensearch/start.sh`` on a free port, in a private cache directory
 (its own data, logs and pid file, the distribution hard-linked from the shared one), so it neither
 meets nor stops a node someone else runs. That node is stopped and removed when the test process
-exits. A node that cannot start fails the tests with the tail of its log: they never skip.
-
-Not a conftest by name: ``tests/contract/conftest.py`` imports what it uses from here.
+exits. A node that cannot start raises with the tail of its log (the tests' fixture turns that
+into a failure: they never skip).
 """
 from __future__ import annotations
 
 import atexit
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
 import urllib.request
 from pathlib import Path
 
-import pytest
+from devtools.net import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts" / "opensearch"
-MARKER = "opensearch: needs a real OpenSearch node (OPENSEARCH_URL, or one started by scripts/opensearch/start.sh)"
 
 
 def reachable(url: str, timeout: float = 3.0) -> bool:
@@ -33,12 +30,6 @@ def reachable(url: str, timeout: float = 3.0) -> bool:
             return r.status == 200
     except OSError:
         return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tail(path: Path, lines: int = 60) -> str:
@@ -102,13 +93,13 @@ _failure: str | None = None
 
 
 def node_url() -> str:
-    """The URL of a running node for this test process, started on first use."""
+    """The URL of a running node for this process, started on first use."""
     global _url, _failure
     with _lock:
         if _url is not None:
             return _url
-        if _failure is not None:  # one attempt per process; every later test fails the same way
-            pytest.fail(_failure, pytrace=False)
+        if _failure is not None:  # one attempt per process; every later caller fails the same way
+            raise RuntimeError(_failure)
         given = os.environ.get("OPENSEARCH_URL")
         if given and reachable(given):
             _url = given.rstrip("/")
@@ -118,29 +109,7 @@ def node_url() -> str:
         try:
             _url = node.start()
         except Exception as exc:  # noqa: BLE001 -- reported, never skipped
-            _failure = f"no OpenSearch node for the opensearch tests: {exc}"
-            pytest.fail(_failure, pytrace=False)
+            _failure = f"no OpenSearch node: {exc}"
+            raise RuntimeError(_failure) from exc
         return _url
 
-
-@pytest.hookimpl(specname="pytest_collection_modifyitems", tryfirst=True)
-def pytest_collection_modifyitems_opensearch(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests that run on an index-only backend ``opensearch``, and deselect those of
-    theirs that exercise another port (stores, queue), which such a backend does not implement."""
-    from tests.contract.opensearch_backend import INDEX_ONLY_BACKENDS, OTHER_PORT_FIXTURES
-
-    config.addinivalue_line("markers", MARKER)
-    keep, dropped = [], []
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is None or callspec.params.get("backend") not in INDEX_ONLY_BACKENDS:
-            keep.append(item)
-            continue
-        if OTHER_PORT_FIXTURES.intersection(getattr(item, "fixturenames", ())):
-            dropped.append(item)
-            continue
-        item.add_marker(pytest.mark.opensearch)
-        keep.append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
