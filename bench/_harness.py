@@ -9,7 +9,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,13 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-HOST = "127.0.0.1"  # the benchmarks never talk to anything else
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+from devtools.net import HOST, free_port  # noqa: E402,F401 -- re-exported to the benchmarks
 
 
 def pct(values: list[float], q: float) -> float:

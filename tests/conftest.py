@@ -31,7 +31,7 @@ FAST = {"unit", "service"}
 SLOW = ("slow", "e2e", "opensearch")
 
 
-@pytest.hookimpl(trylast=True)  # after the folders' own hooks have marked their items
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         folder = Path(item.path).resolve().relative_to(TESTS).parts[0]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,14 +16,9 @@ from typing import Any
 
 import httpx
 
+from devtools.net import HOST, free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 class LocalServer:
