@@ -14,7 +14,7 @@ from chalicelib.api import schemas as s
 from chalicelib.api.routes import Repeat, Router
 from chalicelib.container import get_deps, get_settings
 from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
-from chalicelib.services import experiences, ingest, maintenance, recall, review, tenants
+from chalicelib.services import experiences, ingest, maintenance, recall, review_jobs, tenants
 from chalicelib.settings import Settings
 
 app = Chalice(app_name="hindsight", configure_logs=False)
@@ -167,17 +167,17 @@ def decay(body: s.DecayIn) -> s.DecayOut:
 @api.route("GET", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason",
            query=s.FailedReviewsQuery, response=s.FailedReviewList, auth="admin")
 def failed_reviews(query: s.FailedReviewsQuery) -> s.FailedReviewList:
-    jobs = review.failed_reviews(get_deps(), query.tenant_id, query.limit)
+    jobs = review_jobs.failed_reviews(get_deps(), query.tenant_id, query.limit)
     return s.FailedReviewList(failed=[out.failed_review_out(j) for j in jobs])
 
 
 @api.route("POST", "/v1/maintenance/redrive", "Send failed reviews round again (all, a tenant's, or listed trajectories)",
            body=s.RedriveIn, response=s.RedriveOut, auth="admin")
 def redrive(body: s.RedriveIn) -> s.RedriveOut:
-    return s.RedriveOut(redriven=review.redrive_failed(get_deps(), body.tenant_id, body.trajectory_ids))
+    return s.RedriveOut(redriven=review_jobs.redrive_failed(get_deps(), body.tenant_id, body.trajectory_ids))
 
 
-# --- background work in the cloud (locally, chalicelib.worker does the same in a thread) ---------
+# --- background work in the cloud (locally, worker.py does the same in a thread) ---------
 
 JOBS_STREAM_ARN = os.environ.get(
     "HINDSIGHT_JOBS_STREAM_ARN", "arn:aws:dynamodb:us-east-1:000000000000:table/hindsight-dev-review-jobs/stream/local"

@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     import waitress
 
     from chalicelib.container import admin_key_path, get_deps, get_settings
-    from chalicelib.worker import BackgroundWorker
+    from worker import BackgroundWorker
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     if warm is not None:  # load every tenant's vectors now rather than on its first recall
         threading.Thread(target=warm, name="hindsight-warm-index", daemon=True).start()
     if settings.worker:
-        BackgroundWorker(deps, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
+        BackgroundWorker(deps, deps.review_notifier, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
     from app import app as chalice_app
 
     url = f"http://{settings.host}:{settings.port}"

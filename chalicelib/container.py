@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from . import redaction
+from .adapters.review_signal import ReviewSignal
 from .settings import Settings
 from .services.deps import Deps, policies
 
@@ -164,6 +165,7 @@ def build_embedded(settings: Settings) -> Deps:
         clock=SystemClock(),
         admin_key=resolve_admin_key(settings),
         rate_limiter=InProcessRateLimiter(rate_policy(settings)),
+        review_notifier=ReviewSignal(),  # the embedded worker waits on it (worker.py)
         **policies(settings),
     )
 
@@ -201,6 +203,8 @@ def build_aws(settings: Settings) -> Deps:
         admin_key=settings.admin_key,
         # a bucket per tenant in DynamoDB: every Lambda instance takes from the same one
         rate_limiter=DynamoRateLimiter(tables, rate_policy(settings)),
+        # in Lambda the jobs table's stream starts reviews; a local server's worker waits on this
+        review_notifier=ReviewSignal(),
         **policies(settings),
     )
 

@@ -20,7 +20,7 @@ from typing import Any
 from . import observability as obs
 from .container import get_deps, get_settings
 from .services.maintenance import run_decay
-from .services.review import process_review_jobs, requeue_unreviewed
+from .services.review_jobs import process_review_jobs, requeue_unreviewed
 
 WAKING_STATES = ("pending",)
 

@@ -233,7 +233,13 @@ class Embedder(Protocol):
 
 
 class Reviewer(Protocol):
-    def review(self, traj: Trajectory, events: Sequence[Event], kind: str) -> Review: ...
+    def review(self, traj: Trajectory, events: Sequence[Event], kind: str) -> Review:
+        """The lessons of ``events`` (``kind``: the ``ReviewKind.scope``, ``full`` or ``local``)."""
+
+
+class ReviewNotifier(Protocol):
+    def notify(self) -> None:
+        """A review job was queued: wake whoever runs reviews. Never blocks, never raises."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +263,8 @@ class DeadJob:
 
 
 class ReviewQueue(Protocol):
+    """Job kinds are the text of a ``domain.models.ReviewKind``; the queue only stores them."""
+
     def enqueue(self, tenant_id: str, trajectory_id: str, kind: str, now: datetime) -> None:
         """Idempotent per (tenant, trajectory, kind) while the job is pending."""
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..domain.models import Event, Trajectory
-from ..domain.review import Review, review_trajectory
+from ..domain.review import Review, review_by_rules
 
 
 class DeterministicReviewer:
     """``ports.Reviewer`` without an LLM: the rule-based review of ``domain.review``."""
 
     def review(self, traj: Trajectory, events: Sequence[Event], kind: str) -> Review:
-        return review_trajectory(traj, events, kind)
+        return review_by_rules(traj, events, kind)

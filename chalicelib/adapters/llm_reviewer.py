@@ -12,18 +12,14 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Collection, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..domain.compress import compress_trajectory, estimate_tokens, raw_size_tokens
-from ..domain.generalize import generalize, literal_digests
+from ..domain.lesson import LessonDraft, Raw, drafted, fix_fingerprint, goal_wording, situation_key, trajectory_literals
 from ..domain.models import Event, Trajectory
-from ..domain.review import (
-    LessonDraft, Review, fix_fingerprint, generalized_goal, review_trajectory, situation_key, trajectory_literals,
-    without_kept,
-)
+from ..domain.review import Review, review_by_rules
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +150,7 @@ class LLMReviewer:
         self.stats = LLMStats()
 
     def review(self, traj: Trajectory, events: Sequence[Event], kind: str) -> Review:
-        base = review_trajectory(traj, events, kind)  # always: attribution and the rule-based lessons
+        base = review_by_rules(traj, events, kind)  # always: attribution and the rule-based lessons
         compact = compress_trajectory(traj, events)
         raw, small = raw_size_tokens(traj, events), estimate_tokens(compact)
         self.stats.add(tokens_raw=raw, tokens_compressed=small)
@@ -208,30 +204,23 @@ class LLMReviewer:
             idents = [i for i in _IDENT.findall(lesson.advice) if i in known_tools or i in params]
             main = tools[0] if tools else (idents[0] if idents else "")
             key = situation_key(main, lesson.error_class or "")
-            drafts.append(_written(traj, values, lesson, tools, fix_fingerprint(key, idents or tools), key, ()))
+            drafts.append(_written(traj, values, lesson, tools, fix_fingerprint(key, idents or tools), key))
         return drafts
 
 
 def _written(
     traj: Trajectory, values: dict[str, str], lesson: LLMLesson, tools: tuple[str, ...], fp: str, key: str,
-    keep: Collection[str],
 ) -> LessonDraft:
-    """The model's lesson generalized with the trajectory's literals, less those to ``keep``."""
-    vals = without_kept(values, keep, traj.tenant_id)
-    return LessonDraft(
-        situation=generalize(lesson.situation, vals),
-        action=generalize(lesson.action, vals),
-        result=generalize(lesson.result, vals),
-        lesson=generalize(lesson.lesson, vals),
-        advice=generalize(lesson.advice, vals),
+    """The model's lesson, its texts generalized with the trajectory's literals when written."""
+    wording = {name: (Raw(getattr(lesson, name)),) for name in ("situation", "action", "result", "lesson", "advice")}
+    return drafted(
+        {**wording, "example": goal_wording(traj)},
+        values,
+        traj.tenant_id,
         tools=tools,
         kind="llm",
         fingerprint=fp,
         situation_key=key,
         error_class=lesson.error_class,
         polarity=lesson.polarity,
-        example=generalized_goal(traj, vals),
-        literals=literal_digests(values, traj.tenant_id),
-        kept=tuple(v for v in values if v not in vals),
-        specialize=partial(_written, traj, values, lesson, tools, fp, key),
     )

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Collection, Sequence
 
 from .attribution import call_key
-from .models import Event
+from .models import Event, ReviewKind
 
 WINDOW = 8  # events of context reviewed before the anomaly's last event
 
@@ -14,11 +14,20 @@ WINDOW = 8  # events of context reviewed before the anomaly's last event
 class Anomaly:
     kind: str  # consecutive_failures | negative_feedback | repeated_call
     trigger: Event  # the event that completed the anomaly
-    first_seq: int  # where the local review's window starts
 
     @property
-    def review_kind(self) -> str:
-        return f"local:{self.trigger.event_id}"
+    def review_kind(self) -> ReviewKind:
+        return ReviewKind.local(self.trigger.event_id)
+
+
+def window(events: Sequence[Event], trigger: Event) -> list[Event]:
+    """What a local review reviews: the anomaly's last event and the WINDOW events before it."""
+    return [e for e in events if trigger.seq - WINDOW <= e.seq <= trigger.seq]
+
+
+def may_complete_anomaly(event: Event) -> bool:
+    """Only these events can complete an anomaly: ingest reads the trajectory back only for them."""
+    return event.is_tool_call or event.is_negative_feedback
 
 
 def detect(events: Sequence[Event], new_ids: Collection[str]) -> list[Anomaly]:
@@ -34,17 +43,16 @@ def detect(events: Sequence[Event], new_ids: Collection[str]) -> list[Anomaly]:
     counts: dict[str, int] = {}
     for e in events:
         is_new = e.event_id in new_ids
-        start = max(1, e.seq - WINDOW)
         if e.is_tool_call:
             key = call_key(e)
             counts[key] = counts.get(key, 0) + 1
             if is_new and e.failed and previous_call is not None and previous_call.failed:
-                found.append(Anomaly("consecutive_failures", e, start))
+                found.append(Anomaly("consecutive_failures", e))
             elif is_new and counts[key] == 3:
-                found.append(Anomaly("repeated_call", e, start))
+                found.append(Anomaly("repeated_call", e))
             previous_call = e
-        elif is_new and e.type == "feedback" and e.content.get("sentiment") == "negative":
-            found.append(Anomaly("negative_feedback", e, start))
+        elif is_new and e.is_negative_feedback:
+            found.append(Anomaly("negative_feedback", e))
     return found
 
 
@@ -55,7 +63,7 @@ def qualifies_for_full_review(events: Sequence[Event], outcome: str | None, min_
         return True, f"outcome {outcome}"
     if any(e.failed for e in events):
         return True, "a tool call failed"
-    if any(e.type == "feedback" and e.content.get("sentiment") == "negative" for e in events):
+    if any(e.is_negative_feedback for e in events):
         return True, "negative feedback"
     if len(events) >= min_events:
         return True, f"{len(events)} events"

@@ -173,7 +173,7 @@ def objected_calls(events: Sequence[Event]) -> set[str]:
     for e in events:
         if e.is_tool_call:
             last_call = e
-        elif e.type == "feedback" and e.content.get("sentiment") == "negative" and last_call is not None:
+        elif e.is_negative_feedback and last_call is not None:
             out.add(last_call.event_id)
     return out
 

@@ -5,11 +5,11 @@ import hashlib
 import re
 from dataclasses import replace
 from datetime import datetime
-from typing import Mapping
+from typing import Collection, Mapping
 
 from .generalize import names, recurring_literals
+from .lesson import TEXT_FIELDS, LessonDraft, without_kept, write
 from .models import Experience, ExperienceStatus, Source, Trajectory
-from .review import LessonDraft
 
 _GENERIC = re.compile(
     r"^\s*(?:be careful|try again|do better|try harder|pay (?:more )?attention|double[- ]check|be more careful"
@@ -85,7 +85,7 @@ def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime) -> 
         intent=traj.intent,
         examples=_examples([draft.example]),
         literals=dict(draft.literals),
-        anchors=list(draft.kept),  # candidates: a merge keeps those every task example names
+        anchors=list(draft.kept_literals),  # candidates: a merge keeps those every task example names
     )
 
 
@@ -98,14 +98,27 @@ def literals_to_keep(existing: Experience, draft: LessonDraft, trajectory_id: st
     return recurring_literals(existing.literals, draft.literals)
 
 
+def written_keeping(draft: LessonDraft, keep: Collection[str], salt: str) -> LessonDraft:
+    """The draft written again from its pieces, keeping the literals in ``keep`` (by digest) as
+    they are; the same lesson (its identity does not depend on the wording). A draft without
+    pieces is returned as it is."""
+    if not draft.wording:
+        return draft
+    values = without_kept(draft.values, keep, salt)
+    return replace(
+        draft,
+        **{name: write(draft.wording[name], values) for name in TEXT_FIELDS if name in draft.wording},
+        kept_literals=tuple(v for v in draft.values if v not in values),
+    )
+
+
 def specialized_experience(draft: LessonDraft, keep: Mapping[str, str], traj: Trajectory, now: datetime) -> Experience | None:
     """The new source's lesson written again keeping the literals every source so far had
     (``keep``, by digest: ``main`` in each push to the protected branch), or None when none
     recur: a lesson abstracts only what varies across its tasks (least general generalization)."""
-    special = draft.specialize(keep) if keep and draft.specialize is not None else None
-    if special is None or special.fingerprint != draft.fingerprint:
+    if not keep or not draft.wording:
         return None
-    return draft_to_experience(special, traj, now)
+    return draft_to_experience(written_keeping(draft, keep, traj.tenant_id), traj, now)
 
 
 def merge_into(existing: Experience, new: Experience, now: datetime, specialized: bool = False) -> Experience:

@@ -88,6 +88,79 @@ class Trajectory:
     finalized_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class ReviewKind:
+    """What a review job reviews: the whole trajectory (``full``, queued on finalize) or the events
+    around an ingest anomaly (``local:<event_id>``). Queues store it as text: ``str(kind)``, read
+    back with ``ReviewKind.parse``."""
+
+    trigger: str | None = None  # the event that completed the anomaly, for a local review
+
+    @classmethod
+    def local(cls, trigger_id: str) -> "ReviewKind":
+        return cls(trigger_id)
+
+    @classmethod
+    def parse(cls, text: str) -> "ReviewKind":
+        if text == FULL_SCOPE:
+            return cls()
+        scope, sep, trigger = text.partition(":")
+        if scope == LOCAL_SCOPE and sep:
+            return cls(trigger)
+        raise ValueError(f"unknown review kind {text!r}")
+
+    @property
+    def is_full(self) -> bool:
+        return self.trigger is None
+
+    @property
+    def scope(self) -> str:
+        """What a reviewer is told it reviews: ``full`` or ``local``."""
+        return FULL_SCOPE if self.is_full else LOCAL_SCOPE
+
+    def __str__(self) -> str:
+        return FULL_SCOPE if self.trigger is None else f"{LOCAL_SCOPE}:{self.trigger}"
+
+
+FULL_SCOPE, LOCAL_SCOPE = "full", "local"
+FULL_REVIEW = ReviewKind()
+
+
+@dataclass(frozen=True)
+class ReviewSummary:
+    """A trajectory's ``review`` record, in each of its states: reviewed (``findings``), skipped,
+    one local review (``findings`` and its ``trigger``), failed (``error``...), redriven. Every
+    state of the trajectory's record keeps ``local``, the summaries of its local reviews."""
+
+    kind: str | None = None
+    findings: dict[str, Any] | None = None  # the reviewer's summary and what distillation made of it
+    skipped: str | None = None
+    trigger: str | None = None
+    error: str | None = None
+    attempts: int | None = None
+    failed_at: datetime | None = None
+    redriven_at: datetime | None = None
+    previous: dict[str, Any] | None = None  # the record a redrive replaced, less ``local``
+    local: list[dict[str, Any]] | None = None
+
+    @staticmethod
+    def local_reviews(traj: Trajectory) -> list[dict[str, Any]]:
+        return (traj.review or {}).get(LOCAL_SCOPE, [])
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**(self.findings or {})}
+        for name in ("kind", "skipped", "trigger", "error", "attempts"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.failed_at is not None:
+            out["failed_at"] = self.failed_at.isoformat()
+        if self.redriven_at is not None:
+            out["redriven"] = {"at": self.redriven_at.isoformat(), "previous": self.previous or {}}
+        if self.local is not None:
+            out[LOCAL_SCOPE] = self.local
+        return out
+
+
 @dataclass
 class Event:
     """One step of a trajectory. ``seq`` is the order of arrival, assigned by the store."""
@@ -116,6 +189,11 @@ class Event:
     @property
     def succeeded(self) -> bool:
         return self.is_tool_call and self.content.get("status", "ok") == "ok"
+
+    @property
+    def is_negative_feedback(self) -> bool:
+        """The user objected: an anomaly during ingest, a reason for a full review, and a lesson."""
+        return self.type == "feedback" and self.content.get("sentiment") == "negative"
 
 
 @dataclass

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..domain.scoring import DecayPolicy, ScoringWeights
 from ..settings import Settings
@@ -12,6 +12,7 @@ from ..ports import (
     RateLimiter,
     ReviewQueue,
     Reviewer,
+    ReviewNotifier,
     TenantStore,
     TrajectoryStore,
     VectorIndex,
@@ -46,7 +47,9 @@ class Deps:
     local_reviews: bool  # anomalies during ingest start a review of the events around them
     admin_key: str | None = None
     rate_limiter: RateLimiter | None = None  # None: tenants are not limited
-    notify_review: Callable[[], None] = lambda: None  # wakes a local worker; no-op in the cloud
+    # told when a review job is queued (the embedded worker waits on it); None: nobody to wake,
+    # the queue itself starts the review (the jobs table's stream in the cloud)
+    review_notifier: ReviewNotifier | None = None
 
 
 def policies(settings: Settings) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from ..domain.models import Experience, ExperienceStatus, Signal, Source
 from ..domain.scoring import apply_feedback
 from ..ports import Page
 from .deps import Deps
-from .review import index_experiences
+from .indexing import index_experiences
 
 
 def write_experience(

@@ -5,9 +5,9 @@ import uuid
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
-from ..domain.anomaly import detect
+from ..domain.anomaly import detect, may_complete_anomaly
 from ..domain.errors import Conflict
-from ..domain.models import Event, Trajectory, TrajectoryStatus
+from ..domain.models import FULL_REVIEW, Event, Trajectory, TrajectoryStatus
 from ..ports import AppendResult
 from .deps import Deps
 
@@ -56,12 +56,12 @@ def append_events(
     now = deps.clock.now()
     built = [_event(e, now) for e in events]
     result = deps.trajectories.append_events(tenant_id, trajectory_id, built, now)
-    if deps.local_reviews and result.accepted_ids and any(_may_complete_anomaly(e) for e in built):
+    if deps.local_reviews and result.accepted_ids and any(may_complete_anomaly(e) for e in built):
         anomalies = detect(deps.trajectories.events(tenant_id, trajectory_id), set(result.accepted_ids))
         for anomaly in anomalies:
-            deps.queue.enqueue(tenant_id, trajectory_id, anomaly.review_kind, now)
+            deps.queue.enqueue(tenant_id, trajectory_id, str(anomaly.review_kind), now)
         if anomalies:
-            deps.notify_review()
+            _notify(deps)
     return result
 
 
@@ -77,9 +77,9 @@ def _event(fields: Mapping[str, Any], now: datetime) -> Event:
     )
 
 
-def _may_complete_anomaly(event: Event) -> bool:
-    # Cheap check first: only these events can complete an anomaly, so the others skip the read.
-    return event.type == "tool_call" or (event.type == "feedback" and event.content.get("sentiment") == "negative")
+def _notify(deps: Deps) -> None:
+    if deps.review_notifier is not None:
+        deps.review_notifier.notify()
 
 
 def finalize(deps: Deps, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None) -> Trajectory:
@@ -92,8 +92,8 @@ def finalize(deps: Deps, tenant_id: str, trajectory_id: str, outcome: str, feedb
         if traj.status is TrajectoryStatus.OPEN or traj.outcome != outcome:
             raise
         return traj
-    deps.queue.enqueue(tenant_id, trajectory_id, "full", now)
-    deps.notify_review()
+    deps.queue.enqueue(tenant_id, trajectory_id, str(FULL_REVIEW), now)
+    _notify(deps)
     return traj
 
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from ..domain.models import ExperienceStatus, TrajectoryStatus
 from ..domain.scoring import decay, freshness_at
 from .deps import Deps
-from .review import index_experiences
+from .indexing import index_experiences
 
 
 @dataclass(frozen=True)

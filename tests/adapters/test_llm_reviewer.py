@@ -7,6 +7,7 @@ import openai
 import pytest
 
 from chalicelib.adapters.llm_reviewer import REVIEW_SCHEMA, LLMReviewer
+from chalicelib.domain.distill import written_keeping
 from chalicelib.domain.models import Event, Trajectory
 from devtools.openai_stub import OpenAIStub
 from tests.support.builders import T0, call, said, traj
@@ -109,10 +110,11 @@ def test_tools_the_model_invents_are_dropped(stub, monkeypatch):
 
 
 def test_an_llm_lesson_can_be_written_again_keeping_recurring_literals(stub):
-    review = reviewer(stub).review(traj(goal="Weather in Lyon tomorrow?"), weather_events(), "full")
+    t = traj(goal="Weather in Lyon tomorrow?")
+    review = reviewer(stub).review(t, weather_events(), "full")
     (lesson,) = review.lessons
     assert "Lyon" not in lesson.situation and "<city>" in lesson.example
-    special = lesson.specialize(set(lesson.literals))
+    special = written_keeping(lesson, set(lesson.literals), t.tenant_id)
     assert "Lyon" in special.situation and special.example == "Weather in Lyon tomorrow?"
     assert (special.fingerprint, special.literals) == (lesson.fingerprint, lesson.literals)
     assert len(stub.state.requests) == 1  # written again without asking the model again

@@ -6,9 +6,9 @@ from dataclasses import replace
 import pytest
 
 from chalicelib.domain.models import ExperienceStatus
-from chalicelib.domain.review import situation_key
+from chalicelib.domain.lesson import situation_key
 from chalicelib.ports import IndexFilter
-from chalicelib.services import experiences, ingest, review
+from chalicelib.services import experiences, ingest, review_jobs
 from tests.support.fakes import FakeClock, fake_deps
 
 
@@ -43,7 +43,7 @@ def feedback(clock, text, sentiment="negative") -> dict:
 
 
 def run_all(deps):
-    while review.process_review_jobs(deps):
+    while review_jobs.process_review_jobs(deps):
         pass
 
 
@@ -252,20 +252,20 @@ def test_a_failed_full_review_keeps_the_local_lessons_and_a_redrive_reviews_it_o
     assert traj.status.value == "review_failed"
     assert traj.review["error"] == "ConnectionError: LLM endpoint down" and traj.review["attempts"] == 2
     assert traj.experience_ids == local_ids and len(traj.review["local"]) >= 1  # what the local reviews learned stays
-    (dead,) = review.failed_reviews(deps)
+    (dead,) = review_jobs.failed_reviews(deps)
     assert (dead.trajectory_id, dead.kind, dead.attempts) == ("tr1", "full", 2)
-    assert review.failed_reviews(deps, tenant_id="t2") == []
+    assert review_jobs.failed_reviews(deps, tenant_id="t2") == []
 
     deps.reviewer.review = real_review
-    assert review.redrive_failed(deps, trajectory_ids=["other"]) == 0
-    assert review.redrive_failed(deps, tenant_id="t1") == 1
+    assert review_jobs.redrive_failed(deps, trajectory_ids=["other"]) == 0
+    assert review_jobs.redrive_failed(deps, tenant_id="t1") == 1
     assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "finalized"
     run_all(deps)
     traj = ingest.get_trajectory(deps, "t1", "tr1")
     assert traj.status.value == "reviewed" and set(local_ids) <= set(traj.experience_ids)
     for exp_id in traj.experience_ids:  # each lesson counts this trajectory once
         assert experiences.get_experience(deps, "t1", exp_id).sources == ["tr1"]
-    assert review.redrive_failed(deps) == 0 and review.failed_reviews(deps) == []
+    assert review_jobs.redrive_failed(deps) == 0 and review_jobs.failed_reviews(deps) == []
 
 
 def push_trajectory(deps, clock, tid, goal, rejected, fixed):

@@ -6,7 +6,7 @@ import pytest
 
 from chalicelib.domain.models import Experience
 from chalicelib.services import recall
-from chalicelib.services.review import index_experiences
+from chalicelib.services.indexing import index_experiences
 from tests.support.fakes import FakeClock, fake_deps
 
 

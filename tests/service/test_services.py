@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
 from chalicelib.domain.errors import Conflict, NotFound, Unauthorized
 from chalicelib.domain.models import ExperienceStatus
-from chalicelib.services import experiences, ingest, maintenance, recall, review, tenants
+from chalicelib.services import experiences, ingest, maintenance, recall, review_jobs, tenants
 from tests.support.fakes import FakeClock, fake_deps
 
 
@@ -45,14 +46,14 @@ def record_flight_lesson(deps, clock, tid="tr1", tenant="t1", **kw):
         tool("3", "search_flights", {"from": "CDG"}, clock=clock),
     ])
     ingest.finalize(deps, tenant, tid, "success", None)
-    while review.process_review_jobs(deps):
+    while review_jobs.process_review_jobs(deps):
         pass
     return ingest.get_trajectory(deps, tenant, tid)
 
 
 def test_finalize_queues_a_review_and_wakes_the_worker(deps, clock):
     woken = []
-    deps.notify_review = lambda: woken.append(True)
+    deps.review_notifier = SimpleNamespace(notify=lambda: woken.append(True))
     ingest.start_trajectory(deps, **new_traj())
     ingest.finalize(deps, "t1", "tr1", "success", None)
     assert deps.queue.pending() == 1 and woken == [True]
@@ -89,7 +90,7 @@ def test_a_failing_dependency_is_retried_then_dead_lettered_with_the_reason(deps
     ])
     ingest.finalize(deps, "t1", "tr1", "success", None)
     for _ in range(3):
-        review.process_review_jobs(deps)
+        review_jobs.process_review_jobs(deps)
         clock.advance(minutes=10)
     traj = ingest.get_trajectory(deps, "t1", "tr1")
     assert traj.status.value == "review_failed" and "embedding service down" in traj.review["error"]
@@ -97,8 +98,8 @@ def test_a_failing_dependency_is_retried_then_dead_lettered_with_the_reason(deps
     # the experience row was written before the index failed: the store stays the truth, and a
     # redrive by an operator finishes the job without a second experience
     deps.embedder.embed = real_embed
-    assert review.redrive_failed(deps) == 1
-    review.process_review_jobs(deps)
+    assert review_jobs.redrive_failed(deps) == 1
+    review_jobs.process_review_jobs(deps)
     traj = ingest.get_trajectory(deps, "t1", "tr1")
     assert traj.status.value == "reviewed"
     assert len(experiences.list_experiences(deps, "t1", None, None, 50, None).items) == 1
@@ -121,18 +122,18 @@ def test_a_transient_failure_succeeds_on_retry(deps, clock):
         tool("2", "search_flights", {"from": "CDG"}, clock=clock),
     ])
     ingest.finalize(deps, "t1", "tr1", "success", None)
-    review.process_review_jobs(deps)
+    review_jobs.process_review_jobs(deps)
     assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "finalized"
     clock.advance(seconds=5)
-    review.process_review_jobs(deps)
+    review_jobs.process_review_jobs(deps)
     assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "reviewed"
 
 
 def test_requeue_finds_finalized_trajectories_whose_job_was_lost(deps, clock):
     ingest.start_trajectory(deps, **new_traj())
     deps.trajectories.finalize("t1", "tr1", "success", None, clock.now())  # crash before enqueue
-    assert review.requeue_unreviewed(deps) == 1
-    assert review.process_review_jobs(deps) == 1
+    assert review_jobs.requeue_unreviewed(deps) == 1
+    assert review_jobs.process_review_jobs(deps) == 1
 
 
 def test_recall_ranks_the_closest_lesson_first_and_renders_advice(deps, clock):
@@ -224,12 +225,12 @@ def test_a_lesson_forgotten_after_a_local_review_stays_forgotten_when_the_full_r
         tool("1", "search_flights", failing, ok=False, error="InvalidAirport: IATA code expected", clock=clock),
         tool("2", "search_flights", failing, ok=False, error="InvalidAirport: IATA code expected", clock=clock),
     ])
-    while review.process_review_jobs(deps):  # the local review of the two failures in a row
+    while review_jobs.process_review_jobs(deps):  # the local review of the two failures in a row
         pass
     (eid,) = ingest.get_trajectory(deps, "t1", "tr1").experience_ids
     experiences.forget(deps, "t1", eid, "wrong")
     ingest.finalize(deps, "t1", "tr1", "failure", None)
-    while review.process_review_jobs(deps):
+    while review_jobs.process_review_jobs(deps):
         pass
     assert deps.experiences.get("t1", eid).status is ExperienceStatus.FORGOTTEN
     hits, _ = recall.recall(deps, "t1", "search flights from Paris", agent_id="a1", top_k=50)

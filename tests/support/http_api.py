@@ -5,7 +5,7 @@ import json
 
 from chalice.test import Client
 
-from chalicelib.services.review import process_review_jobs
+from chalicelib.services.review_jobs import process_review_jobs
 
 ADMIN = "admin-test-key"
 

@@ -1,7 +1,7 @@
 from chalicelib.domain.attribution import attribute, build_parents
 from chalicelib.domain.generalize import describe_value, generalize, literal_values
 from chalicelib.domain.models import Event
-from chalicelib.domain.review import review_trajectory
+from chalicelib.domain.review import review_by_rules
 
 from tests.support.builders import T0, call, said, traj
 
@@ -90,7 +90,7 @@ def test_lessons_carry_placeholders_not_the_literals_of_one_task():
         call("search_flights", {"from": "Paris", "to": "Rome"}, ok=False, error="InvalidAirport: Paris is not an IATA code"),
         call("search_flights", {"from": "CDG", "to": "FCO"}),
     ]
-    lesson = review_trajectory(traj(goal="Fly from Paris to Rome on 2026-05-01"), events).lessons[0]
+    lesson = review_by_rules(traj(goal="Fly from Paris to Rome on 2026-05-01"), events).lessons[0]
     assert "Paris" not in lesson.situation and "<from> to <to> on <date>" in lesson.situation
     assert "`from` to a 3-letter uppercase code (e.g. `CDG`)" in lesson.advice
     assert "<from> is not an IATA code" in lesson.advice

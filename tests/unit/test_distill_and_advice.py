@@ -3,7 +3,7 @@ from datetime import timedelta
 from chalicelib.domain.advice import render_advice
 from chalicelib.domain.distill import draft_to_experience, experience_id_for, merge_into, passes_quality_gate
 from chalicelib.domain.models import Explanation, Hit
-from chalicelib.domain.review import LessonDraft
+from chalicelib.domain.lesson import LessonDraft
 
 from tests.support.builders import T0, experience, traj
 

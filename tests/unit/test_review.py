@@ -1,4 +1,7 @@
-from chalicelib.domain.review import error_class, generalize, review_trajectory
+from chalicelib.domain.distill import written_keeping
+from chalicelib.domain.generalize import generalize
+from chalicelib.domain.lesson import error_class
+from chalicelib.domain.review import review_by_rules
 
 from tests.support.builders import call, said, traj
 
@@ -9,7 +12,7 @@ def test_a_failure_fixed_by_calling_another_tool_first_teaches_the_order():
         call("ask_user", {"question": "Which city?"}, result="Paris"),
         call("get_weather", {"date": "tomorrow", "city": "Paris"}, result="sunny"),
     ]
-    review = review_trajectory(traj(), events)
+    review = review_by_rules(traj(), events)
     assert [l.kind for l in review.lessons] == ["recovery"]
     lesson = review.lessons[0]
     assert "Call `ask_user` before `get_weather`" in lesson.advice
@@ -22,7 +25,7 @@ def test_a_failure_fixed_by_changing_a_parameter_names_the_parameter():
         call("search_flights", {"from": "Paris", "date": "2026-05-01"}, ok=False, error="ValueError: airport code expected"),
         call("search_flights", {"from": "CDG", "date": "2026-05-01"}, result=["AF12"]),
     ]
-    lesson = review_trajectory(traj(tools=["search_flights"]), events).lessons[0]
+    lesson = review_by_rules(traj(tools=["search_flights"]), events).lessons[0]
     assert lesson.kind == "recovery"
     assert "`from`" in lesson.advice and "CDG" in lesson.advice
     assert "ValueError" in lesson.lesson
@@ -33,13 +36,13 @@ def test_a_failure_fixed_by_another_tool_alone_teaches_the_swap():
         call("web_search", {"q": "EUR USD"}, ok=False, error="TimeoutError: upstream"),
         call("fx_rate", {"pair": "EURUSD"}, result=1.08),
     ]
-    lesson = review_trajectory(traj(), events).lessons[0]
+    lesson = review_by_rules(traj(), events).lessons[0]
     assert lesson.advice.startswith("Use `fx_rate` instead of `web_search`")
 
 
 def test_identical_failures_teach_not_to_retry_blindly():
     events = [call("db_query", {"sql": "select 1"}, ok=False, error="PermissionError: denied") for _ in range(3)]
-    review = review_trajectory(traj(outcome="failure"), events)
+    review = review_by_rules(traj(outcome="failure"), events)
     assert [l.kind for l in review.lessons] == ["blind_retry"]
     assert review.wasted_calls == 3 and review.effective_steps == []
     assert "Do not retry `db_query` with the same parameters" in review.lessons[0].advice
@@ -47,7 +50,7 @@ def test_identical_failures_teach_not_to_retry_blindly():
 
 def test_a_transient_error_that_passes_on_identical_retry_teaches_nothing():
     events = [call("api", {"x": 1}, ok=False, error="503 busy"), call("api", {"x": 1})]
-    assert review_trajectory(traj(), events).lessons == []
+    assert review_by_rules(traj(), events).lessons == []
 
 
 def test_negative_feedback_points_at_the_step_before_it():
@@ -55,20 +58,20 @@ def test_negative_feedback_points_at_the_step_before_it():
         call("book_table", {"time": "19:00"}),
         said("No, I said no restaurants near the station", kind="feedback", sentiment="negative"),
     ]
-    lesson = review_trajectory(traj(), events).lessons[0]
+    lesson = review_by_rules(traj(), events).lessons[0]
     assert lesson.kind == "negative_feedback"
     assert "book_table" in lesson.advice and "no restaurants near the station" in lesson.advice
 
 
 def test_a_clean_success_yields_no_lesson_and_says_why():
-    review = review_trajectory(traj(), [call("get_weather", {"city": "Paris"})])
+    review = review_by_rules(traj(), [call("get_weather", {"city": "Paris"})])
     assert review.lessons == [] and review.notes
 
 
 def test_the_same_input_always_gives_the_same_lessons():
     events = [call("a", {"k": 1}, ok=False, error="KeyError: k"), call("a", {"k": 2})]
-    first = review_trajectory(traj(), events)
-    second = review_trajectory(traj(), list(reversed(events)))  # order comes from seq, not the list
+    first = review_by_rules(traj(), events)
+    second = review_by_rules(traj(), list(reversed(events)))  # order comes from seq, not the list
     assert first.lessons == second.lessons
 
 
@@ -87,7 +90,7 @@ def test_a_long_text_parameter_is_described_by_its_difference():
         call("sql_query", {"query": "SELECT * FROM events WHERE user_id = 42"}, ok=False, error="QueryTimeout: 30s"),
         call("sql_query", {"query": "SELECT * FROM events WHERE user_id = 42 LIMIT 100"}),
     ]
-    lesson = review_trajectory(traj(tools=["sql_query"]), events).lessons[0]
+    lesson = review_by_rules(traj(tools=["sql_query"]), events).lessons[0]
     assert "in `query`, add `LIMIT 100` at the end" in lesson.advice
 
 
@@ -96,7 +99,7 @@ def test_a_structured_parameter_is_described_by_its_keys():
         call("http_post", {"url": "/pay", "headers": {"Auth": "x"}}, ok=False, error="409 duplicate request"),
         call("http_post", {"url": "/pay", "headers": {"Auth": "x", "Idempotency-Key": "k1"}}),
     ]
-    lesson = review_trajectory(traj(tools=["http_post"]), events).lessons[0]
+    lesson = review_by_rules(traj(tools=["http_post"]), events).lessons[0]
     assert "include `Idempotency-Key` in `headers`" in lesson.advice
 
 
@@ -106,13 +109,13 @@ def test_a_prerequisite_that_feeds_a_parameter_is_named_with_it():
         call("lookup_airport", {"city": "Paris"}, result="CDG"),
         call("search_flights", {"from": "CDG"}),
     ]
-    lesson = review_trajectory(traj(tools=["search_flights", "lookup_airport"]), events).lessons[0]
+    lesson = review_by_rules(traj(tools=["search_flights", "lookup_airport"]), events).lessons[0]
     assert lesson.advice.startswith("Call `lookup_airport` before `search_flights` and pass what it returns as `from`")
 
 
 def test_snake_case_error_codes_are_error_classes_so_literals_stay_out_of_the_key():
-    a = review_trajectory(traj(), [call("post_message", {"channel": "@omar"}, ok=False, error="channel_not_found: '@omar'"), call("send_dm", {"user": "U1"})])
-    b = review_trajectory(traj(), [call("post_message", {"channel": "@lea"}, ok=False, error="channel_not_found: '@lea'"), call("send_dm", {"user": "U2"})])
+    a = review_by_rules(traj(), [call("post_message", {"channel": "@omar"}, ok=False, error="channel_not_found: '@omar'"), call("send_dm", {"user": "U1"})])
+    b = review_by_rules(traj(), [call("post_message", {"channel": "@lea"}, ok=False, error="channel_not_found: '@lea'"), call("send_dm", {"user": "U2"})])
     assert a.lessons[0].error_class == "channel_not_found"
     assert a.lessons[0].fingerprint == b.lessons[0].fingerprint
 
@@ -123,7 +126,7 @@ def test_a_fix_found_after_blind_retries_makes_the_do_not_retry_lesson_redundant
         call("git_push", {"branch": "main"}, ok=False, error="Protected: branch is protected"),
         call("create_pull_request", {"branch": "main"}),
     ]
-    review = review_trajectory(traj(tools=["git_push", "create_pull_request"]), events)
+    review = review_by_rules(traj(tools=["git_push", "create_pull_request"]), events)
     assert [l.kind for l in review.lessons] == ["recovery"]
     assert review.wasted_calls == 2
 
@@ -134,7 +137,7 @@ def test_long_free_text_stays_in_the_situation_while_short_literals_are_hidden()
         call("list_channels", {}, result=[{"id": "C42", "name": "design"}]),
         call("post_message", {"channel": "C42", "text": "the new mockups are in Figma"}),
     ]
-    lesson = review_trajectory(traj(goal="Tell #design that the new mockups are in Figma"), events).lessons[0]
+    lesson = review_by_rules(traj(goal="Tell #design that the new mockups are in Figma"), events).lessons[0]
     assert "Tell #<channel> that the new mockups are in Figma" in lesson.situation
 
 
@@ -148,27 +151,27 @@ def _protected_push(branch_fix: str, goal: str = "Push this hotfix straight to m
 
 def test_literals_are_generalized_and_remembered_only_as_digests():
     t, events = _protected_push("hotfix/login-500")
-    (lesson,) = review_trajectory(t, events).lessons
+    (lesson,) = review_by_rules(t, events).lessons
     assert "<branch>" in lesson.situation and "'main'" not in lesson.situation
     assert lesson.example == "Push this hotfix straight to <branch>"
     assert set(lesson.literals.values()) == {"<branch>", "<remote>"} and len(lesson.literals) == 3
     assert not {"main", "origin", "hotfix/login-500"} & set(lesson.literals)  # no value in clear
-    other_tenant = review_trajectory(traj(goal=t.goal, tools=["git_push"], tenant_id="t2"), events).lessons[0]
+    other_tenant = review_by_rules(traj(goal=t.goal, tools=["git_push"], tenant_id="t2"), events).lessons[0]
     assert not set(other_tenant.literals) & set(lesson.literals)  # salted per tenant
 
 
 def test_a_lesson_written_again_keeps_the_literals_asked_for_and_stays_the_same_lesson():
     t, events = _protected_push("hotfix/login-500")
-    (lesson,) = review_trajectory(t, events).lessons
+    (lesson,) = review_by_rules(t, events).lessons
     for digest in lesson.literals:  # whatever is kept, it is the same lesson
-        kept = lesson.specialize({digest})
+        kept = written_keeping(lesson, {digest}, t.tenant_id)
         assert (kept.fingerprint, kept.situation_key) == (lesson.fingerprint, lesson.situation_key)
-    shared = set(lesson.literals) & set(review_trajectory(*_protected_push("fix/footer-link")).lessons[0].literals)
-    special = lesson.specialize(shared)  # what two pushes to main have in common: "main" and "origin"
+    shared = set(lesson.literals) & set(review_by_rules(*_protected_push("fix/footer-link")).lessons[0].literals)
+    special = written_keeping(lesson, shared, t.tenant_id)  # what two pushes to main have in common: "main" and "origin"
     assert "branch 'main' is protected" in special.situation and "straight to main" in special.example
     assert "`hotfix/login-500`" in special.advice  # the fix's value is still only an example
     assert special.literals == lesson.literals
-    assert lesson.specialize(()) == lesson
+    assert written_keeping(lesson, (), t.tenant_id) == lesson
 
 
 def test_feedback_lessons_keep_their_identity_when_written_with_kept_literals():
@@ -176,7 +179,8 @@ def test_feedback_lessons_keep_their_identity_when_written_with_kept_literals():
         call("git_push", {"branch": "main", "force": True}, ok=False, error="Protected: branch 'main' is protected"),
         said("Never force-push to main!", kind="feedback", sentiment="negative"),
     ]
-    (lesson,) = [d for d in review_trajectory(traj(tools=["git_push"]), events).lessons if d.kind == "negative_feedback"]
-    special = lesson.specialize(set(lesson.literals))
+    t = traj(tools=["git_push"])
+    (lesson,) = [d for d in review_by_rules(t, events).lessons if d.kind == "negative_feedback"]
+    special = written_keeping(lesson, set(lesson.literals), t.tenant_id)
     assert "Never force-push to main!" in special.advice and "<branch>" in lesson.advice
     assert (special.fingerprint, special.situation_key) == (lesson.fingerprint, lesson.situation_key)

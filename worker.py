@@ -1,6 +1,7 @@
 """Background work of the embedded server: the review worker and the decay timer.
 
-In the cloud the DynamoDB stream and a schedule do this; here one daemon thread does both.
+In the cloud the DynamoDB stream and a schedule do this; here one daemon thread does both. It lives
+outside ``chalicelib`` (what ships to Lambda): only the embedded server runs it.
 """
 from __future__ import annotations
 
@@ -8,22 +9,27 @@ import logging
 import threading
 import time
 
-from .services.deps import Deps
-from .services.maintenance import run_decay
-from .services.review import process_review_jobs, requeue_unreviewed
+from chalicelib.adapters.review_signal import ReviewSignal
+from chalicelib.services.deps import Deps
+from chalicelib.services.maintenance import run_decay
+from chalicelib.services.review_jobs import process_review_jobs, requeue_unreviewed
 
 log = logging.getLogger(__name__)
 
 
 class BackgroundWorker:
-    def __init__(self, deps: Deps, poll_seconds: float = 0.25, decay_interval_seconds: float = 3600.0) -> None:
+    """Runs due review jobs, woken early by ``signal`` (the one the composition root gave ``deps``
+    as its review notifier), and decay every ``decay_interval_seconds``."""
+
+    def __init__(
+        self, deps: Deps, signal: ReviewSignal, poll_seconds: float = 0.25, decay_interval_seconds: float = 3600.0
+    ) -> None:
         self.deps = deps
+        self.signal = signal
         self.poll_seconds = poll_seconds
         self.decay_interval_seconds = decay_interval_seconds
-        self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        deps.notify_review = self._wake.set
 
     def start(self) -> "BackgroundWorker":
         released = self.deps.queue.release_leases(self.deps.clock.now())  # held by a process that died
@@ -38,7 +44,7 @@ class BackgroundWorker:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        self._wake.set()
+        self.signal.notify()
         if self._thread is not None:
             self._thread.join(timeout)
 
@@ -54,5 +60,4 @@ class BackgroundWorker:
                     next_decay = time.monotonic() + self.decay_interval_seconds
             except Exception:  # the worker must outlive any one failure; jobs are retried
                 log.exception("background worker iteration failed")
-            self._wake.wait(self.poll_seconds)
-            self._wake.clear()
+            self.signal.wait(self.poll_seconds)

@@ -1,0 +1,219 @@
+"""A lesson's identity and wording, whoever found it (the rule reviewer or an LLM).
+
+Identity: fingerprints that say when two drafts are the same lesson (same situation and same fix)
+or about the same situation (another fix conflicts); they never depend on which literal values a
+wording keeps. Wording: a draft's texts are kept as pieces, fixed words and texts of the trajectory
+(``Raw``) that are generalized when written, so that a merge can write the same lesson again
+keeping the literals every task shared (``domain.distill.specialized_experience``).
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Collection, Mapping, Sequence, Union
+
+from .attribution import params_of
+from .generalize import describe_value, generalize, literal_digest, literal_digests, literal_values
+from .models import Event, Trajectory
+
+_MAX_VALUE = 80
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A text of the trajectory (its goal, an error, what the user said), written with its literal
+    values generalized; ``strip``: then stripped, and these characters taken off its end."""
+
+    text: str
+    strip: str | None = None
+
+    def written(self, values: Mapping[str, str]) -> str:
+        out = generalize(self.text, values)
+        return out if self.strip is None else out.strip().rstrip(self.strip)
+
+
+Wording = tuple[Union[str, Raw], ...]
+
+TEXT_FIELDS = ("situation", "action", "result", "lesson", "advice", "example")
+
+
+def write(wording: Wording, values: Mapping[str, str]) -> str:
+    return "".join(p if isinstance(p, str) else p.written(values) for p in wording)
+
+
+@dataclass(frozen=True)
+class LessonDraft:
+    """A lesson before it becomes an experience (ids, scope and time are added by the service)."""
+
+    situation: str
+    action: str
+    result: str
+    lesson: str
+    advice: str
+    tools: tuple[str, ...]
+    kind: str  # recovery | blind_retry | negative_feedback | llm
+    fingerprint: str  # same situation and same fix
+    situation_key: str = ""  # same situation: two drafts with this equal and other fixes conflict
+    error_class: str | None = None
+    polarity: str = "warning"  # learned from a failure
+    tags: tuple[str, ...] = ()
+    example: str = ""  # the task it was learned on, generalized like the lesson
+    # the literal values generalized away (salted digest -> placeholder): see
+    # ``generalize.recurring_literals``
+    literals: Mapping[str, str] = field(default_factory=dict)
+    kept_literals: tuple[str, ...] = ()  # the literal values this wording keeps as they are
+    # what writing the lesson again takes: the trajectory's literal values by role (value ->
+    # placeholder) and each text field as pieces (``TEXT_FIELDS``); empty: the texts are final
+    values: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    wording: Mapping[str, Wording] = field(default_factory=dict, compare=False, repr=False)
+
+
+def drafted(wording: Mapping[str, Wording], values: Mapping[str, str], salt: str, **identity: Any) -> LessonDraft:
+    """A draft whose texts are ``wording`` written with every literal in ``values`` generalized."""
+    return LessonDraft(
+        **{name: write(pieces, values) for name, pieces in wording.items()},
+        **identity,
+        literals=literal_digests(values, salt),
+        values=dict(values),
+        wording=dict(wording),
+    )
+
+
+def short(value: Any, limit: int = _MAX_VALUE) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_text(event: Event) -> str:
+    err = event.content.get("error")
+    if isinstance(err, dict):
+        err = err.get("message") or err.get("type") or err.get("code") or json.dumps(err, sort_keys=True)
+    if not err:
+        err = event.content.get("result") or "an error"
+    return short(str(err))
+
+
+_CLASS = re.compile(
+    r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Fault))\b"  # ValueError, botocore.ClientError
+    r"|^\s*([A-Z][A-Za-z0-9_.]+)\s*:"  # InvalidAirport: ...
+    r"|^\s*([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b"  # channel_not_found ...
+)
+_HTTP = re.compile(r"\b([45]\d\d)\b")
+
+
+def error_class(event: Event) -> str:
+    """A stable name for the kind of failure: an exception type, an HTTP status or the message."""
+    err = event.content.get("error")
+    if isinstance(err, dict):
+        for key in ("type", "code", "class"):
+            if err.get(key):
+                return str(err[key])
+    text = error_text(event)
+    for pattern in (_CLASS, _HTTP):
+        m = pattern.search(text)
+        if m:
+            return next(g for g in m.groups() if g)
+    return generalize(text).lower()[:60]
+
+
+def fingerprint(*parts: str) -> str:
+    return hashlib.sha1("|".join(p.strip().lower() for p in parts).encode()).hexdigest()[:16]
+
+
+def situation_key(tool: str, cls: str) -> str:
+    """Lessons with this key are about the same situation: this tool failing this way."""
+    return fingerprint("situation", tool, cls)
+
+
+def fix_fingerprint(situation: str, identifiers: Sequence[str]) -> str:
+    """Same situation and a fix naming the same tools and parameters: the same lesson, however
+    it is worded (so a deterministic and an LLM lesson, or two LLM phrasings, merge)."""
+    return fingerprint("fix", situation, ",".join(sorted({i.lower() for i in identifiers})))
+
+
+def trajectory_literals(events: Sequence[Event]) -> dict[str, str]:
+    """The literal values of a trajectory's tool calls (value -> placeholder), and the answers
+    that gave them ("Which city?" -> "Lyon")."""
+    values = literal_values(params_of(e) for e in events if e.is_tool_call)
+    for e in events:
+        if e.is_tool_call and isinstance(e.content.get("result"), str):
+            for v, p in list(values.items()):
+                if v.lower() == str(e.content["result"]).strip().lower():
+                    values.setdefault(e.content["result"].strip(), p)
+    return values
+
+
+def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) -> dict[str, str]:
+    """``values`` less the literals to keep as they are (given by digest)."""
+    keep = set(keep)
+    return {v: p for v, p in values.items() if literal_digest(v, salt) not in keep}
+
+
+def goal_wording(traj: Trajectory) -> Wording:
+    """The trajectory's task, generalized: what every lesson learned from it is matched against."""
+    return (Raw(traj.goal, strip=""),)
+
+
+def generalized_goal(traj: Trajectory, values: Mapping[str, str]) -> str:
+    return write(goal_wording(traj), values)
+
+
+def task_example(traj: Trajectory, events: Sequence[Event], keep: Collection[str] = ()) -> str:
+    """The trajectory's task, generalized (less the literals to ``keep``): what a lesson learned
+    from it is matched against."""
+    return generalized_goal(traj, without_kept(trajectory_literals(events), keep, traj.tenant_id))
+
+
+def _describe_text_change(key: str, old: str, new: str) -> str | None:
+    """For long text values (a query, a command) the difference is the lesson, not the values."""
+    a, b = old.split(), new.split()
+    ops = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not ops or len(ops) > 2:
+        return None
+    words = []
+    for tag, i1, i2, j1, j2 in ops:
+        removed, added = " ".join(a[i1:i2]), " ".join(b[j1:j2])
+        if tag == "insert":
+            words.append(f"add `{short(added, 60)}`" + (" at the end" if i1 == len(a) else ""))
+        elif tag == "delete":
+            words.append(f"remove `{short(removed, 60)}`")
+        else:
+            words.append(f"use `{short(added, 60)}` instead of `{short(removed, 60)}`")
+    return f"in `{key}`, " + " and ".join(words)
+
+
+def _describe_change(key: str, old: Any, new: Any) -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        added = sorted(set(new) - set(old))
+        removed = sorted(set(old) - set(new))
+        changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
+        parts = [f"include {', '.join(f'`{k}`' for k in added)} in `{key}`"] if added else []
+        parts += [f"leave {', '.join(f'`{k}`' for k in removed)} out of `{key}`"] if removed else []
+        parts += [f"change {', '.join(f'`{k}`' for k in changed)} in `{key}`"] if changed else []
+        return "; ".join(parts) or f"change `{key}`"
+    if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 24:
+        text = _describe_text_change(key, old, new)
+        if text:
+            return text
+    return f"set `{key}` to {describe_value(new)}, not {describe_value(old)}"
+
+
+def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Human words for what changed between two parameter sets: patterns with examples, key
+    differences of structured values, word differences of long text."""
+    changes = []
+    for key in sorted(set(before) | set(after)):
+        if key not in after:
+            changes.append(f"leave out `{key}`")
+        elif key not in before:
+            value = after[key]
+            if isinstance(value, dict) and value:
+                changes.append(f"set `{key}` with {', '.join(f'`{k}`' for k in sorted(value))}")
+            else:
+                changes.append(f"set `{key}` to {describe_value(value)}")
+        elif before[key] != after[key]:
+            changes.append(_describe_change(key, before[key], after[key]))
+    return "; ".join(changes)

@@ -1,0 +1,181 @@
+"""Learning from a trajectory: review it, distill the lessons into the experience store, index
+them, and record the review on the trajectory.
+
+Order of writes: experiences (the source of truth), then the vector index, then the trajectory's
+status. Experience ids are derived from (trajectory, lesson), so a review that crashes half way and
+runs again rewrites the same experiences instead of adding new ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Collection
+
+from ..domain.anomaly import qualifies_for_full_review, window
+from ..domain.distill import (
+    draft_to_experience, literals_to_keep, merge_into, passes_quality_gate, should_supersede, specialized_experience,
+    supersede,
+)
+from ..domain.errors import NotFound
+from ..domain.lesson import task_example
+from ..domain.models import (
+    Event, Experience, ExperienceStatus, ReviewKind, ReviewSummary, Trajectory, TrajectoryStatus,
+)
+from ..domain.review import Review
+from ..ports import IndexFilter
+from .deps import Deps
+from .indexing import embed_texts, experience_vector, index_experiences
+
+
+@dataclass
+class Distilled:
+    stored: dict[str, Experience] = field(default_factory=dict)  # what to put, by id
+    experience_ids: list[str] = field(default_factory=list)  # the experiences this review stands behind
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    merged: int = 0
+    superseded: list[str] = field(default_factory=list)
+    vectors: dict[str, Any] = field(default_factory=dict)  # text -> vector, each embedded once per review
+
+
+def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
+    """An active lesson in exactly the same scope whose text is nearly the same (cosine threshold)."""
+    hits = deps.index.search(exp.tenant_id, vector, IndexFilter(exp.agent_id, exp.user_id, tuple(exp.tools)), 5)
+    close = [i for i, score in hits if score >= deps.merge_threshold and i != exp.experience_id]
+    for candidate in deps.experiences.get_many(exp.tenant_id, close).values():
+        if (
+            candidate.status is ExperienceStatus.ACTIVE
+            and (candidate.agent_id, candidate.user_id) == (exp.agent_id, exp.user_id)
+            and set(candidate.tools) == set(exp.tools)
+        ):
+            return candidate
+    return None
+
+
+FIX_KINDS = ("recovery", "llm")  # lessons that name a fix; "don't retry" and feedback never replace one
+
+
+def _same_situation(deps: Deps, old: Experience, new: Experience) -> bool:
+    """The same tool failing the same way in two different tasks is not a contradiction: the
+    situations themselves must be alike for a new fix to replace an old one."""
+    a, b = deps.embedder.embed([old.situation, new.situation])
+    return float(a @ b) >= deps.supersede_threshold
+
+
+def _first_example_kept(deps: Deps, exp: Experience, keep: Collection[str]) -> Experience:
+    """A lesson from one task could not tell its constants from its literals: once a second task
+    shows which literals recur, its one task example is written again keeping them."""
+    try:
+        first = deps.trajectories.get(exp.tenant_id, exp.sources[0])
+        events = deps.trajectories.events(exp.tenant_id, first.trajectory_id)
+    except (NotFound, IndexError):
+        return exp
+    return replace(exp, examples=[task_example(first, events, keep)])
+
+
+def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
+    """Quality gate, then merge into a known lesson (same fingerprint, or nearly the same text),
+    or store as new; a lesson with another fix for the same situation may supersede the old one."""
+    now = deps.clock.now()
+    out = Distilled()
+    drafts = []
+    for draft in review.lessons:
+        ok, why = passes_quality_gate(draft)
+        if ok:
+            drafts.append(draft)
+        else:
+            out.rejected.append({"lesson": draft.lesson, "reason": why})
+    if not drafts:
+        return out
+    fresh = [draft_to_experience(d, traj, now) for d in drafts]
+    # The id derives from (tenant, trajectory, lesson): one this trajectory's earlier (local) review
+    # already stored. If it has since been forgotten or archived, learning it again would put it
+    # back in recall: it stays as it is.
+    stored = deps.experiences.get_many(traj.tenant_id, [e.experience_id for e in fresh])
+    retired = {i: e.status for i, e in stored.items() if e.status is not ExperienceStatus.ACTIVE}
+    for exp in fresh:
+        if exp.experience_id in retired:
+            out.rejected.append({"lesson": exp.lesson, "reason": f"already learned from this trajectory, now {retired[exp.experience_id].value}"})
+    drafts = [d for d, e in zip(drafts, fresh) if e.experience_id not in retired]
+    fresh = [e for e in fresh if e.experience_id not in retired]
+    if not fresh:
+        return out
+    out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], {})
+    for draft, exp in zip(drafts, fresh):
+        vector = experience_vector(exp, out.vectors)
+        existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
+        if existing is None:
+            existing = _near_duplicate(deps, exp, vector)
+        if existing is not None:
+            keep = literals_to_keep(existing, draft, traj.trajectory_id)
+            special = specialized_experience(draft, keep, traj, now)
+            if special is not None and existing.support == 1:
+                existing = _first_example_kept(deps, existing, keep)
+            exp = merge_into(existing, special or exp, now, specialized=special is not None)
+            out.merged += 1
+        if exp.situation_key and draft.kind in FIX_KINDS:
+            for old in deps.experiences.find_active_by_situation(traj.tenant_id, exp.situation_key, exp.agent_id, exp.user_id):
+                if old.experience_id in out.stored or not should_supersede(old, exp) or not _same_situation(deps, old, exp):
+                    continue
+                demoted, exp = supersede(old, exp, now)
+                out.stored[demoted.experience_id] = demoted
+                out.superseded.append(demoted.experience_id)
+        out.stored[exp.experience_id] = exp
+        if exp.experience_id not in out.experience_ids:
+            out.experience_ids.append(exp.experience_id)
+    return out
+
+
+def _persist(deps: Deps, tenant_id: str, result: Distilled) -> None:
+    for exp in result.stored.values():
+        deps.experiences.put(exp)
+    active = [e for e in result.stored.values() if e.status is ExperienceStatus.ACTIVE]
+    index_experiences(deps, tenant_id, active, known=result.vectors)
+    gone = [e.experience_id for e in result.stored.values() if e.status is not ExperienceStatus.ACTIVE]
+    deps.index.delete(tenant_id, gone)
+
+
+def _findings(review: Review, result: Distilled) -> dict[str, Any]:
+    return review.summary() | {
+        "rejected": result.rejected,
+        "merged": result.merged,
+        "superseded": result.superseded,
+        "experience_ids": result.experience_ids,
+    }
+
+
+def review_and_learn(deps: Deps, tenant_id: str, trajectory_id: str, kind: ReviewKind) -> Trajectory:
+    """Review the trajectory (all of it, or the window of a local review), store what it teaches
+    and record the review on it. Raises NotFound for an unknown trajectory."""
+    traj = deps.trajectories.get(tenant_id, trajectory_id)
+    events = deps.trajectories.events(tenant_id, trajectory_id)
+    if not kind.is_full:
+        return _learn_locally(deps, traj, events, kind)
+    if traj.status is TrajectoryStatus.REVIEWED:
+        return traj
+    local = ReviewSummary.local_reviews(traj)
+    qualifies, why = qualifies_for_full_review(events, traj.outcome, deps.review_min_events)
+    if not qualifies:
+        summary = ReviewSummary(kind=kind.scope, skipped=why, local=local)
+        return deps.trajectories.save_review(
+            tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, traj.experience_ids, summary.as_dict(), deps.clock.now()
+        )
+    review = deps.reviewer.review(traj, events, kind.scope)
+    result = distill(deps, traj, review)
+    _persist(deps, tenant_id, result)
+    ids = list(dict.fromkeys([*result.experience_ids, *traj.experience_ids]))
+    summary = ReviewSummary(findings=_findings(review, result), local=local)
+    return deps.trajectories.save_review(
+        tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, ids, summary.as_dict(), deps.clock.now()
+    )
+
+
+def _learn_locally(deps: Deps, traj: Trajectory, events: list[Event], kind: ReviewKind) -> Trajectory:
+    trigger = next((e for e in events if e.event_id == kind.trigger), None)
+    if trigger is None:
+        return traj
+    review = deps.reviewer.review(traj, window(events, trigger), kind.scope)
+    result = distill(deps, traj, review)
+    _persist(deps, traj.tenant_id, result)
+    summary = ReviewSummary(findings=_findings(review, result), trigger=kind.trigger)
+    return deps.trajectories.add_local_review(
+        traj.tenant_id, traj.trajectory_id, result.experience_ids, summary.as_dict(), deps.clock.now()
+    )

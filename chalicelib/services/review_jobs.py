@@ -1,0 +1,122 @@
+"""The review job lifecycle: claim due jobs, run them, acknowledge; retry with back-off; dead-letter
+after the last attempt; list and redrive what was given up on; requeue what a crash lost.
+
+Job kinds are ``domain.models.ReviewKind``: ``full`` on finalize, ``local:<event_id>`` for an
+anomaly during ingest (the events around it are reviewed while the trajectory is still open).
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Sequence
+
+from ..domain.errors import NotFound
+from ..domain.models import FULL_REVIEW, ReviewKind, ReviewSummary, TrajectoryStatus
+from ..ports import DeadJob, ReviewJob
+from .deps import Deps
+from .learning import review_and_learn
+
+log = logging.getLogger(__name__)
+
+
+def process_review_jobs(deps: Deps, limit: int = 10) -> int:
+    """Claim due jobs and run them; failures back off and, after the last attempt, are dead-lettered
+    and the trajectory shows ``review_failed`` with the reason. Returns how many jobs ran."""
+    now = deps.clock.now()
+    jobs = deps.queue.claim(now, deps.review_lease_seconds, limit)
+    for job in jobs:
+        _run(deps, job)
+    return len(jobs)
+
+
+def _kind(job: ReviewJob | DeadJob) -> ReviewKind | None:
+    try:
+        return ReviewKind.parse(job.kind)
+    except ValueError:
+        return None
+
+
+def _run(deps: Deps, job: ReviewJob) -> None:
+    kind = _kind(job)
+    if kind is None:  # no attempt can run it
+        deps.queue.dead(job, f"unknown review kind {job.kind!r}")
+        return
+    try:
+        review_and_learn(deps, job.tenant_id, job.trajectory_id, kind)
+    except NotFound:
+        deps.queue.dead(job, "trajectory not found")
+        return
+    except Exception as exc:  # any failure of a dependency: retry, never lose the job
+        reason = f"{type(exc).__name__}: {exc}"[:500]
+        log.warning("review %s of %s failed (attempt %d): %s", job.kind, job.trajectory_id, job.attempts, reason)
+        if job.attempts >= deps.review_max_attempts:
+            now = deps.clock.now()
+            deps.queue.dead(job, reason, now)
+            if kind.is_full:  # a failed local review leaves the full one to come
+                _mark_failed(deps, job, reason, now)
+        else:
+            deps.queue.retry_later(job, reason, deps.clock.now(), delay_seconds=min(300.0, 2.0**job.attempts))
+        return
+    deps.queue.complete(job)
+
+
+def _mark_failed(deps: Deps, job: ReviewJob, reason: str, now: datetime) -> None:
+    """``review_failed`` with the reason, for the tenant and the operator to see; the lessons of
+    local reviews and their summaries stay."""
+    traj = deps.trajectories.get(job.tenant_id, job.trajectory_id)
+    summary = ReviewSummary(
+        kind=job.kind, error=reason, attempts=job.attempts, failed_at=now, local=ReviewSummary.local_reviews(traj)
+    )
+    deps.trajectories.save_review(
+        job.tenant_id, job.trajectory_id, TrajectoryStatus.REVIEW_FAILED.value, traj.experience_ids, summary.as_dict(), now
+    )
+
+
+def failed_reviews(deps: Deps, tenant_id: str | None = None, limit: int = 100) -> list[DeadJob]:
+    """Review jobs given up on, oldest first: what an operator looks at before a redrive."""
+    return deps.queue.dead_jobs(tenant_id, limit)
+
+
+def redrive_failed(
+    deps: Deps, tenant_id: str | None = None, trajectory_ids: Sequence[str] | None = None, limit: int = 1000
+) -> int:
+    """Send failed reviews round again with a fresh set of attempts (all of them, one tenant's, or
+    the listed trajectories'); returns how many jobs were redriven.
+
+    A trajectory of a failed full review goes back to ``finalized`` before its job is redriven: a
+    crash in between leaves a finalized trajectory with a dead job, which the outbox sweep
+    (``requeue_unreviewed``) enqueues again. The review then runs as any other, so its lessons
+    are written once (deterministic ids; a source already counted changes nothing).
+    """
+    wanted = set(trajectory_ids) if trajectory_ids is not None else None
+    jobs = [j for j in deps.queue.dead_jobs(tenant_id, limit) if wanted is None or j.trajectory_id in wanted]
+    now = deps.clock.now()
+    for job in jobs:
+        kind = _kind(job)
+        if kind is not None and kind.is_full:
+            _reopen_failed(deps, job, now)
+    return deps.queue.redrive(jobs, now)
+
+
+def _reopen_failed(deps: Deps, job: DeadJob, now: datetime) -> None:
+    try:
+        traj = deps.trajectories.get(job.tenant_id, job.trajectory_id)
+    except NotFound:  # dead because the trajectory is gone: the redriven job dies again at once
+        return
+    if traj.status is not TrajectoryStatus.REVIEW_FAILED:
+        return
+    local = ReviewSummary.local_reviews(traj)
+    previous = {k: v for k, v in (traj.review or {}).items() if k != "local"}
+    summary = ReviewSummary(redriven_at=now, previous=previous, local=local)
+    deps.trajectories.save_review(
+        job.tenant_id, job.trajectory_id, TrajectoryStatus.FINALIZED.value, traj.experience_ids, summary.as_dict(), now
+    )
+
+
+def requeue_unreviewed(deps: Deps) -> int:
+    """Finalized trajectories whose job was lost (a crash between finalize and enqueue) get one."""
+    pending = deps.trajectories.finalized_unreviewed()
+    now = deps.clock.now()
+    for tenant_id, trajectory_id in pending:
+        deps.queue.enqueue(tenant_id, trajectory_id, str(FULL_REVIEW), now)
+    return len(pending)
