@@ -176,11 +176,6 @@ class IndexFilter:
     intent: str | None = None  # when given, entries of another intent are left out
 
 
-def intent_key(intent: str | None) -> str | None:
-    """How every index compares intents: trimmed, case-insensitive; blank is no intent."""
-    return (intent or "").strip().lower() or None
-
-
 class VectorIndex(Protocol):
     """k-NN over active experiences, partitioned by tenant. Higher score = more similar (cosine)."""
 

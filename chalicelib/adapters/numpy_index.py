@@ -16,7 +16,8 @@ from typing import Sequence
 import numpy as np
 
 from ..domain.lexical import K1, B, idf, terms
-from ..ports import IndexEntry, IndexFilter, hybrid_by_parts, intent_key
+from ..domain.models import match_key, match_keys
+from ..ports import IndexEntry, IndexFilter, hybrid_by_parts
 from .sqlite_db import SqliteDatabase, dumps
 
 
@@ -81,9 +82,9 @@ class _Partition:
         self.live += 1
         self.agent[row] = self.code(entry.agent_id, True)
         self.user[row] = self.code(entry.user_id, True)
-        self.task[row] = self.code(entry.task_type.lower() if entry.task_type else None, True)
-        self.intent[row] = self.code(intent_key(entry.intent), True)
-        tools = frozenset(t.lower() for t in entry.tools)
+        self.task[row] = self.code(match_key(entry.task_type), True)
+        self.intent[row] = self.code(match_key(entry.intent), True)
+        tools = frozenset(match_keys(entry.tools))
         self.has_tools[row] = bool(tools)
         self.row_tools[row] = tools
         for t in tools:
@@ -133,13 +134,13 @@ class _Partition:
         m = self.alive[:n].copy()
         m &= (self.agent[:n] == 0) | (self.agent[:n] == self.code(flt.agent_id, False))
         m &= (self.user[:n] == 0) | (self.user[:n] == self.code(flt.user_id, False))
-        if flt.task_type:
-            m &= (self.task[:n] == 0) | (self.task[:n] == self.code(flt.task_type.lower(), False))
-        if intent_key(flt.intent):
-            m &= (self.intent[:n] == 0) | (self.intent[:n] == self.code(intent_key(flt.intent), False))
+        if match_key(flt.task_type):
+            m &= (self.task[:n] == 0) | (self.task[:n] == self.code(match_key(flt.task_type), False))
+        if match_key(flt.intent):
+            m &= (self.intent[:n] == 0) | (self.intent[:n] == self.code(match_key(flt.intent), False))
         if flt.tools:
             tool_ok = ~self.has_tools[:n]
-            for t in {t.lower() for t in flt.tools}:
+            for t in match_keys(flt.tools):
                 found = self._rows("tool", t)
                 if found is not None:
                     tool_ok[found[0]] = True

@@ -34,8 +34,6 @@ from . import opensearch_queries as q
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
 
-DEFAULT_INDEX = "hindsight-experiences"
-
 
 class IndexUnavailable(Unavailable, RuntimeError):
     """The OpenSearch index could not serve the request; ``__cause__`` holds the client's error."""

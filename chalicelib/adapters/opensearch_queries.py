@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from ..domain.lexical import K1, B, terms
-from ..ports import IndexEntry, IndexFilter, intent_key
+from ..domain.models import match_key, match_keys
+from ..ports import IndexEntry, IndexFilter
 
 Engine = Literal["lucene", "faiss"]
 Space = Literal["cosinesimil", "innerproduct"]
@@ -146,8 +147,8 @@ def lexical_text(text: str) -> str:
     return " ".join(terms(text))
 
 
-def _lower_unique(values: Iterable[str]) -> list[str]:
-    return sorted({v.lower() for v in values})
+def _keys(values: Iterable[str]) -> list[str]:
+    return sorted(match_keys(values))
 
 
 def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) -> dict:
@@ -158,12 +159,12 @@ def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) 
         doc["agent_id"] = entry.agent_id
     if entry.user_id is not None:
         doc["user_id"] = entry.user_id
-    if entry.task_type:
-        doc["task_type"] = entry.task_type.lower()
-    if intent_key(entry.intent):
-        doc["intent"] = intent_key(entry.intent)
+    if match_key(entry.task_type):
+        doc["task_type"] = match_key(entry.task_type)
+    if match_key(entry.intent):
+        doc["intent"] = match_key(entry.intent)
     if entry.tools:
-        doc["tools"] = _lower_unique(entry.tools)
+        doc["tools"] = _keys(entry.tools)
     if entry.tags:
         doc["tags"] = list(entry.tags)
     doc["text"] = lexical_text(entry.text)
@@ -213,12 +214,12 @@ def filter_clause(tenant_id: str, flt: IndexFilter) -> dict:
         scope_clause("agent_id", flt.agent_id),
         scope_clause("user_id", flt.user_id),
     ]
-    if flt.task_type:
-        clauses.append(_this_or_absent("task_type", {"term": {"task_type": flt.task_type.lower()}}))
-    if intent_key(flt.intent):
-        clauses.append(_this_or_absent("intent", {"term": {"intent": intent_key(flt.intent)}}))
+    if match_key(flt.task_type):
+        clauses.append(_this_or_absent("task_type", {"term": {"task_type": match_key(flt.task_type)}}))
+    if match_key(flt.intent):
+        clauses.append(_this_or_absent("intent", {"term": {"intent": match_key(flt.intent)}}))
     if flt.tools:
-        clauses.append(_this_or_absent("tools", {"terms": {"tools": _lower_unique(flt.tools)}}))
+        clauses.append(_this_or_absent("tools", {"terms": {"tools": _keys(flt.tools)}}))
     return {"bool": {"filter": clauses}}
 
 

@@ -53,12 +53,6 @@ def idf(df: int, n_docs: int) -> float:
     return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def term_score(tf: float, df: int, n_docs: int, doc_len: float, avg_len: float) -> float:
-    """BM25 contribution of one query term to one document."""
-    norm = tf + K1 * (1 - B + B * doc_len / max(avg_len, 1e-9))
-    return idf(df, n_docs) * tf * (K1 + 1) / norm
-
-
 def saturate(score: float, half: float = 4.0) -> float:
     """BM25 is unbounded; map it to [0, 1) so it can be weighed beside cosine similarity.
     ``half``: the score that maps to 0.5 (about one rare term, or a few common ones)."""

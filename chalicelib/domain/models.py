@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Iterable
 
 from .generalize import without_examples
 
@@ -38,10 +38,6 @@ class Signal(str, Enum):
     IGNORED = "ignored"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
-
-
-EVENT_TYPES = ("user_input", "llm_reasoning", "tool_call", "state_change", "feedback")
-OUTCOMES = ("success", "failure", "partial")
 
 
 @dataclass(frozen=True)
@@ -258,6 +254,16 @@ class Experience:
         tasks it was learned from; not the example values of one past task (see ``without_examples``)."""
         text = " ".join(p for p in (self.situation, self.lesson, self.advice, self.action, " ".join(self.tools), *self.examples) if p)
         return without_examples(text)
+
+
+def match_key(value: str | None) -> str | None:
+    """How task types, tools, tags and intents compare everywhere (the indexes' masks, the recall
+    score): trimmed, case-insensitive; blank is none."""
+    return (value or "").strip().lower() or None
+
+
+def match_keys(values: Iterable[str | None]) -> set[str]:
+    return {k for k in map(match_key, values) if k}
 
 
 @dataclass(frozen=True)

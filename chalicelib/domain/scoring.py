@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .generalize import names
-from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Signal
+from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Signal, match_key, match_keys
 
 
 @dataclass(frozen=True)
@@ -97,10 +97,6 @@ def decay(exp: Experience, now: datetime, policy: DecayPolicy) -> Experience:
     return updated
 
 
-def _norm(values) -> set[str]:
-    return {v.strip().lower() for v in values if v and v.strip()}
-
-
 @dataclass(frozen=True)
 class Match:
     score: float | None
@@ -118,20 +114,20 @@ def tag_match(exp: Experience, query: RecallQuery) -> Match:
     ``score`` is ``None`` when there is nothing to compare.
     """
     parts: list[float] = []
-    q_tools, e_tools = _norm(query.tools), _norm(exp.tools)
+    q_tools, e_tools = match_keys(query.tools), match_keys(exp.tools)
     matched_tools = tuple(sorted(q_tools & e_tools))
     if q_tools and e_tools:
         parts.append(len(matched_tools) / len(e_tools))
-    q_tags, e_tags = _norm(query.tags), _norm(exp.tags)
+    q_tags, e_tags = match_keys(query.tags), match_keys(exp.tags)
     matched_tags = tuple(sorted(q_tags & e_tags))
     if q_tags and e_tags:
         parts.append(len(matched_tags) / len(q_tags))
     task_match = None
     if query.task_type and exp.task_type:
-        task_match = query.task_type.strip().lower() == exp.task_type.strip().lower()
+        task_match = match_key(query.task_type) == match_key(exp.task_type)
         parts.append(1.0 if task_match else 0.0)
     if query.intent and exp.intent:
-        parts.append(1.0 if query.intent.strip().lower() == exp.intent.strip().lower() else 0.0)
+        parts.append(1.0 if match_key(query.intent) == match_key(exp.intent) else 0.0)
     anchors = tuple(a for a in exp.anchors if names(query.query, a))
     if exp.anchors:
         parts.append(len(anchors) / len(exp.anchors))

@@ -20,9 +20,9 @@ from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer
 from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.domain.errors import Conflict, NotFound
 from chalicelib.adapters.cursors import decode_parts, encode_cursor
-from chalicelib.domain.lexical import term_score, terms
-from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
-from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts, intent_key
+from chalicelib.domain.lexical import K1, B, idf, terms
+from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, match_key, match_keys
+from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
 from chalicelib.services.deps import Deps, policies
 from chalicelib.settings import Settings
 
@@ -293,6 +293,13 @@ class InMemoryExperienceStore:
             return _count_by_status(e for (tid, _), e in self._exps.items() if tid == tenant_id)
 
 
+def term_score(tf: float, df: int, n_docs: int, doc_len: float, avg_len: float) -> float:
+    """BM25 contribution of one query term to one document, the textbook way (the numpy index
+    computes the same for many documents at once)."""
+    norm = tf + K1 * (1 - B + B * doc_len / max(avg_len, 1e-9))
+    return idf(df, n_docs) * tf * (K1 + 1) / norm
+
+
 class InMemoryVectorIndex:
     """Exact cosine k-NN, with the filter semantics of ``NumpyVectorIndex``."""
 
@@ -309,7 +316,7 @@ class InMemoryVectorIndex:
         return vec / norm if norm > 0 else vec
 
     def upsert(self, tenant_id: str, entries: Sequence[IndexEntry]) -> None:
-        checked = [replace(e, vector=self._checked(e.vector), tools=tuple(t.lower() for t in e.tools)) for e in entries]
+        checked = [replace(e, vector=self._checked(e.vector), tools=tuple(sorted(match_keys(e.tools)))) for e in entries]
         with self._lock:
             part = self._parts.setdefault(tenant_id, {})
             for e in checked:
@@ -327,18 +334,16 @@ class InMemoryVectorIndex:
             return False
         if e.user_id is not None and e.user_id != flt.user_id:
             return False
-        if flt.task_type and e.task_type and e.task_type.lower() != flt.task_type.lower():
-            return False
-        want, have = intent_key(flt.intent), intent_key(e.intent)
-        if want and have and want != have:
-            return False
+        for want, have in ((match_key(flt.task_type), match_key(e.task_type)), (match_key(flt.intent), match_key(e.intent))):
+            if want and have and want != have:
+                return False
         return not tools or not e.tools or bool(tools.intersection(e.tools))
 
     def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
         q = self._checked(vector)
-        tools = {t.lower() for t in flt.tools}
+        tools = match_keys(flt.tools)
         with self._lock:
             found = [e for e in self._parts.get(tenant_id, {}).values() if self._matches(e, flt, tools)]
         scored = [(e.experience_id, float(e.vector @ q)) for e in found]
@@ -349,7 +354,7 @@ class InMemoryVectorIndex:
         """BM25 the slow, obvious way: every document, every query term."""
         if k <= 0:
             return []
-        tools = {t.lower() for t in flt.tools}
+        tools = match_keys(flt.tools)
         with self._lock:
             entries = list(self._parts.get(tenant_id, {}).values())
         docs = {e.experience_id: Counter(terms(e.text)) for e in entries}
