@@ -85,7 +85,8 @@ def review_stream(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if context is not None and hasattr(context, "get_remaining_time_in_millis"):
         config.register_lambda_context(context)
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
-    result = process_partial_response(event=event, record_handler=_record_handler, processor=processor, context=context)
+    with obs.traced("review_stream", records=len(event.get("Records", []))):
+        result = process_partial_response(event=event, record_handler=_record_handler, processor=processor, context=context)
     failed = len(result.get("batchItemFailures", []))
     obs.count("StreamRecords", len(event.get("Records", [])))
     obs.count("StreamRecordsFailed", failed)
@@ -95,8 +96,9 @@ def review_stream(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def sweep() -> dict[str, int]:
-    requeued = requeue_unreviewed(get_deps())
-    result = {"requeued": requeued, "ran": run_due_jobs(budget_seconds=float(os.environ.get("HINDSIGHT_SWEEP_SECONDS", "50")))}
+    with obs.traced("review_sweep"):
+        requeued = requeue_unreviewed(get_deps())
+        result = {"requeued": requeued, "ran": run_due_jobs(budget_seconds=float(os.environ.get("HINDSIGHT_SWEEP_SECONDS", "50")))}
     obs.count("ReviewJobsRequeued", requeued)
     obs.count("ReviewJobsRun", result["ran"])
     obs.logger().info("review sweep", extra=result)
@@ -105,7 +107,8 @@ def sweep() -> dict[str, int]:
 
 
 def decay() -> dict[str, int]:
-    report = run_decay(get_deps())
+    with obs.traced("decay"):
+        report = run_decay(get_deps())
     result = {"decayed": report.decayed, "archived": report.archived}
     obs.count("ExperiencesDecayed", report.decayed)
     obs.count("ExperiencesArchived", report.archived)

@@ -1,13 +1,14 @@
 """Powertools logging, metrics and tracing, built once per process and only where used (the
 Lambda event handlers), so the API's cold start does not pay for them.
 
-Tracing pulls in the X-Ray SDK (~200 ms of import): it is on only with HINDSIGHT_TRACING=true.
+Tracing pulls in the X-Ray SDK (~200 ms of import): the tracer is built, and the SDK imported,
+only when ``Settings.tracing`` is on (HINDSIGHT_TRACING=true).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
-import os
-from typing import Any
+from typing import Any, Iterator
 
 SERVICE = "hindsight-worker"  # not the Chalice app's name: the two would share a logger and log twice
 NAMESPACE = "hindsight"
@@ -35,11 +36,28 @@ def metrics() -> Any:
 
 @functools.lru_cache(maxsize=1)
 def tracer() -> Any | None:
-    if os.environ.get("HINDSIGHT_TRACING", "").lower() not in ("1", "true", "yes"):
+    """The Powertools tracer (it patches boto3 and requests, so DynamoDB, OpenSearch and LLM calls
+    show in the trace), or None when tracing is off."""
+    from .container import get_settings
+
+    if not get_settings().tracing:
         return None
     from aws_lambda_powertools import Tracer
 
     return Tracer(service=SERVICE)
+
+
+@contextlib.contextmanager
+def traced(name: str, **annotations: Any) -> Iterator[Any | None]:
+    """A subsegment ``## name`` with ``annotations`` when tracing is on; otherwise nothing."""
+    built = tracer()
+    if built is None:
+        yield None
+        return
+    with built.provider.in_subsegment(name=f"## {name}") as subsegment:
+        for key, value in annotations.items():
+            subsegment.put_annotation(key, value)
+        yield subsegment
 
 
 def count(name: str, value: float = 1) -> None:

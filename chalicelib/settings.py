@@ -92,6 +92,9 @@ class Settings(BaseModel):
     rate_limit_per_second: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=0)
 
+    # X-Ray tracing of the Lambda event handlers (infra/ sets it with its ``tracing`` option)
+    tracing: bool = False
+
     # Log level of the embedded server (DEBUG, INFO, ...); keys are redacted at every level
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 

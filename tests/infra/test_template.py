@@ -342,9 +342,9 @@ def test_the_lambda_environment_is_made_of_settings(template):
     from chalicelib.settings import Settings
 
     known = {f"HINDSIGHT_{name.upper()}" for name in Settings.model_fields}
-    # read outside Settings: app.py (the stream ARN, for Chalice's decorator), observability.py,
-    # lambda_handlers.py; and the secret references until settings.py reads them
-    read_elsewhere = {"HINDSIGHT_JOBS_STREAM_ARN", "HINDSIGHT_TRACING", "HINDSIGHT_SWEEP_SECONDS",
+    # read outside Settings: app.py (the stream ARN, for Chalice's decorator), lambda_handlers.py;
+    # and the secret references until settings.py reads them
+    read_elsewhere = {"HINDSIGHT_JOBS_STREAM_ARN", "HINDSIGHT_SWEEP_SECONDS",
                       "HINDSIGHT_ADMIN_KEY_SECRET", "HINDSIGHT_OPENAI_API_KEY_SECRET"}
     for fn in template.of_type("AWS::Serverless::Function").values():
         env = fn["Properties"]["Environment"]["Variables"]
