@@ -21,7 +21,7 @@ from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
 from ..domain.errors import Conflict, NotFound
-from ..domain.models import Event, Trajectory, TrajectoryStatus
+from ..domain.models import Event, ReviewSummary, Trajectory, TrajectoryStatus
 from ..ports import AppendResult
 from .codec import event_from_doc, to_doc, trajectory_from_doc
 from .dynamo_errors import CONDITION_FAILED, StoreUnavailable, boundary, cancellation_codes, failed_condition
@@ -256,8 +256,7 @@ class DynamoTrajectoryStore:
             for attempt in range(MAX_ATTEMPTS):
                 current = self._item(tenant_id, trajectory_id)
                 traj = self._trajectory(current)
-                review = dict(traj.review or {})
-                review["local"] = [*review.get("local", []), summary]
+                review = ReviewSummary.with_local_review(traj.review, summary)
                 ids = list(dict.fromkeys([*traj.experience_ids, *experience_ids]))
                 item = T(tenant_id, trajectory_id)
                 try:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..domain.compress import compress_trajectory, estimate_tokens, raw_size_tokens
 from ..domain.lesson import LessonDraft, Raw, drafted, fix_fingerprint, goal_wording, situation_key, trajectory_literals
-from ..domain.models import Event, Trajectory
+from ..domain.models import FULL_SCOPE, LOCAL_SCOPE, Event, Trajectory
 from ..domain.review import Review, review_by_rules
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ class LLMReviewer:
 
     def __init__(self, client: Any, model_full: str, model_local: str | None = None, max_attempts: int = 2) -> None:
         self.client = client
-        self.models = {"full": model_full, "local": model_local or model_full}
+        self.models = {FULL_SCOPE: model_full, LOCAL_SCOPE: model_local or model_full}
         self.max_attempts = max_attempts
         self.stats = LLMStats()
 
@@ -159,7 +159,7 @@ class LLMReviewer:
         if answer is None:
             base.extra["llm"] = "invalid output dropped"
             return base
-        base.reviewer = f"llm:{self.models[kind if kind in self.models else 'full']}+deterministic"
+        base.reviewer = f"llm:{self._model(kind)}+deterministic"
         base.extra["llm"] = {
             "goal": answer.goal, "path": answer.path, "improvements": answer.improvements,
             "key_decisions": [d.model_dump() for d in answer.key_decisions],
@@ -171,6 +171,9 @@ class LLMReviewer:
         base.lessons = llm_drafts + [d for d in base.lessons if d.situation_key not in covered]
         return base
 
+    def _model(self, kind: str) -> str:
+        return self.models.get(kind, self.models[FULL_SCOPE])
+
     def _ask(self, compact: str, kind: str) -> LLMReview | None:
         messages = [
             {"role": "system", "content": SYSTEM_PROMPT},
@@ -181,7 +184,7 @@ class LLMReviewer:
         for _ in range(self.max_attempts):
             self.stats.add(calls=1)
             response = self.client.chat.completions.create(  # transport errors propagate: the job is retried
-                model=self.models.get(kind, self.models["full"]),
+                model=self._model(kind),
                 messages=messages,
                 temperature=0,
                 response_format={"type": "json_schema", "json_schema": {"name": "trajectory_review", "strict": True, "schema": REVIEW_SCHEMA}},

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Sequence
 
 from ..domain.errors import Conflict, NotFound
-from ..domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus
+from ..domain.models import Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
 from ..ports import AppendResult, DeadJob, Page, ReviewJob
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
 from .cursors import decode_parts, encode_cursor
@@ -157,8 +157,7 @@ class SqliteTrajectoryStore:
     ) -> Trajectory:
         with self.db.write() as conn:
             traj = self._row(conn, tenant_id, trajectory_id)
-            review = dict(traj.review or {})
-            review["local"] = [*review.get("local", []), summary]
+            review = ReviewSummary.with_local_review(traj.review, summary)
             ids = list(dict.fromkeys([*traj.experience_ids, *experience_ids]))
             traj = replace(traj, review=review, experience_ids=ids, updated_at=now)
             self._save(conn, traj)

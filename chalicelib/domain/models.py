@@ -143,6 +143,19 @@ class ReviewSummary:
     def local_reviews(traj: Trajectory) -> list[dict[str, Any]]:
         return (traj.review or {}).get(LOCAL_SCOPE, [])
 
+    @staticmethod
+    def with_local_review(record: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any]:
+        """``record`` (a trajectory's ``review``) with one more local review's summary."""
+        record = dict(record or {})
+        record[LOCAL_SCOPE] = [*record.get(LOCAL_SCOPE, []), summary]
+        return record
+
+    @classmethod
+    def redriven(cls, traj: Trajectory, at: datetime) -> "ReviewSummary":
+        """A failed review sent round again: the failure is kept as ``previous``."""
+        previous = {k: v for k, v in (traj.review or {}).items() if k != LOCAL_SCOPE}
+        return cls(redriven_at=at, previous=previous, local=cls.local_reviews(traj))
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {**(self.findings or {})}
         for name in ("kind", "skipped", "trigger", "error", "attempts"):

@@ -105,9 +105,7 @@ def _reopen_failed(deps: Deps, job: DeadJob, now: datetime) -> None:
         return
     if traj.status is not TrajectoryStatus.REVIEW_FAILED:
         return
-    local = ReviewSummary.local_reviews(traj)
-    previous = {k: v for k, v in (traj.review or {}).items() if k != "local"}
-    summary = ReviewSummary(redriven_at=now, previous=previous, local=local)
+    summary = ReviewSummary.redriven(traj, now)
     deps.trajectories.save_review(
         job.tenant_id, job.trajectory_id, TrajectoryStatus.FINALIZED.value, traj.experience_ids, summary.as_dict(), now
     )

@@ -129,6 +129,15 @@ def test_a_transient_failure_succeeds_on_retry(deps, clock):
     assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "reviewed"
 
 
+def test_a_job_of_an_unknown_kind_is_dead_lettered_at_once_and_the_trajectory_left_alone(deps, clock):
+    ingest.start_trajectory(deps, new_traj())
+    deps.queue.enqueue("t1", "tr1", "quick", clock.now())
+    assert review_jobs.process_review_jobs(deps) == 1
+    (dead,) = review_jobs.failed_reviews(deps)
+    assert (dead.kind, dead.attempts, dead.error) == ("quick", 1, "unknown review kind 'quick'")
+    assert ingest.get_trajectory(deps, "t1", "tr1").status.value == "open"
+
+
 def test_requeue_finds_finalized_trajectories_whose_job_was_lost(deps, clock):
     ingest.start_trajectory(deps, **new_traj())
     deps.trajectories.finalize("t1", "tr1", "success", None, clock.now())  # crash before enqueue

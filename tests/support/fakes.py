@@ -21,7 +21,7 @@ from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.domain.errors import Conflict, NotFound
 from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.domain.lexical import K1, B, idf, terms
-from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, match_key, match_keys
+from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, ReviewSummary, match_key, match_keys
 from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
 from chalicelib.services.deps import Deps, policies
 from chalicelib.settings import Settings
@@ -186,8 +186,7 @@ class InMemoryTrajectoryStore:
     ) -> Trajectory:
         with self._lock:
             traj = self._stored(tenant_id, trajectory_id)
-            review = copy.deepcopy(traj.review or {})
-            review["local"] = [*review.get("local", []), copy.deepcopy(summary)]
+            review = ReviewSummary.with_local_review(copy.deepcopy(traj.review), copy.deepcopy(summary))
             traj.review = review
             traj.experience_ids = list(dict.fromkeys([*traj.experience_ids, *experience_ids]))
             traj.updated_at = now
