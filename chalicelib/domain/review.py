@@ -23,7 +23,7 @@ from .lesson import (
     LessonDraft, Raw, Wording, describe_param_change, drafted, error_class, error_text, fingerprint, fix_fingerprint,
     goal_wording, short, situation_key, trajectory_literals,
 )
-from .models import Event, Trajectory
+from .models import FULL_SCOPE, Event, Trajectory
 
 
 @dataclass
@@ -167,7 +167,7 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
     )
 
 
-def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = "full") -> Review:
+def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_SCOPE) -> Review:
     """Find the lessons a trajectory teaches. Deterministic: same input, same lessons."""
     events = sorted(events, key=lambda e: e.seq)
     calls = [e for e in events if e.is_tool_call]
