@@ -66,7 +66,8 @@ class LessonDraft:
     literals: Mapping[str, str] = field(default_factory=dict)
     kept_literals: tuple[str, ...] = ()  # the literal values this wording keeps as they are
     # what writing the lesson again takes: the trajectory's literal values by role (value ->
-    # placeholder) and each text field as pieces (``TEXT_FIELDS``); empty: the texts are final
+    # placeholder; in memory only, an experience keeps their digests) and each text field as
+    # pieces (``TEXT_FIELDS``); empty: the texts are final
     values: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     wording: Mapping[str, Wording] = field(default_factory=dict, compare=False, repr=False)
 
