@@ -130,7 +130,7 @@ def test_a_transient_failure_succeeds_on_retry(deps, clock):
 
 
 def test_a_job_of_an_unknown_kind_is_dead_lettered_at_once_and_the_trajectory_left_alone(deps, clock):
-    ingest.start_trajectory(deps, new_traj())
+    ingest.start_trajectory(deps, **new_traj())
     deps.queue.enqueue("t1", "tr1", "quick", clock.now())
     assert review_jobs.process_review_jobs(deps) == 1
     (dead,) = review_jobs.failed_reviews(deps)
