@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = """
 import json, sys
 from chalicelib import container, lambda_handlers, observability
-from tests.fakes import fake_deps
+from tests.support.fakes import fake_deps
 
 container.set_deps(fake_deps())
 sent = []

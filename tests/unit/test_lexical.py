@@ -1,5 +1,5 @@
 from chalicelib.domain.lexical import saturate, terms
-from tests.fakes import term_score
+from tests.support.fakes import term_score
 
 
 def test_identifiers_are_kept_whole_and_split_into_words():

@@ -1,7 +1,7 @@
 import pytest
 
 from chalicelib.domain.models import FULL_REVIEW, ReviewKind, ReviewSummary
-from tests.unit.builders import T0, traj
+from tests.support.builders import T0, traj
 
 
 def test_review_kinds_read_back_as_they_were_written():
