@@ -3,7 +3,6 @@ what it does when the service is refusing, failing or gone."""
 from __future__ import annotations
 
 import threading
-import time
 
 import anyio
 import httpx
@@ -12,7 +11,6 @@ import pytest
 from hindsight_client import Hindsight, RetryPolicy, TrajectoryRecorder, Unauthorized
 from hindsight_client.anomalies import Anomaly
 
-from devtools.net import free_port
 
 from .servers import FaultProxy
 
@@ -209,25 +207,11 @@ def test_large_and_odd_values_are_snapshotted_within_the_service_limits(proxied:
     assert len(content["params"]["rows"]) == 51 and content["params"]["raw"] == "<10 bytes>"
 
 
-def _cost_per_event_us(rec: TrajectoryRecorder, n: int) -> float:
-    params = {"city": "Lyon", "date": "tomorrow", "units": "metric"}
-    started = time.perf_counter()
-    for i in range(n):
-        rec.tool_call("get_weather", params, result={"forecast": "rain", "temp": i})
-    return (time.perf_counter() - started) / n * 1e6
-
-
-def test_recording_costs_the_agent_microseconds_per_event(proxied: Hindsight, capsys: pytest.CaptureFixture) -> None:
+def test_a_thousand_events_recorded_while_the_sender_sends_are_all_sent(proxied: Hindsight) -> None:
+    """What this costs the agent's thread is measured by bench/recorder_cost.py, beside a floor."""
     n = 1000  # the embedded server ingests a few hundred events/s here; more only slows the suite
-    # Alone: the sender is never started, so this is only the agent thread's own work.
-    alone = TrajectoryRecorder(Hindsight(f"http://127.0.0.1:{free_port()}", "k"), agent_id="a", goal="g", max_buffer=n)
-    alone_us = min(_cost_per_event_us(alone, n // 4) for _ in range(4))
-    assert alone.stats.recorded == n
-    # Live: the sender thread is encoding and sending meanwhile, competing for the GIL.
+    params = {"city": "Lyon", "date": "tomorrow", "units": "metric"}
     with TrajectoryRecorder(proxied, agent_id="a", goal="g", max_buffer=n, close_timeout=30) as live:
-        live_us = _cost_per_event_us(live, n)
-    assert live.stats.sent == n and live.stats.dropped == 0
-    with capsys.disabled():
-        print(f"\n[recorder] agent-thread cost per tool_call event: {alone_us:.1f} µs alone, {live_us:.1f} µs "
-              f"while the sender is sending ({n} events)")
-    assert alone_us < 200 and live_us < 500  # generous bounds for a loaded 2-core CI machine
+        for i in range(n):
+            live.tool_call("get_weather", params, result={"forecast": "rain", "temp": i})
+    assert live.stats.recorded == n and live.stats.sent == n and live.stats.dropped == 0
