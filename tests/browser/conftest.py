@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from devtools.browser import make_driver
-from tests.e2e.test_server_process import Server, free_port
+from devtools.server_process import ServerProcess
 
 ARTIFACTS = Path(os.environ.get("HINDSIGHT_TEST_ARTIFACTS") or Path(tempfile.gettempdir()) / "hindsight-browser-artifacts")
 
@@ -19,9 +19,9 @@ ARTIFACTS = Path(os.environ.get("HINDSIGHT_TEST_ARTIFACTS") or Path(tempfile.get
 class Console:
     """The console in one browser, and the server behind it."""
 
-    def __init__(self, driver, server: Server) -> None:
+    def __init__(self, driver, server: ServerProcess) -> None:
         self.driver, self.server = driver, server
-        self.admin_key = (server.data_dir / "admin_key").read_text().strip()
+        self.admin_key = server.admin_key
 
     # --- API side (what agents do) ---
     def tenant(self, name: str) -> str:
@@ -82,11 +82,8 @@ class Console:
 
 @pytest.fixture(scope="session")
 def console_server(tmp_path_factory):
-    base = tmp_path_factory.mktemp("console")
-    srv = Server(base / "data", free_port())
-    srv.data_dir.mkdir()
-    yield srv.start()
-    srv.stop()
+    with ServerProcess(tmp_path_factory.mktemp("console") / "data") as srv:
+        yield srv
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from selenium.common.exceptions import NoAlertPresentException
 
-from tests.e2e.test_server_process import wait_reviewed
+from tests.support.polling import wait_reviewed
 from tests.http.test_api import WEATHER_EVENTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -138,7 +138,8 @@ def run_recall(console) -> None:
 
 
 XSS = '<img src=x onerror="window.__pwned=1;alert(1)"><script>window.__pwned=2;alert(2)</script>'
-TOOL = '<img src=x onerror=alert(3)>'
+TOOL = "lookup"  # tool names are restricted to a safe character set at ingest
+TAG = "<img src=x onerror=\"window.__pwned=4\">"
 
 
 def test_text_from_agents_is_shown_as_text_and_never_runs(console):
@@ -156,7 +157,7 @@ def test_text_from_agents_is_shown_as_text_and_never_runs(console):
     assert client.post(f"/v1/trajectories/{tid}/finalize", json={"outcome": "failure", "feedback": XSS}).status_code == 202
     wait_reviewed(client, tid)
     written = client.post("/v1/experiences", json={"situation": XSS, "advice": "Before you act: " + XSS, "lesson": XSS, "action": XSS,
-                                                   "result": XSS, "tools": [TOOL], "tags": [TOOL], "sources": [tid], "agent_id": "bot"})
+                                                   "result": XSS, "tools": [TOOL], "tags": [TAG], "sources": [tid], "agent_id": "bot"})
     assert written.status_code == 201, written.text
     exp_id = written.json()["experience_id"]
 
@@ -273,35 +274,29 @@ def test_feedback_and_an_edit_as_a_human_lesson(console):
     assert old["status"] == "forgotten" and old["status_reason"] == f"edited: replaced by {new_id}"
 
 
-def test_admin_sees_a_failed_review_and_redrives_it(tmp_path):
-    from devtools.openai_stub import OpenAIStub
+def test_admin_sees_a_failed_review_and_redrives_it(tmp_path, openai_stub, start_server):
     from tests.browser.conftest import Console, make_driver
-    from tests.e2e.test_server_process import Server, free_port
 
-    with OpenAIStub() as stub:
-        env = {"HINDSIGHT_OPENAI_BASE_URL": stub.base_url, "HINDSIGHT_OPENAI_API_KEY": "stub", "HINDSIGHT_EMBEDDER": "hash",
-               "HINDSIGHT_REVIEW_MAX_ATTEMPTS": "1", "HINDSIGHT_LLM_MAX_RETRIES": "0"}
-        srv = Server(tmp_path / "data", free_port(), env)
-        srv.data_dir.mkdir()
-        srv.start()
-        driver = make_driver(tmp_path / "profile")
-        try:
-            console = Console(driver, srv)
-            key = console.tenant("flaky")
-            client = console.client(key)
-            stub.faults(fail=100)
-            assert record_weather(client, "flaky-1")["status"] == "review_failed"
-            stub.faults()
+    env = {"HINDSIGHT_OPENAI_BASE_URL": openai_stub.base_url, "HINDSIGHT_OPENAI_API_KEY": "stub", "HINDSIGHT_EMBEDDER": "hash",
+           "HINDSIGHT_REVIEW_MAX_ATTEMPTS": "1", "HINDSIGHT_LLM_MAX_RETRIES": "0"}
+    srv = start_server(env=env)
+    driver = make_driver(tmp_path / "profile")
+    try:
+        console = Console(driver, srv)
+        key = console.tenant("flaky")
+        client = console.client(key)
+        openai_stub.faults(fail=100)
+        assert record_weather(client, "flaky-1")["status"] == "review_failed"
+        openai_stub.faults()
 
-            console.open("#/admin")
-            console.sign_in(console.admin_key, "admin")
-            console.wait(lambda d: console.all("#failed-reviews tr"), what="the failed reviews")
-            row = console.css("#failed-reviews tbody tr")
-            assert "flaky-1" in row.text and "flaky" in row.text
-            console.screenshot("10-admin-failed-review")
-            row.find_element("css selector", "button").click()
-            console.wait(lambda d: "1 review(s) sent round again" in console.text("#admin-status"), what="the redrive")
-            assert wait_reviewed(client, "flaky-1")["status"] == "reviewed"
-        finally:
-            driver.quit()
-            srv.stop()
+        console.open("#/admin")
+        console.sign_in(console.admin_key, "admin")
+        console.wait(lambda d: console.all("#failed-reviews tr"), what="the failed reviews")
+        row = console.css("#failed-reviews tbody tr")
+        assert "flaky-1" in row.text and "flaky" in row.text
+        console.screenshot("10-admin-failed-review")
+        row.find_element("css selector", "button").click()
+        console.wait(lambda d: "1 review(s) sent round again" in console.text("#admin-status"), what="the redrive")
+        assert wait_reviewed(client, "flaky-1")["status"] == "reviewed"
+    finally:
+        driver.quit()

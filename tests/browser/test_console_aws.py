@@ -7,39 +7,29 @@ import uuid
 
 import pytest
 
-from devtools.openai_stub import OpenAIStub
 from tests.browser.conftest import Console, make_driver
 from tests.browser.test_console import record_weather, run_recall
-from tests.conftest_opensearch import node_url
-from tests.contract.dynamo_backend import moto_endpoint
-from tests.e2e.test_server_process import Server, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.opensearch]
 
 
 @pytest.fixture()
-def aws_console(tmp_path):
+def aws_console(tmp_path, openai_stub, start_server, moto_url, opensearch_url):
     prefix = f"console{uuid.uuid4().hex[:8]}-"
-    with OpenAIStub() as stub:
-        env = {
-            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-            "HINDSIGHT_BACKEND": "aws", "HINDSIGHT_TABLE_PREFIX": prefix, "HINDSIGHT_DYNAMODB_ENDPOINT": moto_endpoint(),
-            "HINDSIGHT_CREATE_TABLES": "true", "HINDSIGHT_OPENSEARCH_ENDPOINT": node_url(), "HINDSIGHT_OPENSEARCH_SERVICE": "none",
-            "HINDSIGHT_OPENSEARCH_INDEX": f"{prefix}experiences", "HINDSIGHT_EMBEDDER": "openai", "HINDSIGHT_EMBEDDING_DIM": "64",
-            "HINDSIGHT_OPENAI_BASE_URL": stub.base_url, "HINDSIGHT_OPENAI_API_KEY": "stub", "HINDSIGHT_ADMIN_KEY": "admin-" + uuid.uuid4().hex,
-        }
-        srv = Server(tmp_path / "data", free_port(), env)
-        srv.data_dir.mkdir()
-        srv.start()
-        driver = make_driver(tmp_path / "profile")
-        try:
-            console = Console.__new__(Console)
-            console.driver, console.server, console.admin_key = driver, srv, env["HINDSIGHT_ADMIN_KEY"]
-            yield console
-        finally:
-            driver.quit()
-            srv.stop()
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "HINDSIGHT_BACKEND": "aws", "HINDSIGHT_TABLE_PREFIX": prefix, "HINDSIGHT_DYNAMODB_ENDPOINT": moto_url,
+        "HINDSIGHT_CREATE_TABLES": "true", "HINDSIGHT_OPENSEARCH_ENDPOINT": opensearch_url, "HINDSIGHT_OPENSEARCH_SERVICE": "none",
+        "HINDSIGHT_OPENSEARCH_INDEX": f"{prefix}experiences", "HINDSIGHT_EMBEDDER": "openai", "HINDSIGHT_EMBEDDING_DIM": "64",
+        "HINDSIGHT_OPENAI_BASE_URL": openai_stub.base_url, "HINDSIGHT_OPENAI_API_KEY": "stub", "HINDSIGHT_ADMIN_KEY": "admin-" + uuid.uuid4().hex,
+    }
+    srv = start_server(env=env)
+    driver = make_driver(tmp_path / "profile")
+    try:
+        yield Console(driver, srv)
+    finally:
+        driver.quit()
 
 
 def test_every_page_reads_the_aws_backend(aws_console):
