@@ -16,6 +16,7 @@ run: install
 	$(PY) server.py
 
 test: install
+	scripts/browser/install.sh
 	$(PY) -m pytest
 
 bench: install

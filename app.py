@@ -84,6 +84,14 @@ def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
     return out.trajectory_out(ingest.get_trajectory(get_deps(), tenant_id, trajectory_id))
 
 
+@api.route("GET", "/v1/trajectories/{trajectory_id}/events",
+           "Its events in order, as a decision graph with the attribution of each step",
+           response=s.TrajectoryEventsOut, errors=(404,))
+def trajectory_events(trajectory_id: str, tenant_id: str) -> s.TrajectoryEventsOut:
+    events, attribution = ingest.trajectory_graph(get_deps(), tenant_id, trajectory_id)
+    return out.trajectory_events_out(trajectory_id, events, attribution)
+
+
 def _event_limits(data: object) -> None:
     """Too many or too large events answer 413 before the events are validated one by one."""
     settings = get_settings()
@@ -175,6 +183,13 @@ def failed_reviews(query: s.FailedReviewsQuery) -> s.FailedReviewList:
            body=s.RedriveIn, response=s.RedriveOut, auth="admin")
 def redrive(body: s.RedriveIn) -> s.RedriveOut:
     return s.RedriveOut(redriven=review_jobs.redrive_failed(get_deps(), body.tenant_id, body.trajectory_ids))
+
+
+# The web console (static files at /console; it calls the routes above from the browser). Not part
+# of the JSON API's OpenAPI document.
+from chalicelib.console import console  # noqa: E402
+
+app.register_blueprint(console)
 
 
 # --- background work in the cloud (locally, worker.py does the same in a thread) ---------

@@ -3,13 +3,17 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..domain.models import Experience, Hit, Tenant, Trajectory
+from ..domain.attribution import Attribution
+from ..domain.models import Event, Experience, Hit, Tenant, Trajectory
 from ..ports import DeadJob
 from . import schemas as s
 
 
 def experience_out(exp: Experience) -> s.ExperienceOut:
-    return s.ExperienceOut.model_validate({**asdict(exp), "source": exp.source.value, "status": exp.status.value})
+    # Only the fields the answer has: asdict would deep-copy the examples, literals and anchors of
+    # every lesson first, most of the cost of a page of 200.
+    fields = {name: getattr(exp, name) for name in s.ExperienceOut.model_fields}
+    return s.ExperienceOut.model_validate({**fields, "source": exp.source.value, "status": exp.status.value})
 
 
 def trajectory_out(traj: Trajectory) -> s.TrajectoryOut:
@@ -27,3 +31,19 @@ def failed_review_out(job: DeadJob) -> s.FailedReviewOut:
 
 def tenant_summary(tenant: Tenant) -> s.TenantSummary:
     return s.TenantSummary(tenant_id=tenant.tenant_id, name=tenant.name, created_at=tenant.created_at)
+
+
+def trajectory_events_out(trajectory_id: str, events: list[Event], attribution: Attribution) -> s.TrajectoryEventsOut:
+    return s.TrajectoryEventsOut.model_validate({
+        "trajectory_id": trajectory_id,
+        "events": [
+            {**asdict(e), "parent": attribution.parent.get(e.event_id), "label": attribution.labels.get(e.event_id),
+             "contribution": round(attribution.contribution.get(e.event_id, 0.0), 4)}
+            for e in events
+        ],
+        "contrasts": [
+            {"failed": c.failed.event_id, "worked": c.worked.event_id, "kind": c.kind,
+             "changed_params": list(c.changed_params), "prerequisite": c.prerequisite}
+            for c in attribution.contrasts
+        ],
+    })

@@ -218,6 +218,37 @@ class TrajectoryOut(Model):
     updated_at: datetime
 
 
+class EventOut(Model):
+    event_id: str
+    seq: int = Field(description="Order of arrival, from 1")
+    type: str
+    timestamp: datetime
+    node_id: str | None = None
+    parent_id: str | None = Field(default=None, description="As recorded")
+    context: dict[str, Any] = {}
+    content: dict[str, Any] = {}
+    parent: str | None = Field(description="The event_id of its parent in the decision graph (parent_id resolved; "
+                               "default: the event before it); null for the root")
+    label: Literal["effective", "recovery", "failed", "repeated", "objected"] | None = Field(
+        description="What the call did for the outcome (tool calls only): effective, recovery (fixed an earlier "
+                    "failure), failed, repeated (the same call again), objected (the user objected to it)")
+    contribution: float = Field(description="The value of the calls below it, propagated up the graph")
+
+
+class ContrastOut(Model):
+    failed: str = Field(description="event_id of the call that failed")
+    worked: str = Field(description="event_id of the call that worked instead at the same decision point")
+    kind: Literal["param", "order", "swap"]
+    changed_params: list[str] = []
+    prerequisite: str | None = Field(default=None, description="The tool called first, for kind order")
+
+
+class TrajectoryEventsOut(Model):
+    trajectory_id: str
+    events: list[EventOut]
+    contrasts: list[ContrastOut] = Field(description="Each decision point where one choice failed and another worked")
+
+
 # --- experiences -----------------------------------------------------------------------------
 
 
@@ -269,8 +300,12 @@ class ExperienceOut(Model):
     status_reason: str | None = None
     support: int
     version: int
+    supersedes: str | None = Field(default=None, description="The lesson this one replaced (its version chain)")
+    superseded_by: str | None = Field(default=None, description="The lesson that replaced this one")
     created_at: datetime
     updated_at: datetime
+    renewed_at: datetime | None = Field(default=None, description="Last written or used: freshness halves every "
+                                        "half-life since then")
 
 
 class ExperienceList(Model):
@@ -386,10 +421,17 @@ class HistogramBucket(Model):
     count: int
 
 
+class DecayPolicyOut(Model):
+    half_life_days: float
+    archive_below: float = Field(description="A lesson whose keep score falls below this is archived")
+    min_age_days: float = Field(description="Nothing younger is archived by decay")
+
+
 class StatsOut(Model):
     experiences: dict[str, int]
     trajectories: dict[str, int]
     freshness_histogram: list[HistogramBucket]
+    decay: DecayPolicyOut | None = Field(default=None, description="The policy freshness and archiving follow")
 
 
 class HealthOut(Model):

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 from ..domain.anomaly import detect, may_complete_anomaly
+from ..domain.attribution import Attribution, attribute
 from ..domain.errors import Conflict
 from ..domain.models import FULL_REVIEW, Event, Trajectory, TrajectoryStatus
 from ..ports import AppendResult
@@ -99,3 +100,11 @@ def finalize(deps: Deps, tenant_id: str, trajectory_id: str, outcome: str, feedb
 
 def get_trajectory(deps: Deps, tenant_id: str, trajectory_id: str) -> Trajectory:
     return deps.trajectories.get(tenant_id, trajectory_id)
+
+
+def trajectory_graph(deps: Deps, tenant_id: str, trajectory_id: str) -> tuple[list[Event], Attribution]:
+    """Its events in arrival order and their attribution (the same the deterministic reviewer
+    computes: recomputed from the events, so it needs nothing stored beside them)."""
+    deps.trajectories.get(tenant_id, trajectory_id)  # NotFound for an unknown or another tenant's id
+    events = deps.trajectories.events(tenant_id, trajectory_id)
+    return events, attribute(events)

@@ -72,4 +72,6 @@ def tenant_stats(deps: Deps, tenant_id: str, page_size: int = 500) -> dict:
             {"bucket": f"{i / HISTOGRAM_BUCKETS:.1f}-{(i + 1) / HISTOGRAM_BUCKETS:.1f}", "count": n}
             for i, n in enumerate(histogram)
         ],
+        "decay": {"half_life_days": deps.decay.half_life_days, "archive_below": deps.decay.archive_below,
+                  "min_age_days": deps.decay.min_age_days},
     }

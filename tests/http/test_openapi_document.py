@@ -11,6 +11,16 @@ import app as app_module
 OPERATIONS = {"get", "post", "put", "patch", "delete"}
 
 
+def api_routes():
+    """The JSON API's routes: every route but the console's static files (chalicelib/console)."""
+    return [(path, methods) for path, methods in app_module.app.routes.items() if not (path == "/console" or path.startswith("/console/"))]
+
+
+def test_the_console_is_the_only_route_outside_the_api():
+    outside = {path for path in app_module.app.routes if not path.startswith("/v1/")}
+    assert outside == {"/console", "/console/{asset}"}
+
+
 def document(api) -> dict:
     resp = api.call("GET", "/v1/openapi.json")
     assert resp.status_code == 200 and resp.headers["Content-Type"] == "application/json"
@@ -19,7 +29,7 @@ def document(api) -> dict:
 
 def test_every_route_of_the_app_is_documented_and_nothing_else(api):
     doc = document(api)
-    routes = {(m.lower(), path) for path, methods in app_module.app.routes.items() for m in methods}
+    routes = {(m.lower(), path) for path, methods in api_routes() for m in methods}
     documented = {(m, path) for path, ops in doc["paths"].items() for m in ops if m in OPERATIONS}
     assert documented == routes
 
@@ -37,7 +47,7 @@ def test_every_error_answer_has_the_error_shape(api):
 
 def test_routes_behind_a_tenant_key_document_429_and_every_store_route_503_with_retry_after(api):
     doc = document(api)
-    for path, methods in app_module.app.routes.items():
+    for path, methods in api_routes():
         for method, entry in methods.items():
             responses = doc["paths"][path][method.lower()]["responses"]
             if entry.authorizer is not None:
@@ -78,7 +88,7 @@ def test_the_chalice_routes_and_the_documented_operations_are_one_and_the_same(a
     path parameters or another key), or an operation nobody serves, fails here."""
     doc = document(api)
     served = {}
-    for path, methods in app_module.app.routes.items():
+    for path, methods in api_routes():
         for method, entry in methods.items():
             served[(method.lower(), path)] = (tuple(entry.view_args), entry.authorizer is not None)
     documented = {}

@@ -84,6 +84,7 @@ def test_the_bucket_refills_as_time_passes(api):
 TENANT_ROUTES = [
     ("POST", "/v1/trajectories", {"agent_id": "a", "goal": "g"}),
     ("GET", "/v1/trajectories/tr1", None),
+    ("GET", "/v1/trajectories/tr1/events", None),
     ("POST", "/v1/trajectories/tr1/events", {"events": []}),
     ("POST", "/v1/trajectories/tr1/finalize", {"outcome": "success"}),
     ("POST", "/v1/experiences", {"situation": "s", "advice": "a"}),
