@@ -1,0 +1,185 @@
+"""Every evaluation set beside its baselines, measured in one run against one fresh server.
+
+    .venv/bin/python -m bench.eval [--sets reuse,independent,locomo] [--out results.json]
+        [--independent PATH] [--locomo PATH] [--url URL --admin-key KEY]
+
+Dev sets (changes are decided on them): experience_reuse dev, LoCoMo. Held-out sets (report only,
+run rarely, never tuned on): experience_reuse held-out, the independent set.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from bench.experience_reuse.service import Api, LocalServer, create_tenant
+
+from . import independent, locomo, offline, reuse
+
+SETS = ("reuse", "independent", "locomo")
+COLUMNS = (  # key, header, as percent
+    ("n", "n", False), ("hit@1", "hit@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
+    ("sibling@1", "sib1st", True), ("same_tool_sibling@1", "stsib1st", True), ("unknown_hit@3", "unk@3", False),
+    ("names_fix", "fix", False), ("missing@3", "miss@3", False),
+    ("turn_any@10", "turn@10", False), ("session_r@10", "sessR@10", False),
+)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.eval", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated subset of {','.join(SETS)}")
+    p.add_argument("--independent", default=str(independent.DEFAULT_PATH), help="the independent set's families.json")
+    p.add_argument("--locomo", default=os.environ.get("HINDSIGHT_LOCOMO"),
+                   help="locomo10.json (default: $HINDSIGHT_LOCOMO; skipped when unset)")
+    p.add_argument("--url", help="an existing server instead of a fresh one")
+    p.add_argument("--admin-key", help="the admin key of --url (a tenant is created per set)")
+    p.add_argument("--top-k", type=int, default=5, help="top_k of the task-set recalls (LoCoMo always uses 10)")
+    p.add_argument("--threads", type=int, default=8, help="client threads writing and recalling LoCoMo")
+    p.add_argument("--review-timeout", type=float, default=900.0)
+    p.add_argument("--out", help="also write every figure as JSON here")
+    args = p.parse_args(argv)
+    args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    bad = set(args.sets) - set(SETS)
+    if bad:
+        p.error(f"unknown sets {sorted(bad)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    nonce = secrets.token_hex(3)
+    started = time.monotonic()
+    res: dict[str, Any] = {"nonce": nonce, "sets": {}, "skipped": {}, "timings": {}}
+    if "independent" in args.sets and not Path(args.independent).exists():
+        res["skipped"]["independent"] = f"{args.independent} not found"
+    if "locomo" in args.sets and not args.locomo:
+        res["skipped"]["locomo"] = "HINDSIGHT_LOCOMO not set"
+    elif "locomo" in args.sets and not Path(args.locomo).exists():
+        res["skipped"]["locomo"] = f"{args.locomo} not found"
+
+    server = None
+    if args.url:
+        if not args.admin_key:
+            raise SystemExit("--url needs --admin-key")
+        url, admin = args.url, args.admin_key
+        res["server"] = f"existing {url}"
+    else:
+        # Per-tenant rate limits would only measure the client's back-off on LoCoMo's bulk writes.
+        os.environ.setdefault("HINDSIGHT_RATE_LIMIT_PER_SECOND", "0")
+        log("starting a fresh server (embedded backend, MiniLM embedder)...")
+        server = LocalServer().start()
+        url, admin = server.url, server.admin_key
+        res["server"] = "fresh embedded server, " + ", ".join(
+            f"{k}={v}" for k, v in sorted(server.passed_env.items()) if k != "HINDSIGHT_DATA_DIR")
+    embed = offline.minilm()
+    try:
+        if "reuse" in args.sets:
+            t0 = time.monotonic()
+            api = Api(url, create_tenant(url, admin, f"eval-reuse-{nonce}"))
+            try:
+                res["sets"]["reuse"] = reuse.run(api, nonce, embed, args.top_k, args.review_timeout, log)
+            finally:
+                api.close()
+            res["timings"]["reuse_s"] = time.monotonic() - t0
+        if "independent" in args.sets and "independent" not in res["skipped"]:
+            t0 = time.monotonic()
+            fams = independent.load(args.independent)
+            api = Api(url, create_tenant(url, admin, f"eval-independent-{nonce}"))
+            try:
+                res["sets"]["independent"] = independent.run(api, fams, nonce, embed, args.top_k, args.review_timeout, log)
+            finally:
+                api.close()
+            res["sets"]["independent"]["path"] = args.independent
+            res["timings"]["independent_s"] = time.monotonic() - t0
+        if "locomo" in args.sets and "locomo" not in res["skipped"]:
+            t0 = time.monotonic()
+            turns, questions = locomo.load(args.locomo)
+            key = create_tenant(url, admin, f"eval-locomo-{nonce}")
+            http = locomo.through_http(url, key, turns, questions, args.threads, log)
+            base = locomo.offline_baselines(turns, questions, embed, log)
+            res["sets"]["locomo"] = {"turns": len(turns), "questions": len(questions), "hindsight": http, **base}
+            res["timings"]["locomo_s"] = time.monotonic() - t0
+    finally:
+        if server is not None:
+            server.stop()
+    res["timings"]["total_s"] = time.monotonic() - started
+    print_table(res)
+    if args.out:
+        Path(args.out).write_text(json.dumps(res, indent=2, default=str))
+        print(f"results written to {args.out}")
+    return 0
+
+
+def rows(res: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(set, role, system, metrics) in a fixed order."""
+    out = []
+    sets = res["sets"]
+    if "reuse" in sets:
+        for which, role in (("dev", "dev"), ("heldout", "held-out")):
+            out.append((f"experience_reuse {which}", role, "hindsight", sets["reuse"][which]["hindsight"]))
+            out.append((f"experience_reuse {which}", role, "raw trajectories, dense", sets["reuse"][which]["raw"]))
+    if "independent" in sets:
+        s = sets["independent"]
+        out.append(("independent", "held-out", "hindsight", s["hindsight"]))
+        out.append(("independent", "held-out", "raw trajectories, dense", s["raw"]))
+    if "locomo" in sets:
+        s = sets["locomo"]
+        out.append(("LoCoMo", "dev", "hindsight (HTTP)", s["hindsight"]))
+        for name, label in (("bm25", "BM25"), ("dense", "dense MiniLM"), ("rrf", "RRF(BM25, dense)")):
+            out.append(("LoCoMo", "dev", label, s[name]))
+    return out
+
+
+def cell(value: Any, pct: bool) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return str(value)
+    return f"{100 * value:.1f}%" if pct else f"{value:.3f}"
+
+
+def print_table(res: dict[str, Any]) -> None:
+    p = print
+    p()
+    p(f"hindsight evaluation ({res['server']}); every baseline measured in this run")
+    header = f"{'set':22} {'role':8} {'system':24} " + " ".join(f"{h:>8}" for _, h, _ in COLUMNS)
+    p(header)
+    p("-" * len(header))
+    for name, role, system, m in rows(res):
+        p(f"{name:22} {role:8} {system:24} " + " ".join(f"{cell(m.get(k), pct):>8}" for k, _, pct in COLUMNS))
+    for name, why in res["skipped"].items():
+        p(f"{name:22} skipped ({why})")
+    p()
+    p("role: dev = changes are decided on it; held-out = report only (run rarely, never tuned on).")
+    p("hit@k/MRR: a lesson (or raw trajectory) of the task's own family ranked 1st / in the top 3; sib1st: the sibling")
+    p("family's ranked first (tests of families with a sibling); stsib1st: the same where the siblings share a tool;")
+    p("unk@3: hit@3 with tools and task type not given (raw baselines ignore them anyway); fix: the advice block names")
+    p("the fix (independent: every fix term in it; raw: in the top 3 trajectories' text; experience_reuse raw: n/a);")
+    p("miss@3: tests whose own family is not in the top 3. LoCoMo: turn@10 = an evidence turn among the 10 hits,")
+    p("sessR@10 = share of evidence sessions among the hits' sessions (rank order, deduplicated); failed recall = 0.")
+    if "locomo" in res["sets"]:
+        s = res["sets"]["locomo"]
+        h = s["hindsight"]
+        p(f"LoCoMo: {s['turns']} turns, {s['questions']} questions (categories 1-4 with evidence); HTTP writes "
+          f"{h['write_s']:.0f}s ({h['turns_per_s']:.0f} turns/s), recalls {h['recall_s']:.0f}s, errors {h['errors'] or 'none'}; "
+          f"offline baselines {s['seconds']:.0f}s")
+        cats = "  ".join(f"cat{c} n={h[f'cat{c}']['n']} {h[f'cat{c}']['turn_any@10']:.3f}/{h[f'cat{c}']['session_r@10']:.3f}"
+                         for c in locomo.CATEGORIES if f"cat{c}" in h)
+        p(f"LoCoMo hindsight by category (turn@10/sessR@10): {cats}")
+    if "independent" in res["sets"]:
+        s = res["sets"]["independent"]
+        p(f"independent: {s['families']} families ({s['same_tool_sibling_families']} with a same-tool sibling), "
+          f"{s['tests']} tests, {s['trajectories']} trajectories, {s['experiences']} lessons learned, "
+          f"{s['review_failed']} reviews failed")
+    t = res["timings"]
+    p("timings: " + ", ".join(f"{k[:-2]} {v:.0f}s" for k, v in t.items()))
