@@ -24,6 +24,12 @@ bench: install
 	$(PY) bench/ingest_throughput.py
 	$(PY) -m bench.experience_reuse
 
+# Every evaluation set beside its baselines in one run (bench/README.md); LoCoMo only where
+# HINDSIGHT_LOCOMO names its locomo10.json. make eval EVAL_ARGS="--sets locomo --out eval.json"
+.PHONY: eval
+eval: install
+	$(PY) -m bench.eval $(EVAL_ARGS)
+
 # A local OpenSearch 2.19.1 node with k-NN on 127.0.0.1:$${OPENSEARCH_PORT:-9200} (fetched from Maven Central)
 opensearch:
 	scripts/opensearch/start.sh

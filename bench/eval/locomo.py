@@ -169,8 +169,8 @@ def offline_baselines(turns: Sequence[Turn], questions: Sequence[Question],
     """BM25 alone, dense alone and their RRF fusion over each conversation's own turns."""
     t0 = time.monotonic()
     log("LoCoMo: offline baselines (BM25, dense MiniLM, RRF)...")
-    vecs = embed([t.text for t in turns])
-    qvecs = embed([q.query for q in questions])
+    vecs = offline.cached("minilm-doc", [t.text for t in turns], embed)
+    qvecs = offline.cached("minilm-q", [q.query for q in questions], embed)
     by_conv: dict[int, list[int]] = {}
     for i, t in enumerate(turns):
         by_conv.setdefault(t.conv, []).append(i)

@@ -2,8 +2,13 @@
 reciprocal-rank fusion. They see the same texts as the service, with none of its rules."""
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import sys
+import time
 from collections import Counter
+from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -11,6 +16,7 @@ import numpy as np
 from chalicelib.domain.lexical import terms
 
 RRF_K = 60
+CACHE = Path(os.environ.get("HINDSIGHT_EVAL_CACHE") or Path(__file__).resolve().parents[2] / ".locomo")
 
 
 class Bm25:
@@ -71,3 +77,19 @@ def minilm() -> Callable[[list[str]], np.ndarray]:
         return np.vstack(out).astype(np.float32) if out else np.zeros((0, 384), dtype=np.float32)
 
     return embed
+
+
+def cached(name: str, texts: list[str], compute: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """``compute(texts)``, kept under ``.locomo/`` (ignored by git; ``HINDSIGHT_EVAL_CACHE`` moves it)
+    by model name and texts: the models are deterministic, and embedding LoCoMo's 5,882 turns takes
+    minutes on 2 shared cores. Delete the folder after changing a model."""
+    key = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
+    path = CACHE / f"{name}-{key}.npy"
+    if path.exists():
+        return np.load(path, allow_pickle=False)
+    t0 = time.monotonic()
+    out = compute(texts)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(path, out)
+    print(f"  {name}: {len(texts)} texts embedded in {time.monotonic() - t0:.0f}s (cached in {CACHE})", file=sys.stderr, flush=True)
+    return out

@@ -22,6 +22,7 @@ from bench.experience_reuse.service import Api, LocalServer, create_tenant
 from . import independent, locomo, offline, reuse
 
 SETS = ("reuse", "independent", "locomo")
+LABELS = {"reuse": "experience_reuse", "independent": "independent", "locomo": "LoCoMo"}
 COLUMNS = (  # key, header, as percent
     ("n", "n", False), ("hit@1", "hit@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
     ("sibling@1", "sib1st", True), ("same_tool_sibling@1", "stsib1st", True), ("unknown_hit@3", "unk@3", False),
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     nonce = secrets.token_hex(3)
     started = time.monotonic()
-    res: dict[str, Any] = {"nonce": nonce, "sets": {}, "skipped": {}, "timings": {}}
+    res: dict[str, Any] = {"nonce": nonce, "server": "none started", "sets": {}, "skipped": {}, "timings": {}}
     if "independent" in args.sets and not Path(args.independent).exists():
         res["skipped"]["independent"] = f"{args.independent} not found"
     if "locomo" in args.sets and not args.locomo:
@@ -68,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         res["skipped"]["locomo"] = f"{args.locomo} not found"
 
     server = None
+    if not set(args.sets) - set(res["skipped"]):
+        print_table(res)
+        return 0
     if args.url:
         if not args.admin_key:
             raise SystemExit("--url needs --admin-key")
@@ -80,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = LocalServer().start()
         url, admin = server.url, server.admin_key
         res["server"] = "fresh embedded server, " + ", ".join(
-            f"{k}={v}" for k, v in sorted(server.passed_env.items()) if k != "HINDSIGHT_DATA_DIR")
+            f"{k}={v}" for k, v in sorted(server.passed_env.items()) if k not in ("HINDSIGHT_DATA_DIR", "HINDSIGHT_LOCOMO"))
     embed = offline.minilm()
     try:
         if "reuse" in args.sets:
@@ -158,7 +162,7 @@ def print_table(res: dict[str, Any]) -> None:
     for name, role, system, m in rows(res):
         p(f"{name:22} {role:8} {system:24} " + " ".join(f"{cell(m.get(k), pct):>8}" for k, _, pct in COLUMNS))
     for name, why in res["skipped"].items():
-        p(f"{name:22} skipped ({why})")
+        p(f"{LABELS.get(name, name):22} skipped ({why})")
     p()
     p("role: dev = changes are decided on it; held-out = report only (run rarely, never tuned on).")
     p("hit@k/MRR: a lesson (or raw trajectory) of the task's own family ranked 1st / in the top 3; sib1st: the sibling")
