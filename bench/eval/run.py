@@ -168,7 +168,7 @@ def print_table(res: dict[str, Any]) -> None:
     p("hit@k/MRR: a lesson (or raw trajectory) of the task's own family ranked 1st / in the top 3; sib1st: the sibling")
     p("family's ranked first (tests of families with a sibling); stsib1st: the same where the siblings share a tool;")
     p("unk@3: hit@3 with tools and task type not given (raw baselines ignore them anyway); fix: the advice block names")
-    p("the fix (independent: every fix term in it; raw: in the top 3 trajectories' text; experience_reuse raw: n/a);")
+    p("the fix (independent: one of its fix terms in it; raw: in the top 3 trajectories' text; experience_reuse raw: n/a);")
     p("miss@3: tests whose own family is not in the top 3. LoCoMo: turn@10 = an evidence turn among the 10 hits,")
     p("sessR@10 = share of evidence sessions among the hits' sessions (rank order, deduplicated); failed recall = 0.")
     if "locomo" in res["sets"]:

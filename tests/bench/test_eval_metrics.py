@@ -70,7 +70,7 @@ def test_independent_metrics_count_sibling_first_and_the_fix_terms():
     fams = independent.load(SAMPLE)
     recs = [
         independent.Rec("inv_unit_cents", "q1", [["inv_unit_cents"]], text="Pass AMOUNT_CENTS as integer"),
-        independent.Rec("inv_unit_cents", "q2", [["inv_currency_code"], ["inv_unit_cents"]], text="currency"),
+        independent.Rec("inv_unit_cents", "q2", [["inv_currency_code"], ["inv_unit_cents"]], text="amount in cents"),
         independent.Rec("deploy_migrate_first", "q3", [["deploy_freeze_window"], ["x"], ["y"], ["deploy_migrate_first"]]),
         independent.Rec("deploy_freeze_window", "q4", []),
     ]
