@@ -116,8 +116,10 @@ def _post(http: httpx.Client, path: str, body: dict[str, Any]) -> httpx.Response
     return resp
 
 
-def through_http(url: str, key: str, turns: Sequence[Turn], questions: Sequence[Question], threads: int, log) -> dict[str, Any]:
-    """Write every turn, recall every question; per-question scores (a failed recall scores 0)."""
+def through_http(url: str, key: str, turns: Sequence[Turn], questions: Sequence[Question], threads: int, log,
+                 top_k: int = TOP_K) -> dict[str, Any]:
+    """Write every turn, recall every question; per-question scores (a failed recall scores 0) and
+    each question's hits as ``{"dias", "explanation"}`` (``top_k`` above 10 serves the weight fit)."""
     http = _client(url, key)
     errors: dict[str, int] = {}
     lock = threading.Lock()
@@ -135,13 +137,14 @@ def through_http(url: str, key: str, turns: Sequence[Turn], questions: Sequence[
         except httpx.HTTPError:
             fail("write")
 
-    def ask(q: Question) -> list[list[str]]:
+    def ask(q: Question) -> list[dict[str, Any]]:
         try:
-            resp = _post(http, "/v1/recall", {"query": q.query, "agent_id": f"conv-{q.conv}", "top_k": TOP_K})
+            resp = _post(http, "/v1/recall", {"query": q.query, "agent_id": f"conv-{q.conv}", "top_k": top_k})
             if resp.status_code != 200:
                 fail("recall")
                 return []
-            return [[t[4:] for t in h["experience"].get("tags", []) if t.startswith("dia:")] for h in resp.json()["hits"]]
+            return [{"dias": [t[4:] for t in h["experience"].get("tags", []) if t.startswith("dia:")],
+                     "score": h["score"], "explanation": h["explanation"]} for h in resp.json()["hits"]]
         except httpx.HTTPError:
             fail("recall")
             return []
@@ -155,13 +158,13 @@ def through_http(url: str, key: str, turns: Sequence[Turn], questions: Sequence[
         t0 = time.monotonic()
         log(f"LoCoMo: {len(questions)} recalls...")
         with ThreadPoolExecutor(threads) as pool:
-            ranked = list(pool.map(ask, questions))
+            hits = list(pool.map(ask, questions))
         recall_s = time.monotonic() - t0
     finally:
         http.close()
-    per_q = [score(q, r) for q, r in zip(questions, ranked)]
+    per_q = [score(q, [h["dias"] for h in hs]) for q, hs in zip(questions, hits)]
     return {**summarize(questions, per_q), "errors": errors, "write_s": write_s, "recall_s": recall_s,
-            "turns_per_s": len(turns) / write_s if write_s else None, "per_question": per_q}
+            "turns_per_s": len(turns) / write_s if write_s else None, "per_question": per_q, "hits": hits}
 
 
 def offline_baselines(turns: Sequence[Turn], questions: Sequence[Question],

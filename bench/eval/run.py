@@ -111,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             key = create_tenant(url, admin, f"eval-locomo-{nonce}")
             http = locomo.through_http(url, key, turns, questions, args.threads, log)
             base = locomo.offline_baselines(turns, questions, embed, log)
+            http.pop("hits")
             res["sets"]["locomo"] = {"turns": len(turns), "questions": len(questions), "hindsight": http, **base}
             res["timings"]["locomo_s"] = time.monotonic() - t0
     finally:
@@ -130,8 +131,8 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
     sets = res["sets"]
     if "reuse" in sets:
         for which, role in (("dev", "dev"), ("heldout", "held-out")):
-            out.append((f"experience_reuse {which}", role, "hindsight", sets["reuse"][which]["hindsight"]))
-            out.append((f"experience_reuse {which}", role, "raw trajectories, dense", sets["reuse"][which]["raw"]))
+            out.append((f"experience_reuse {role}", role, "hindsight", sets["reuse"][which]["hindsight"]))
+            out.append((f"experience_reuse {role}", role, "raw trajectories, dense", sets["reuse"][which]["raw"]))
     if "independent" in sets:
         s = sets["independent"]
         out.append(("independent", "held-out", "hindsight", s["hindsight"]))
@@ -156,13 +157,13 @@ def print_table(res: dict[str, Any]) -> None:
     p = print
     p()
     p(f"hindsight evaluation ({res['server']}); every baseline measured in this run")
-    header = f"{'set':22} {'role':8} {'system':24} " + " ".join(f"{h:>8}" for _, h, _ in COLUMNS)
+    header = f"{'set':26} {'role':8} {'system':24} " + " ".join(f"{h:>8}" for _, h, _ in COLUMNS)
     p(header)
     p("-" * len(header))
     for name, role, system, m in rows(res):
-        p(f"{name:22} {role:8} {system:24} " + " ".join(f"{cell(m.get(k), pct):>8}" for k, _, pct in COLUMNS))
+        p(f"{name:26} {role:8} {system:24} " + " ".join(f"{cell(m.get(k), pct):>8}" for k, _, pct in COLUMNS))
     for name, why in res["skipped"].items():
-        p(f"{LABELS.get(name, name):22} skipped ({why})")
+        p(f"{LABELS.get(name, name):26} skipped ({why})")
     p()
     p("role: dev = changes are decided on it; held-out = report only (run rarely, never tuned on).")
     p("hit@k/MRR: a lesson (or raw trajectory) of the task's own family ranked 1st / in the top 3; sib1st: the sibling")

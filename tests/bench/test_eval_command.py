@@ -41,10 +41,10 @@ def test_one_run_measures_the_independent_set_and_locomo_beside_their_baselines(
     for name in ("hindsight", "bm25", "dense", "rrf"):
         assert (loc[name]["turn_any@10"], loc[name]["session_r@10"]) == (1.0, 1.0), name
     table = capsys.readouterr().out
-    assert "independent            held-out hindsight" in table and "LoCoMo                 dev      RRF(BM25, dense)" in table
+    assert "independent                held-out hindsight" in table and "LoCoMo                     dev      RRF(BM25, dense)" in table
 
 
 def test_locomo_is_skipped_with_a_clear_line_when_no_file_is_named(monkeypatch, capsys):
     monkeypatch.delenv("HINDSIGHT_LOCOMO", raising=False)
     assert run.main(["--sets", "locomo"]) == 0
-    assert "LoCoMo                 skipped (HINDSIGHT_LOCOMO not set)" in capsys.readouterr().out
+    assert "LoCoMo                     skipped (HINDSIGHT_LOCOMO not set)" in capsys.readouterr().out
