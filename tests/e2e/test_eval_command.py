@@ -10,7 +10,7 @@ import pytest
 from bench.eval import run
 
 pytestmark = pytest.mark.e2e
-SAMPLE = Path(__file__).parent / "fixtures" / "independent_sample.json"
+SAMPLE = Path(__file__).resolve().parents[1] / "support" / "independent_sample.json"
 
 
 def tiny_locomo(path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from bench.eval import independent, locomo, offline
 
-SAMPLE = Path(__file__).parent / "fixtures" / "independent_sample.json"
+SAMPLE = Path(__file__).resolve().parents[1] / "support" / "independent_sample.json"
 
 
 def q(evidence, conv=0, category=1):
