@@ -71,8 +71,8 @@ class Settings(BaseModel):
 
     # Recall
     weight_semantic: float = 0.55
-    weight_lexical: float = 0.45  # fitted on the dev sets: python -m bench.eval.fit
-    weight_tag_match: float = 0.4
+    weight_lexical: float = 0.15
+    weight_tag_match: float = 0.15
     weight_freshness: float = 0.06
     weight_utility: float = 0.05
     weight_confidence: float = 0.04

@@ -13,8 +13,7 @@ from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Sign
 
 @dataclass(frozen=True)
 class ScoringWeights:
-    """Weights of the recall score; they are normalised, so only their ratios matter. The defaults
-    live in settings (lexical and tag_match fitted on the dev sets: ``python -m bench.eval.fit``)."""
+    """Weights of the recall score; they are normalised, so only their ratios matter."""
 
     semantic: float
     lexical: float
