@@ -33,6 +33,7 @@ from bench.experience_reuse.dataset import select
 from bench.experience_reuse.service import Api, LocalServer, create_tenant
 
 from . import locomo
+from .run import server_env
 
 PARTS = ("semantic", "lexical", "tag_match", "freshness", "utility", "confidence")
 HAND = {"semantic": 0.55, "lexical": 0.15, "tag_match": 0.15, "freshness": 0.06, "utility": 0.05, "confidence": 0.04}
@@ -58,10 +59,9 @@ def tag_counts(hit: dict[str, Any], w: dict[str, float]) -> bool:
 
 def collect(args) -> dict[str, Any]:
     nonce = secrets.token_hex(3)
-    os.environ.setdefault("HINDSIGHT_RATE_LIMIT_PER_SECOND", "0")
-    for k in HAND:
-        os.environ.pop(f"HINDSIGHT_WEIGHT_{k.upper()}", None)  # candidates are collected under the hand-set weights
-    server = LocalServer().start()
+    # candidates are collected under the hand-set weights, without rate limits
+    with server_env(HINDSIGHT_RATE_LIMIT_PER_SECOND="0", **{f"HINDSIGHT_WEIGHT_{k.upper()}": None for k in HAND}):
+        server = LocalServer().start()
     out: dict[str, Any] = {"hand": HAND}
     try:
         api = Api(server.url, create_tenant(server.url, server.admin_key, f"fit-{nonce}"))

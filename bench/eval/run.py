@@ -14,8 +14,9 @@ import os
 import secrets
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from bench.experience_reuse.service import Api, LocalServer, create_tenant
 
@@ -29,6 +30,26 @@ COLUMNS = (  # key, header, as percent
     ("names_fix", "fix", False), ("missing@3", "miss@3", False),
     ("turn_any@10", "turn@10", False), ("session_r@10", "sessR@10", False),
 )
+
+
+@contextmanager
+def server_env(**changes: str | None) -> Iterator[None]:
+    """The environment the server process inherits, changed only while it starts (None removes a
+    variable): this process's own settings, and a test calling ``main``, stay as they were."""
+    saved = {k: os.environ.get(k) for k in changes}
+    try:
+        for k, v in changes.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def log(msg: str) -> None:
@@ -78,10 +99,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         url, admin = args.url, args.admin_key
         res["server"] = f"existing {url}"
     else:
-        # Per-tenant rate limits would only measure the client's back-off on LoCoMo's bulk writes.
-        os.environ.setdefault("HINDSIGHT_RATE_LIMIT_PER_SECOND", "0")
         log("starting a fresh server (embedded backend, MiniLM embedder)...")
-        server = LocalServer().start()
+        # Per-tenant rate limits would only measure the client's back-off on LoCoMo's bulk writes.
+        with server_env(HINDSIGHT_RATE_LIMIT_PER_SECOND=os.environ.get("HINDSIGHT_RATE_LIMIT_PER_SECOND", "0")):
+            server = LocalServer().start()
         url, admin = server.url, server.admin_key
         res["server"] = "fresh embedded server, " + ", ".join(
             f"{k}={v}" for k, v in sorted(server.passed_env.items()) if k not in ("HINDSIGHT_DATA_DIR", "HINDSIGHT_LOCOMO"))

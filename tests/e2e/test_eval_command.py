@@ -3,6 +3,7 @@ and a small LoCoMo-shaped file go through the public HTTP API and come out as on
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ def tiny_locomo(path: Path) -> None:
 
 def test_one_run_measures_the_independent_set_and_locomo_beside_their_baselines(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("bench.eval.offline.CACHE", tmp_path / "cache")
+    monkeypatch.delenv("HINDSIGHT_RATE_LIMIT_PER_SECOND", raising=False)
     tiny_locomo(tmp_path / "locomo.json")
     out = tmp_path / "res.json"
     assert run.main(["--sets", "independent,locomo", "--independent", str(SAMPLE),
@@ -40,6 +42,7 @@ def test_one_run_measures_the_independent_set_and_locomo_beside_their_baselines(
     # 2 sessions, top 10 over 4 turns: every evidence turn is returned by every method
     for name in ("hindsight", "bm25", "dense", "rrf"):
         assert (loc[name]["turn_any@10"], loc[name]["session_r@10"]) == (1.0, 1.0), name
+    assert "HINDSIGHT_RATE_LIMIT_PER_SECOND" not in os.environ  # only the server's environment had it
     table = capsys.readouterr().out
     assert "independent                held-out hindsight" in table and "LoCoMo                     dev      RRF(BM25, dense)" in table
 
