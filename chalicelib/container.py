@@ -129,7 +129,8 @@ def build_reviewer(settings: Settings):
         return DeterministicReviewer()
     from .adapters.llm_reviewer import LLMReviewer
 
-    return LLMReviewer(openai_client(settings), settings.review_model_full, settings.review_model_local)
+    return LLMReviewer(openai_client(settings), settings.review_model_full, settings.review_model_local,
+                       answer=settings.llm_answer, max_tokens=settings.llm_max_tokens)
 
 
 def rate_policy(settings: Settings):

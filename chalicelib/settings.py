@@ -52,6 +52,9 @@ class Settings(BaseModel):
     review_model_local: str | None = None  # default: the full review's model
     llm_timeout_seconds: float = 60.0
     llm_max_retries: int = 2
+    # "lessons": ask for the lessons alone (a shorter answer, for a small model); "all": the whole review
+    llm_answer: Literal["all", "lessons"] = "all"
+    llm_max_tokens: int | None = None  # a cap on each answer (a cut-off answer is dropped and counted)
 
     # Review worker (embedded backend)
     worker: bool = True

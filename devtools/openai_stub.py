@@ -6,8 +6,9 @@ compressed trajectory in the last user message: each failed call followed by a s
 becomes a second-person lesson naming the tools. It is a rule-based stand-in, not a model: it proves
 the real client, the schema, the prompt and the pipeline end to end.
 
-Faults for tests, set with ``POST /stub/faults`` ``{"fail": n, "invalid": n, "delay": s}``: the next
-n calls answer 500, the next n answer invalid JSON, every call waits ``delay`` seconds.
+Faults for tests, set with ``POST /stub/faults`` ``{"fail": n, "invalid": n, "truncate": n, "delay": s}``:
+the next n calls answer 500, the next n answer invalid JSON, the next n answer the first half of
+their JSON with ``finish_reason: "length"`` (cut off at max_tokens), every call waits ``delay`` seconds.
 Scripted answers, for hostile-model tests: ``POST /stub/script`` ``{"answers": [...]}`` (or
 ``stub.script(...)``): the next chat calls answer these contents verbatim, one each, in order (an
 object is sent as its JSON text), before the rule-based answers resume.
@@ -91,6 +92,7 @@ class StubState:
         self.lock = threading.Lock()
         self.fail = 0
         self.invalid = 0
+        self.truncate = 0
         self.delay = 0.0
         self.script: list[str] = []  # verbatim answers of the next chat calls
         self.requests: list[dict[str, Any]] = []
@@ -110,7 +112,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+            pass
 
     def _embeddings(self, body: dict[str, Any]) -> None:
         """Deterministic embeddings (hashed word and trigram features), in reverse order, as the API
@@ -143,6 +148,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/stub/faults":
             with st.lock:
                 st.fail, st.invalid, st.delay = int(body.get("fail", 0)), int(body.get("invalid", 0)), float(body.get("delay", 0))
+                st.truncate = int(body.get("truncate", 0))
             return self._send(200, {"ok": True})
         if self.path == "/stub/script":
             with st.lock:
@@ -155,20 +161,26 @@ class _Handler(BaseHTTPRequestHandler):
         with st.lock:
             st.requests.append(body)
             fail, invalid, delay = st.fail > 0, st.invalid > 0 and st.fail == 0, st.delay
+            truncate = st.truncate > 0 and not fail and not invalid
             scripted = st.script.pop(0) if st.script and not fail and not invalid else None
             if fail:
                 st.fail -= 1
             elif invalid:
                 st.invalid -= 1
+            elif truncate:
+                st.truncate -= 1
         if delay:
             time.sleep(delay)
         if fail:
             return self._send(500, {"error": {"message": "stub failure", "type": "server_error"}})
         text = body["messages"][-1]["content"]
         content = "{not json" if invalid else scripted if scripted is not None else json.dumps(review_from_trajectory(text))
+        if truncate:
+            content = content[: len(content) // 2]
         self._send(200, {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "stub"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "choices": [{"index": 0, "finish_reason": "length" if truncate else "stop",
+                         "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": len(content) // 4, "total_tokens": (len(text) + len(content)) // 4},
         })
 
@@ -196,9 +208,10 @@ class OpenAIStub:
         with self.state.lock:
             self.state.script = [a if isinstance(a, str) else json.dumps(a) for a in answers]
 
-    def faults(self, fail: int = 0, invalid: int = 0, delay: float = 0.0) -> None:
+    def faults(self, fail: int = 0, invalid: int = 0, delay: float = 0.0, truncate: int = 0) -> None:
         with self.state.lock:
             self.state.fail, self.state.invalid, self.state.delay = fail, invalid, delay
+            self.state.truncate = truncate
 
 
 def main() -> None:

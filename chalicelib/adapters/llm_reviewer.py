@@ -71,10 +71,20 @@ class LLMReview(_Strict):
     lessons: list[LLMLesson] = Field(max_length=4)
 
 
-class LLMLessons(_Strict):
-    """The answer asked of a small model: the lessons alone (the rules give the step analysis)."""
+# A lesson in fewer words: the bound on how long a small model that loops writes. (Comments, not
+# docstrings, on the answer models: a docstring would be sent with the schema.)
+class LLMLessonBrief(LLMLesson):
+    situation: str = Field(min_length=10, max_length=160)
+    action: str = Field(max_length=160)
+    result: str = Field(max_length=120)
+    lesson: str = Field(min_length=10, max_length=200)
+    advice: str = Field(min_length=15, max_length=240, description="second person, names the tool/parameter/step")
+    tools: list[_Tool] = Field(max_length=3)
 
-    lessons: list[LLMLesson] = Field(max_length=2)
+
+# The answer asked of a small model: the lessons alone (the rules give the step analysis).
+class LLMLessons(_Strict):
+    lessons: list[LLMLessonBrief] = Field(max_length=2)
 
 
 def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:

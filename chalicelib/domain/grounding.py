@@ -187,8 +187,7 @@ def _placeholdered_known(quoted: str, ev: Evidence) -> bool:
     q = quoted.strip().lower()
     if q in ev.text:
         return True
-    pieces = [p.strip() for p in _PLACEHOLDER.split(q) if p.strip()]
-    return bool(pieces) and all(p in ev.text for p in pieces)
+    return all(p in ev.text for p in (p.strip() for p in _PLACEHOLDER.split(q)) if p)
 
 
 def covers(tools: Sequence[str], rule_tools: Sequence[str]) -> bool:

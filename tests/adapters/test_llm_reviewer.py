@@ -118,3 +118,117 @@ def test_an_llm_lesson_can_be_written_again_keeping_recurring_literals(stub):
     assert "Lyon" in special.situation and special.example == "Weather in Lyon tomorrow?"
     assert (special.fingerprint, special.literals) == (lesson.fingerprint, lesson.literals)
     assert len(stub.state.requests) == 1  # written again without asking the model again
+
+
+def _answer(*lessons, **review) -> dict:
+    return {"goal": "Weather for the user's city", "path": "asked, then called", "effective_steps": [3], "ineffective_steps": [2],
+            "key_decisions": [], "improvements": []} | review | {"lessons": list(lessons)}
+
+
+def _lesson(**fields) -> dict:
+    good = {
+        "situation": "A weather question where the user named no city.",
+        "action": "Asked for the city with `ask_user`, then called `get_weather`.",
+        "result": "The forecast came back.",
+        "lesson": "`get_weather` fails with MissingParameter unless `city` is set.",
+        "advice": "Call `ask_user` for the city before `get_weather` when the user has not named one.",
+        "tools": ["get_weather", "ask_user"], "error_class": "MissingParameter", "polarity": "warning",
+    }
+    return good | fields
+
+
+def test_a_truncated_answer_is_dropped_counted_and_not_retried_and_the_rules_stand(stub):
+    r = reviewer(stub)
+    stub.faults(truncate=1)
+    review = r.review(traj(), weather_events(), "full")
+    assert len(stub.state.requests) == 1  # at temperature 0 the same prompt is cut off again
+    assert review.extra["llm"] == "truncated output dropped" and review.extra["llm_lessons"]["outcome"] == "truncated"
+    assert [l.kind for l in review.lessons] == ["recovery"] and review.reviewer == "deterministic"
+    assert r.stats.figures()["outcomes"] == {"truncated": 1} and r.stats.invalid == 0
+
+
+def test_a_timeout_is_counted_and_the_rules_stand(stub):
+    client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0, timeout=0.3)
+    r = LLMReviewer(client, "model-full")
+    stub.faults(delay=1.5)
+    review = r.review(traj(), weather_events(), "full")
+    assert review.extra["llm"] == "timed out" and [l.kind for l in review.lessons] == ["recovery"]
+    figures = r.stats.figures()
+    assert figures["outcomes"] == {"timeout": 1} and figures["reviews"] == 1 and figures["latency_ms"]["p50"] >= 300
+
+
+def test_invalid_json_and_schema_violations_are_told_apart(stub):
+    r = reviewer(stub)
+    stub.script("{not json", "{not json either")
+    assert r.review(traj(), weather_events(), "full").extra["llm_lessons"]["outcome"] == "invalid_json"
+    stub.script(_answer(_lesson(polarity="maybe")), {"lessons": []})  # a bad enum; a review without its other fields
+    review = r.review(traj(), weather_events(), "full")
+    assert review.extra["llm_lessons"]["outcome"] == "off_schema" and review.extra["llm"] == "invalid output dropped"
+    assert r.stats.figures()["outcomes"] == {"invalid_json": 1, "off_schema": 1} and r.stats.invalid == 4
+
+
+def test_arrays_and_strings_are_capped_in_the_schema_the_model_gets():
+    def walk(node, path=""):
+        if isinstance(node, dict):
+            if node.get("type") == "array":
+                assert "maxItems" in node, path
+            if node.get("type") == "string" and "enum" not in node:
+                assert "maxLength" in node, path
+            for k, v in node.items():
+                walk(v, f"{path}/{k}")
+    walk(REVIEW_SCHEMA)
+    assert REVIEW_SCHEMA["properties"]["lessons"]["maxItems"] <= 4
+
+
+JUNK = [
+    _lesson(situation="1, 2, 3, 4, 5,", lesson="1, 2, 3, 4, 5,", advice="2, 3, 4, 5, 6, 7, 8,"),  # within the schema's lengths
+    _lesson(lesson="The city is not specified.", advice="The city is not specified in the request at all."),
+    _lesson(advice="Call `lookup_city` before `get_weather` when the user has not named one."),
+    _lesson(error_class="RateLimited"),
+    _lesson(tools=["get_weather"], advice="Call `get_weather` again with a better date when the user asks."),
+]
+
+
+def test_junk_lessons_are_rejected_by_reason_and_the_rules_lesson_survives(stub):
+    r = reviewer(stub)
+    stub.script(_answer(*JUNK[:4]))
+    review = r.review(traj(), weather_events(), "full")
+    assert [l.kind for l in review.lessons] == ["recovery"]  # the rules' lesson, untouched
+    figures = review.extra["llm_lessons"]
+    assert figures["outcome"] == "ok" and (figures["proposed"], figures["accepted"]) == (4, 0)
+    assert [x["reason"] for x in figures["rejected"]] == ["vacuous", "vacuous", "outside_trajectory", "unsupported_error"]
+    assert r.stats.figures()["rejected"] == {"vacuous": 2, "outside_trajectory": 1, "unsupported_error": 1}
+
+
+def test_a_lesson_naming_fewer_tools_than_the_rules_lesson_does_not_replace_it(stub):
+    r = reviewer(stub)
+    stub.script(_answer(JUNK[4]))
+    review = r.review(traj(), weather_events(), "full")
+    assert [l.kind for l in review.lessons] == ["recovery"]
+    assert [x["reason"] for x in review.extra["llm_lessons"]["rejected"]] == ["weaker_than_rules"]
+
+
+def test_a_grounded_lesson_is_kept_and_duplicates_and_gate_failures_are_not(stub):
+    r = reviewer(stub)
+    no_tool = _lesson(tools=[], situation="When the user asks about weather with no city given.",
+                      advice="Ask the user which city they mean before you look up the weather.", error_class=None)
+    stub.script(_answer(_lesson(), _lesson(situation="Weather asked without naming any city."), no_tool))
+    review = r.review(traj(), weather_events(), "full")
+    assert [l.kind for l in review.lessons] == ["llm"] and review.reviewer == "llm:model-full+deterministic"
+    figures = review.extra["llm_lessons"]
+    assert figures["accepted"] == 1 and [x["reason"] for x in figures["rejected"]] == ["duplicate", "quality_gate"]
+    assert figures["rejected"][1]["detail"] == "names no tool"
+
+
+def test_the_lessons_only_answer_asks_for_lessons_with_one_example_and_a_token_cap(stub):
+    client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0, timeout=10)
+    r = LLMReviewer(client, "small", answer="lessons", max_tokens=300)
+    stub.script({"lessons": [_lesson()]})
+    review = r.review(traj(), weather_events(), "full")
+    (req,) = stub.state.requests
+    schema = req["response_format"]["json_schema"]["schema"]
+    assert list(schema["properties"]) == ["lessons"] and schema["properties"]["lessons"]["maxItems"] == 2
+    assert req["max_tokens"] == 300 and [m["role"] for m in req["messages"]] == ["system", "user", "assistant", "user"]
+    assert list(json.loads(req["messages"][2]["content"])) == ["lessons"]
+    assert [l.kind for l in review.lessons] == ["llm"] and "llm" not in review.extra  # no step analysis asked for
+    assert review.effective_steps  # the rules' attribution is still there
