@@ -4,10 +4,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 .PHONY: run test install bench synth opensearch opensearch-stop clean
 
-$(VENV)/.installed: requirements.txt requirements-local.txt requirements-dev.txt sdk/python/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-local.txt requirements-dev.txt requirements-nodeps.txt sdk/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $@
 
 install: $(VENV)/.installed
