@@ -2,10 +2,12 @@
 
     .venv/bin/python -m bench.experience_reuse [--families N] [--tasks dev|heldout|all] [--out results.json]
         [--url URL --api-key KEY | --url URL --admin-key KEY] [--keep-server] [--no-round2] [-v]
+        [--llm-stub | --llm local]
 """
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import os
 import json
@@ -70,9 +72,47 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-round2", action="store_true", help="skip recording the simulated runs back")
     p.add_argument("--review-timeout", type=float, default=600.0, help="seconds to wait for all reviews")
     p.add_argument("-v", "--verbose", action="store_true", help="print every failing task with its top hit")
-    p.add_argument("--llm-stub", action="store_true",
-                   help="review with the LLM reviewer, pointed at the local OpenAI-compatible stub (devtools.openai_stub)")
+    llm = p.add_mutually_exclusive_group()
+    llm.add_argument("--llm-stub", action="store_true",
+                     help="review with the LLM reviewer, pointed at the local OpenAI-compatible stub (devtools.openai_stub)")
+    llm.add_argument("--llm", choices=("local",),
+                     help="local: review with the LLM reviewer and a real small model (SmolLM2-135M through "
+                          "devtools.local_llm, one thread, lessons-only answers)")
     return p.parse_args(argv)
+
+
+# The local model's reviewer settings: lessons-only answers, capped, and a timeout after which the
+# rules' lessons stand alone (the same as tests/llm).
+LOCAL_LLM_ENV = {"HINDSIGHT_LLM_ANSWER": "lessons", "HINDSIGHT_LLM_MAX_TOKENS": "320", "HINDSIGHT_LLM_TIMEOUT_SECONDS": "60",
+                 "HINDSIGHT_LLM_MAX_RETRIES": "0"}
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def llm_figures(reviewed: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """What the LLM did across the reviews (full and local) of these trajectories, from their review
+    summaries: answers dropped by outcome, lessons accepted and rejected by reason, the quality
+    gate's rejections, and the latency of the model calls. None when no review asked a model."""
+    summaries = []
+    for t in reviewed.values():
+        review = t.get("review") or {}
+        summaries += [review, *review.get("local", [])]
+    asked = [s for s in summaries if isinstance(s.get("llm_lessons"), dict)]
+    if not asked:
+        return None
+    lat = [s["llm_lessons"]["latency_ms"] for s in asked]
+    return {
+        "reviews": len(asked),
+        "outcomes": dict(Counter(s["llm_lessons"]["outcome"] for s in asked)),
+        "proposed": sum(s["llm_lessons"]["proposed"] for s in asked),
+        "accepted": sum(s["llm_lessons"]["accepted"] for s in asked),
+        "rejected": dict(Counter(r["reason"] for s in asked for r in s["llm_lessons"]["rejected"])),
+        "gate_rejected": dict(Counter(r["reason"] for s in summaries for r in s.get("rejected", []))),
+        "latency_ms": {"p50": _percentile(lat, 0.5), "p95": _percentile(lat, 0.95), "max": max(lat)},
+    }
 
 
 def log(msg: str) -> None:
@@ -266,6 +306,12 @@ def print_report(res: dict[str, Any], fams: Sequence[Family], records: dict[str,
       f"(review_failed: {res['counts']['review_failed']}) in {res['timings']['review_wait_s']:.1f}s; "
       f"{res['counts']['experiences']} active experiences learned ({res['counts']['archived']} archived); "
       f"reviewers: {res['counts']['reviewers']}")
+    llm = res["counts"].get("llm")
+    if llm:
+        lat = llm["latency_ms"]
+        p(f"LLM: {llm['reviews']} reviews asked the model, answers {llm['outcomes']}; lessons proposed {llm['proposed']}, "
+          f"accepted {llm['accepted']}, rejected {llm['rejected']}; quality gate rejected {llm['gate_rejected']}; "
+          f"latency p50 {lat['p50'] / 1000:.1f}s p95 {lat['p95'] / 1000:.1f}s max {lat['max'] / 1000:.1f}s")
     p()
     p("Retrieval (top_k=%d; a hit = an experience learned from a training trajectory of the task's family)" % res["config"]["top_k"])
     header = f"{'':42} {'hit@1':>6} {'hit@3':>6} {'MRR':>6} {'sib@1':>6} {'oth@1':>6} {'nohit':>6} {'fix':>6} {'fix#1':>6}"
@@ -381,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     timings: dict[str, float] = {}
     t_all = time.monotonic()
 
-    server = None
+    server = local_llm = None
     if args.url:
         url = args.url
         if args.api_key:
@@ -399,6 +445,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             stub = OpenAIStub().__enter__()
             os.environ["HINDSIGHT_OPENAI_BASE_URL"] = stub.base_url
             log(f"LLM reviewer on the stub at {stub.base_url}")
+        if args.llm == "local":  # the real OpenAI client in the server, talking to a real small model
+            from devtools.local_llm import LocalLLM
+
+            local_llm = LocalLLM().start()
+            if not args.keep_server:  # whatever happens next, the model's process ends with this one
+                atexit.register(local_llm.stop)
+            os.environ |= LOCAL_LLM_ENV | {"HINDSIGHT_OPENAI_BASE_URL": local_llm.base_url,
+                                           "HINDSIGHT_REVIEW_MODEL_FULL": local_llm.model}
+            log(f"LLM reviewer on the local model at {local_llm.base_url} (loaded in {local_llm.load_seconds:.1f}s)")
         log("starting a fresh server (real MiniLM embedder)...")
         server = LocalServer(keep=args.keep_server).start()
         timings["server_start_s"] = time.monotonic() - t0
@@ -417,6 +472,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log(f"server kept running: {server.url} (pid {server.proc.pid}), data {server.data_dir}, "
                     f"admin key in {server.data_dir / 'admin_key'}, tenant key {key}, agent_id {agent_id}")
             server.stop()
+            if local_llm is not None and args.keep_server:
+                log(f"local model kept running: {local_llm.base_url} (pid {local_llm.proc.pid})")
     return 0
 
 
@@ -492,6 +549,7 @@ def run(api: Api, fams, by_id, nonce, agent_id, args, timings, t_all, server_des
             "reviewed": sum(1 for t in reviewed.values() if t["status"] == "reviewed"),
             "review_failed": sum(1 for t in reviewed.values() if t["status"] == "review_failed"),
             "reviewers": dict(Counter(str((t.get("review") or {}).get("reviewer", "-")) for t in reviewed.values())),
+            "llm": llm_figures(reviewed),
             "experiences": len(exps),
             "archived": len(archived),
         },
