@@ -122,8 +122,8 @@ def test_lessons_about_tools_the_agent_never_had_are_rejected(llm_api):  # noqa:
     }]  # fmt: skip
     stub.script(rogue)
     traj = review(api, key)
-    rejected = traj["review"]["rejected"]
-    assert [r["reason"] for r in rejected] == ["names no tool"] and "transfer_funds" in rejected[0]["lesson"]
+    rejected = traj["review"]["llm_lessons"]["rejected"]  # by the grounding checks, before the quality gate
+    assert [r["reason"] for r in rejected] == ["outside_trajectory"] and "transfer_funds" in rejected[0]["lesson"]
     assert all("transfer_funds" not in e["advice"] for e in stored(api, key))
 
 
