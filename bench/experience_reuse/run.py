@@ -311,7 +311,7 @@ def print_report(res: dict[str, Any], fams: Sequence[Family], records: dict[str,
         lat = llm["latency_ms"]
         p(f"LLM: {llm['reviews']} reviews asked the model, answers {llm['outcomes']}; lessons proposed {llm['proposed']}, "
           f"accepted {llm['accepted']}, rejected {llm['rejected']}; quality gate rejected {llm['gate_rejected']}; "
-          f"latency p50 {lat['p50'] / 1000:.1f}s p95 {lat['p95'] / 1000:.1f}s max {lat['max'] / 1000:.1f}s")
+          f"latency ms p50 {lat['p50']:.0f} p95 {lat['p95']:.0f} max {lat['max']:.0f}")
     p()
     p("Retrieval (top_k=%d; a hit = an experience learned from a training trajectory of the task's family)" % res["config"]["top_k"])
     header = f"{'':42} {'hit@1':>6} {'hit@3':>6} {'MRR':>6} {'sib@1':>6} {'oth@1':>6} {'nohit':>6} {'fix':>6} {'fix#1':>6}"
