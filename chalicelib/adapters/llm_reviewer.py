@@ -266,11 +266,7 @@ class LLMReviewer:
             return base
         base.reviewer = f"llm:{self._model(kind)}+deterministic"
         if isinstance(answer, LLMReview):
-            base.extra["llm"] = {
-                "goal": answer.goal, "path": answer.path, "improvements": answer.improvements,
-                "key_decisions": [d.model_dump() for d in answer.key_decisions],
-                "effective_steps": answer.effective_steps, "ineffective_steps": answer.ineffective_steps,
-            }
+            base.extra["llm"] = _analysis(answer, events)
         accepted, rejected = self._checked(traj, events, answer.lessons, base.lessons)
         figures.update(proposed=len(answer.lessons), accepted=len(accepted), rejected=rejected)
         covered = {d.situation_key for d in accepted if d.situation_key}
@@ -367,6 +363,20 @@ class LLMReviewer:
             key = situation_key(main, lesson.error_class or "")
             drafts.append(_written(traj, values, lesson, tools, fix_fingerprint(key, idents or tools), key))
         return drafts
+
+
+def _analysis(answer: LLMReview, events: Sequence[Event]) -> dict[str, Any]:
+    """The model's step analysis, less what the trajectory contradicts: steps it does not have, a
+    step both effective and wasted, decisions at no step, vacuous or looping improvements."""
+    steps = {e.seq for e in events}
+    both = set(answer.effective_steps) & set(answer.ineffective_steps)
+    return {
+        "goal": answer.goal, "path": answer.path,
+        "improvements": [i for i in answer.improvements if not grounding.is_vacuous(i, 4) and not grounding.is_repetitive(i)],
+        "key_decisions": [d.model_dump() for d in answer.key_decisions if d.step in steps],
+        "effective_steps": [s for s in dict.fromkeys(answer.effective_steps) if s in steps and s not in both],
+        "ineffective_steps": [s for s in dict.fromkeys(answer.ineffective_steps) if s in steps and s not in both],
+    }
 
 
 def _written(

@@ -232,3 +232,17 @@ def test_the_lessons_only_answer_asks_for_lessons_with_one_example_and_a_token_c
     assert list(json.loads(req["messages"][2]["content"])) == ["lessons"]
     assert [l.kind for l in review.lessons] == ["llm"] and "llm" not in review.extra  # no step analysis asked for
     assert review.effective_steps  # the rules' attribution is still there
+
+
+def test_the_models_step_analysis_keeps_only_what_the_trajectory_allows(stub):
+    events = weather_events()
+    seqs = [e.seq for e in events]
+    stub.script(_answer(effective_steps=[*seqs, 99, 100], ineffective_steps=[seqs[1], seqs[2]],
+                        key_decisions=[{"step": seqs[2], "decision": "Ask the user for the city", "basis": "city missing"},
+                                       {"step": 77, "decision": "x", "basis": "y"}],
+                        improvements=["1,", "Ask for the city before calling `get_weather`.", "ok ok ok ok ok ok ok"]))
+    analysis = reviewer(stub).review(traj(), events, "full").extra["llm"]
+    assert analysis["effective_steps"] == [seqs[0], seqs[3]]  # 99 and 100 do not exist; 2 and 3 were also "wasted"
+    assert analysis["ineffective_steps"] == []
+    assert [d["step"] for d in analysis["key_decisions"]] == [seqs[2]]
+    assert analysis["improvements"] == ["Ask for the city before calling `get_weather`."]
