@@ -130,7 +130,8 @@ def build_reviewer(settings: Settings):
     from .adapters.llm_reviewer import LLMReviewer
 
     return LLMReviewer(openai_client(settings), settings.review_model_full, settings.review_model_local,
-                       answer=settings.llm_answer, max_tokens=settings.llm_max_tokens)
+                       answer=settings.llm_answer, max_tokens=settings.llm_max_tokens,
+                       timeout_fallback=settings.llm_timeout_fallback)
 
 
 def rate_policy(settings: Settings):

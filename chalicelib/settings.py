@@ -55,6 +55,7 @@ class Settings(BaseModel):
     # "lessons": ask for the lessons alone (a shorter answer, for a small model); "all": the whole review
     llm_answer: Literal["all", "lessons"] = "all"
     llm_max_tokens: int | None = None  # a cap on each answer (a cut-off answer is dropped and counted)
+    llm_timeout_fallback: bool = False  # true: a timed-out review keeps the rules' lessons instead of being retried
 
     # Review worker (embedded backend)
     worker: bool = True

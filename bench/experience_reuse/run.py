@@ -84,7 +84,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 # The local model's reviewer settings: lessons-only answers, capped, and a timeout after which the
 # rules' lessons stand alone (the same as tests/llm).
 LOCAL_LLM_ENV = {"HINDSIGHT_LLM_ANSWER": "lessons", "HINDSIGHT_LLM_MAX_TOKENS": "320", "HINDSIGHT_LLM_TIMEOUT_SECONDS": "60",
-                 "HINDSIGHT_LLM_MAX_RETRIES": "0"}
+                 "HINDSIGHT_LLM_TIMEOUT_FALLBACK": "true", "HINDSIGHT_LLM_MAX_RETRIES": "0"}
 
 
 def _percentile(values: Sequence[float], q: float) -> float:

@@ -4,8 +4,9 @@ deterministic reviewer underneath, so that a review never depends on the LLM alo
 The trajectory goes to the model compressed (``domain.compress``) and fenced as data: its text is
 what agents and users wrote, and may try to give the reviewer instructions. The model's answer is
 validated against the schema; invalid output is dropped and counted, with one retry. A cut-off
-answer (``finish_reason: length``) and a timeout are dropped and counted too: the review then
-stands on the rules alone. Every lesson the model writes must pass the grounding checks
+answer (``finish_reason: length``) is dropped and counted too, and so is a timeout when
+``timeout_fallback`` is on (else it fails the job, which is retried): the review then stands on
+the rules alone. Every lesson the model writes must pass the grounding checks
 (``domain.grounding``) and the quality gate before it is kept, and it takes the place of the rules'
 lesson for the same situation only if it names every tool that lesson names: a weak model's
 junk never costs the rules' lessons.
@@ -199,6 +200,7 @@ class LLMStats:
     failed: int = 0
     tokens_raw: int = 0
     tokens_compressed: int = 0
+    timeouts: int = 0
     reviews: int = 0
     accepted: int = 0
     outcomes: Counter = field(default_factory=Counter)
@@ -223,7 +225,7 @@ class LLMStats:
         with self._lock:
             lat = list(self.latencies_ms)
             return {
-                "reviews": self.reviews, "calls": self.calls, "accepted": self.accepted,
+                "reviews": self.reviews, "calls": self.calls, "timeouts": self.timeouts, "accepted": self.accepted,
                 "rejected": dict(self.rejected), "outcomes": dict(self.outcomes),
                 "latency_ms": {"p50": round(_percentile(lat, 0.5)), "p95": round(_percentile(lat, 0.95))},
             }
@@ -236,17 +238,21 @@ class LLMReviewer:
     ``answer``: "all" asks for the whole review (goal, path, steps, decisions, improvements,
     lessons); "lessons" asks for the lessons alone, a shorter answer for a small model (the
     rules give the step analysis). ``max_tokens``: a cap on the answer, or the endpoint's default.
+    ``timeout_fallback``: a timed-out call leaves the review to the rules (counted) instead of
+    failing the job, which is then retried and, after its last attempt, shown as ``review_failed``
+    for a redrive; for a slow local model, which is as slow on the next attempt.
     """
 
     def __init__(
         self, client: Any, model_full: str, model_local: str | None = None, max_attempts: int = 2,
-        answer: Literal["all", "lessons"] = "all", max_tokens: int | None = None,
+        answer: Literal["all", "lessons"] = "all", max_tokens: int | None = None, timeout_fallback: bool = False,
     ) -> None:
         self.client = client
         self.models = {FULL_SCOPE: model_full, LOCAL_SCOPE: model_local or model_full}
         self.max_attempts = max_attempts
         self.schema, self.answer_model, self.system_prompt, self.example = ANSWERS[answer]
         self.max_tokens = max_tokens
+        self.timeout_fallback = timeout_fallback
         self.stats = LLMStats()
 
     def review(self, traj: Trajectory, events: Sequence[Event], kind: str) -> Review:
@@ -307,7 +313,9 @@ class LLMReviewer:
                     **extra,
                 )
             except openai.APITimeoutError:
-                # a model too slow for this trajectory is as slow on the next attempt: the rules decide
+                self.stats.add(timeouts=1)
+                if not self.timeout_fallback:  # the job is retried, then fails visibly for a redrive
+                    raise
                 log.warning("LLM review timed out; the rules' lessons stand alone")
                 return None, "timeout"
             choice = response.choices[0]

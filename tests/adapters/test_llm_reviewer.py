@@ -147,14 +147,24 @@ def test_a_truncated_answer_is_dropped_counted_and_not_retried_and_the_rules_sta
     assert r.stats.figures()["outcomes"] == {"truncated": 1} and r.stats.invalid == 0
 
 
-def test_a_timeout_is_counted_and_the_rules_stand(stub):
+def test_a_timeout_fails_the_review_for_a_retry_and_is_counted(stub):
     client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0, timeout=0.3)
     r = LLMReviewer(client, "model-full")
+    stub.faults(delay=1.5)
+    with pytest.raises(openai.APITimeoutError):
+        r.review(traj(), weather_events(), "full")
+    assert r.stats.timeouts == 1
+
+
+def test_with_the_fallback_a_timeout_is_counted_and_the_rules_stand(stub):
+    client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0, timeout=0.3)
+    r = LLMReviewer(client, "model-full", timeout_fallback=True)
     stub.faults(delay=1.5)
     review = r.review(traj(), weather_events(), "full")
     assert review.extra["llm"] == "timed out" and [l.kind for l in review.lessons] == ["recovery"]
     figures = r.stats.figures()
-    assert figures["outcomes"] == {"timeout": 1} and figures["reviews"] == 1 and figures["latency_ms"]["p50"] >= 300
+    assert figures["outcomes"] == {"timeout": 1} and figures["timeouts"] == 1 and figures["reviews"] == 1
+    assert figures["latency_ms"]["p50"] >= 300
 
 
 def test_invalid_json_and_schema_violations_are_told_apart(stub):
@@ -237,12 +247,12 @@ def test_the_lessons_only_answer_asks_for_lessons_with_one_example_and_a_token_c
 def test_the_models_step_analysis_keeps_only_what_the_trajectory_allows(stub):
     events = weather_events()
     seqs = [e.seq for e in events]
-    stub.script(_answer(effective_steps=[*seqs, 99, 100], ineffective_steps=[seqs[1], seqs[2]],
+    stub.script(_answer(effective_steps=[*seqs, 99_998, 99_999], ineffective_steps=[seqs[1], seqs[2]],
                         key_decisions=[{"step": seqs[2], "decision": "Ask the user for the city", "basis": "city missing"},
-                                       {"step": 77, "decision": "x", "basis": "y"}],
+                                       {"step": 100_000, "decision": "x", "basis": "y"}],
                         improvements=["1,", "Ask for the city before calling `get_weather`.", "ok ok ok ok ok ok ok"]))
     analysis = reviewer(stub).review(traj(), events, "full").extra["llm"]
-    assert analysis["effective_steps"] == [seqs[0], seqs[3]]  # 99 and 100 do not exist; 2 and 3 were also "wasted"
+    assert analysis["effective_steps"] == [seqs[0], seqs[3]]  # 99_998 and 99_999 do not exist; 2 and 3 were also "wasted"
     assert analysis["ineffective_steps"] == []
     assert [d["step"] for d in analysis["key_decisions"]] == [seqs[2]]
     assert analysis["improvements"] == ["Ask for the city before calling `get_weather`."]

@@ -68,6 +68,7 @@ def llm_server(tmp_path, local_llm):
         "HINDSIGHT_LLM_ANSWER": "lessons",
         "HINDSIGHT_LLM_MAX_TOKENS": "320",
         "HINDSIGHT_LLM_TIMEOUT_SECONDS": "45",
+        "HINDSIGHT_LLM_TIMEOUT_FALLBACK": "true",  # a slow answer leaves the review to the rules
         "HINDSIGHT_LLM_MAX_RETRIES": "0",
         "HINDSIGHT_LOCAL_REVIEWS": "false",  # one model call per trajectory: the full review's
     }
