@@ -16,7 +16,6 @@ import argparse
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+from devtools.net import HOST, free_port, wait_http
+
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "smollm2-135m-instruct"
@@ -50,19 +50,13 @@ def model_path() -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class LocalLLM:
     """The model server as a child process on a free port; ``base_url`` and ``model`` for a client."""
 
     def __init__(self, n_ctx: int = 2048, threads: int = 1, port: int | None = None, start_timeout: float = 60.0) -> None:
         self.n_ctx, self.threads, self.port = n_ctx, threads, port or free_port()
         self.start_timeout = start_timeout
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.base_url = f"http://{HOST}:{self.port}/v1"
         self.model = MODEL_NAME
         self.proc: subprocess.Popen | None = None
         self.log_path = Path(tempfile.gettempdir()) / f"local-llm-{self.port}.log"
@@ -77,20 +71,14 @@ class LocalLLM:
                "--threads", str(self.threads)]
         t0 = time.monotonic()
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT)
-        deadline = t0 + self.start_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the local model server exited ({self.proc.returncode}): {self.log_tail()}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
-                    self.load_seconds = time.monotonic() - t0
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise TimeoutError(f"the local model server did not come up in {self.start_timeout:.0f} s: {self.log_tail()}")
+            self.proc = subprocess.Popen(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            wait_http(f"http://{HOST}:{self.port}/health", self.proc, self.start_timeout, self.log_path)
+        except BaseException:
+            self.stop()
+            raise
+        self.load_seconds = time.monotonic() - t0
+        return self
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -127,7 +115,7 @@ def serve(port: int, n_ctx: int, threads: int) -> None:
     params.n_parallel = 1  # one slot: its prompt cache keeps the shared prefix (instructions, example)
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
-    params.hostnames = ["127.0.0.1"]
+    params.hostnames = [HOST]
     params.port = port
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

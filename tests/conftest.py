@@ -25,7 +25,7 @@ TESTS = Path(__file__).resolve().parent
 TIERS = {
     "unit": "unit", "service": "service", "http": "service",
     "adapters": "integration", "contract": "integration",
-    "e2e": "e2e", "sdk": "e2e", "browser": "e2e", "infra": "slow",
+    "e2e": "e2e", "sdk": "e2e", "browser": "e2e", "llm": "e2e", "infra": "slow",
 }  # fmt: skip
 FAST = {"unit", "service"}
 SLOW = ("slow", "e2e", "opensearch")

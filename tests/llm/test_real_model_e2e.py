@@ -15,9 +15,9 @@ from chalicelib.adapters.llm_reviewer import DROPPED, DUPLICATE, QUALITY_GATE, W
 from chalicelib.domain import grounding
 from chalicelib.domain.models import Event, Trajectory
 from chalicelib.domain.review import review_trajectory
-from tests.e2e.test_server_process import Server, free_port, wait_reviewed
+from tests.support.polling import wait_reviewed
 
-pytestmark = [pytest.mark.llm, pytest.mark.e2e]
+pytestmark = pytest.mark.llm
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 
@@ -60,8 +60,8 @@ def domain(tenant_id: str, body: dict, events: list[dict]) -> tuple[Trajectory, 
 
 
 @pytest.fixture()
-def llm_server(tmp_path, local_llm):
-    env = {
+def llm_server(start_server, local_llm):
+    return start_server(env={
         "HINDSIGHT_EMBEDDER": "hash",
         "HINDSIGHT_OPENAI_BASE_URL": local_llm.base_url,
         "HINDSIGHT_REVIEW_MODEL_FULL": local_llm.model,
@@ -71,15 +71,11 @@ def llm_server(tmp_path, local_llm):
         "HINDSIGHT_LLM_TIMEOUT_FALLBACK": "true",  # a slow answer leaves the review to the rules
         "HINDSIGHT_LLM_MAX_RETRIES": "0",
         "HINDSIGHT_LOCAL_REVIEWS": "false",  # one model call per trajectory: the full review's
-    }
-    srv = Server(tmp_path / "data", free_port(), env)
-    srv.data_dir.mkdir()
-    yield srv.start()
-    srv.stop()
+    })
 
 
 def test_what_a_real_small_model_writes_is_stored_only_when_grounded_and_the_rules_lessons_survive(llm_server):
-    admin = (llm_server.data_dir / "admin_key").read_text().strip()
+    admin = llm_server.admin_key
     tenant = httpx.post(f"{llm_server.url}/v1/tenants", json={"name": "acme"}, headers={"Authorization": f"Bearer {admin}"}).json()
     client = httpx.Client(base_url=llm_server.url, headers={"Authorization": f"Bearer {tenant['api_key']}"}, timeout=30)
     for body, events in CASES:

@@ -6,7 +6,7 @@ import pytest
 from chalicelib.domain import grounding as g
 from chalicelib.domain.review import review_trajectory
 
-from .builders import call, said, traj
+from tests.support.builders import call, said, traj
 
 
 def weather():
