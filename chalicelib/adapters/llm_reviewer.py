@@ -28,7 +28,7 @@ from ..domain import grounding
 from ..domain.compress import compress_trajectory, estimate_tokens, raw_size_tokens
 from ..domain.distill import passes_quality_gate
 from ..domain.lesson import LessonDraft, Raw, drafted, fix_fingerprint, goal_wording, situation_key, trajectory_literals
-from ..domain.models import FULL_SCOPE, LOCAL_SCOPE, Event, Trajectory
+from ..domain.models import FULL_SCOPE, LOCAL_SCOPE, Event, LLMLessonFigures, RejectedLesson, Trajectory
 from ..domain.review import Review, review_by_rules
 
 log = logging.getLogger(__name__)
@@ -264,28 +264,28 @@ class LLMReviewer:
         answer, outcome = self._ask(compact, kind)
         latency_ms = (time.monotonic() - started) * 1000
         base.extra["tokens"] = {"raw": raw, "compressed": small}
-        figures: dict[str, Any] = {"outcome": outcome, "latency_ms": round(latency_ms), "proposed": 0, "accepted": 0, "rejected": []}
-        base.extra["llm_lessons"] = figures
         if answer is None:
             base.extra["llm"] = DROPPED[outcome]
-            self._record(figures, latency_ms)
+            base.llm_lessons = self._record(LLMLessonFigures(outcome, round(latency_ms)))
             return base
         base.reviewer = f"llm:{self._model(kind)}+deterministic"
         if isinstance(answer, LLMReview):
             base.extra["llm"] = _analysis(answer, events)
         accepted, rejected = self._checked(traj, events, answer.lessons, base.lessons)
-        figures.update(proposed=len(answer.lessons), accepted=len(accepted), rejected=rejected)
+        base.llm_lessons = self._record(
+            LLMLessonFigures(outcome, round(latency_ms), len(answer.lessons), len(accepted), tuple(rejected))
+        )
         covered = {d.situation_key for d in accepted if d.situation_key}
         # The LLM's wording wins where it speaks of the same situation; the rules keep the rest.
         base.lessons = accepted + [d for d in base.lessons if d.situation_key not in covered]
-        self._record(figures, latency_ms)
         return base
 
-    def _record(self, figures: dict[str, Any], latency_ms: float) -> None:
-        reasons = [r["reason"] for r in figures["rejected"]]
-        self.stats.record(figures["outcome"], latency_ms, figures["accepted"], reasons)
-        log.info("llm review: outcome=%s latency_ms=%d proposed=%d accepted=%d rejected=%s", figures["outcome"],
-                 latency_ms, figures["proposed"], figures["accepted"], dict(Counter(reasons)))
+    def _record(self, figures: LLMLessonFigures) -> LLMLessonFigures:
+        reasons = [r.reason for r in figures.rejected]
+        self.stats.record(figures.outcome, figures.latency_ms, figures.accepted, reasons)
+        log.info("llm review: outcome=%s latency_ms=%d proposed=%d accepted=%d rejected=%s", figures.outcome,
+                 figures.latency_ms, figures.proposed, figures.accepted, dict(Counter(reasons)))
+        return figures
 
     def _model(self, kind: str) -> str:
         return self.models.get(kind, self.models[FULL_SCOPE])
@@ -335,13 +335,13 @@ class LLMReviewer:
 
     def _checked(
         self, traj: Trajectory, events: Sequence[Event], lessons: Sequence[LLMLesson], rules: Sequence[LessonDraft],
-    ) -> tuple[list[LessonDraft], list[dict[str, str]]]:
+    ) -> tuple[list[LessonDraft], list[RejectedLesson]]:
         """The model's lessons that pass the grounding checks and the quality gate, and never say
         less than the rules' lesson of the same situation; the others, with their reasons."""
         evidence = grounding.evidence(traj, events)
         rule_tools = {d.situation_key: d.tools for d in rules if d.situation_key}
         accepted: list[LessonDraft] = []
-        rejected: list[dict[str, str]] = []
+        rejected: list[RejectedLesson] = []
         for lesson, draft in zip(lessons, self._drafts(traj, events, lessons)):
             reason = grounding.check_lesson(draft.situation, draft.lesson, draft.advice, lesson.error_class, evidence,
                                             draft.action, draft.result)
@@ -356,7 +356,7 @@ class LLMReviewer:
             if reason is None:
                 accepted.append(draft)
             else:
-                rejected.append({"reason": reason, "lesson": lesson.lesson[:200]} | ({"detail": detail} if detail else {}))
+                rejected.append(RejectedLesson(reason, lesson.lesson[:200], detail))
         return accepted, rejected
 
     def _drafts(self, traj: Trajectory, events: Sequence[Event], lessons: Sequence[LLMLesson]) -> list[LessonDraft]:

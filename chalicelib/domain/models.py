@@ -123,6 +123,38 @@ FULL_REVIEW = ReviewKind()
 
 
 @dataclass(frozen=True)
+class RejectedLesson:
+    """A language model's lesson that was not kept: why (a grounding check, the quality gate, a
+    duplicate, weaker than the rules' lesson), its text and the gate's detail."""
+
+    reason: str
+    lesson: str
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "lesson": self.lesson} | ({"detail": self.detail} if self.detail else {})
+
+
+@dataclass(frozen=True)
+class LLMLessonFigures:
+    """What became of a language model's answer in one review: ``outcome`` is ``ok`` or why the
+    whole answer was dropped (invalid_json, off_schema, truncated, timeout); the latency of its
+    call(s); the lessons it proposed, those accepted and those rejected."""
+
+    outcome: str
+    latency_ms: int
+    proposed: int = 0
+    accepted: int = 0
+    rejected: tuple[RejectedLesson, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome, "latency_ms": self.latency_ms, "proposed": self.proposed,
+            "accepted": self.accepted, "rejected": [r.as_dict() for r in self.rejected],
+        }
+
+
+@dataclass(frozen=True)
 class ReviewSummary:
     """A trajectory's ``review`` record, in each of its states: reviewed (``findings``), skipped,
     one local review (``findings`` and its ``trigger``), failed (``error``...), redriven. Every
@@ -138,6 +170,7 @@ class ReviewSummary:
     redriven_at: datetime | None = None
     previous: dict[str, Any] | None = None  # the record a redrive replaced, less ``local``
     local: list[dict[str, Any]] | None = None
+    llm_lessons: LLMLessonFigures | None = None  # when a language model took part in the review
 
     @staticmethod
     def local_reviews(traj: Trajectory) -> list[dict[str, Any]]:
@@ -165,6 +198,8 @@ class ReviewSummary:
             out["failed_at"] = self.failed_at.isoformat()
         if self.redriven_at is not None:
             out["redriven"] = {"at": self.redriven_at.isoformat(), "previous": self.previous or {}}
+        if self.llm_lessons is not None:
+            out["llm_lessons"] = self.llm_lessons.as_dict()
         if self.local is not None:
             out[LOCAL_SCOPE] = self.local
         return out

@@ -23,7 +23,7 @@ from .lesson import (
     LessonDraft, Raw, Wording, describe_param_change, drafted, error_class, error_text, fingerprint, fix_fingerprint,
     goal_wording, short, situation_key, trajectory_literals,
 )
-from .models import FULL_SCOPE, Event, Trajectory
+from .models import FULL_SCOPE, Event, LLMLessonFigures, Trajectory
 
 
 @dataclass
@@ -41,6 +41,7 @@ class Review:
     key_decisions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    llm_lessons: LLMLessonFigures | None = None  # set by a reviewer that asked a language model
 
     def summary(self) -> dict[str, Any]:
         return {

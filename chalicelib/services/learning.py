@@ -162,7 +162,7 @@ def review_and_learn(deps: Deps, tenant_id: str, trajectory_id: str, kind: Revie
     result = distill(deps, traj, review)
     _persist(deps, tenant_id, result)
     ids = list(dict.fromkeys([*result.experience_ids, *traj.experience_ids]))
-    summary = ReviewSummary(findings=_findings(review, result), local=local)
+    summary = ReviewSummary(findings=_findings(review, result), llm_lessons=review.llm_lessons, local=local)
     return deps.trajectories.save_review(
         tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, ids, summary.as_dict(), deps.clock.now()
     )
@@ -175,7 +175,7 @@ def _learn_locally(deps: Deps, traj: Trajectory, events: list[Event], kind: Revi
     review = deps.reviewer.review(traj, window(events, trigger), kind.scope)
     result = distill(deps, traj, review)
     _persist(deps, traj.tenant_id, result)
-    summary = ReviewSummary(findings=_findings(review, result), trigger=kind.trigger)
+    summary = ReviewSummary(findings=_findings(review, result), trigger=kind.trigger, llm_lessons=review.llm_lessons)
     return deps.trajectories.add_local_review(
         traj.tenant_id, traj.trajectory_id, result.experience_ids, summary.as_dict(), deps.clock.now()
     )

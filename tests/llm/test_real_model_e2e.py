@@ -14,7 +14,7 @@ import pytest
 from chalicelib.adapters.llm_reviewer import DROPPED, DUPLICATE, QUALITY_GATE, WEAKER_THAN_RULES
 from chalicelib.domain import grounding
 from chalicelib.domain.models import Event, Trajectory
-from chalicelib.domain.review import review_trajectory
+from chalicelib.domain.review import review_by_rules
 from tests.support.polling import wait_reviewed
 
 pytestmark = pytest.mark.llm
@@ -115,7 +115,7 @@ def test_what_a_real_small_model_writes_is_stored_only_when_grounded_and_the_rul
             assert not any(grounding.is_vacuous(exp[f], 3) for f in ("situation", "lesson", "advice")), exp
         # the rules' lessons: stored as the rules wrote them, or replaced by a model's lesson that
         # names every tool they name
-        for rule in review_trajectory(traj, evs).lessons:
+        for rule in review_by_rules(traj, evs).lessons:
             same = [e for e in stored if e["advice"] == rule.advice]
             covering = [e for e in stored if e["advice"] != rule.advice and grounding.covers(e["tools"], rule.tools)]
             assert same or (llm["accepted"] and covering), (rule.advice, stored)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.domain import grounding as g
-from chalicelib.domain.review import review_trajectory
+from chalicelib.domain.review import review_by_rules
 
 from tests.support.builders import call, said, traj
 
@@ -121,7 +121,7 @@ def test_placeholders_and_generalized_values_count_as_the_trajectorys():
 @pytest.mark.parametrize("scenario", [weather, deploy])  # recovery; blind retry and user feedback
 def test_every_lesson_of_the_rules_passes(scenario):
     t, events = scenario()
-    review = review_trajectory(t, events)
+    review = review_by_rules(t, events)
     assert review.lessons
     ev = g.evidence(t, events)
     for d in review.lessons:

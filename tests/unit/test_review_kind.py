@@ -1,6 +1,6 @@
 import pytest
 
-from chalicelib.domain.models import FULL_REVIEW, ReviewKind, ReviewSummary
+from chalicelib.domain.models import FULL_REVIEW, LLMLessonFigures, RejectedLesson, ReviewKind, ReviewSummary
 from tests.support.builders import T0, traj
 
 
@@ -33,3 +33,15 @@ def test_every_state_of_the_review_record_keeps_the_local_reviews():
         "local": local}
     findings = {"kind": "local", "lessons": 1, "experience_ids": ["x"]}
     assert ReviewSummary(findings=findings, trigger="e2").as_dict() == {**findings, "trigger": "e2"}
+
+
+def test_a_review_a_model_took_part_in_records_what_became_of_its_lessons():
+    figures = LLMLessonFigures("ok", 812, proposed=2, accepted=1,
+                               rejected=(RejectedLesson("quality_gate", "1,", "names no tool"),))
+    findings = {"kind": "full", "lessons": 2}
+    assert ReviewSummary(findings=findings, llm_lessons=figures).as_dict() == {**findings, "llm_lessons": {
+        "outcome": "ok", "latency_ms": 812, "proposed": 2, "accepted": 1,
+        "rejected": [{"reason": "quality_gate", "lesson": "1,", "detail": "names no tool"}]}}
+    dropped = ReviewSummary(findings=findings, trigger="e2", llm_lessons=LLMLessonFigures("timeout", 30000)).as_dict()
+    assert dropped["llm_lessons"] == {"outcome": "timeout", "latency_ms": 30000, "proposed": 0, "accepted": 0, "rejected": []}
+    assert "llm_lessons" not in ReviewSummary(findings=findings).as_dict()  # the rules alone say nothing of a model
