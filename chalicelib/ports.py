@@ -220,6 +220,41 @@ def hybrid_by_parts(
     return semantic, lexical
 
 
+@dataclass(frozen=True)
+class ServedRecall:
+    """What one recall or advise answer served, kept until ``expires_at`` for the review that
+    credits its lessons (``domain.credit``)."""
+
+    tenant_id: str
+    recall_id: str
+    experience_ids: tuple[str, ...]
+    created_at: datetime
+    expires_at: datetime
+    kind: str = "recall"  # recall | advise
+    tool: str | None = None  # the tool an advise was about
+
+
+class RecallLedger(Protocol):
+    """Served recalls and credit markers, per tenant, each with an expiry."""
+
+    def record(self, served: ServedRecall) -> None:
+        """Keep what a recall served. Recall ids are unique; a repeat of one changes nothing."""
+
+    def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
+        """The listed recalls of this tenant that have not expired at ``now``, by id (another
+        tenant's, unknown and expired ids are left out)."""
+
+    def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
+        """Mark the lesson credited for the trajectory; True only for the call that marked it."""
+
+    def is_credited(self, tenant_id: str, trajectory_id: str, experience_id: str) -> bool:
+        """Whether the lesson was credited for the trajectory (marker not yet expired or purged)."""
+
+    def purge_expired(self, now: datetime) -> int:
+        """Drop what expired before ``now``; returns how many (a store with its own TTL may
+        answer 0 and let it do the work)."""
+
+
 class Embedder(Protocol):
     dim: int
 

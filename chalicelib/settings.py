@@ -84,6 +84,8 @@ class Settings(BaseModel):
     recall_filter_task_type: bool = True
     recall_filter_intent: bool = True
     advice_max_items: int = Field(default=5, ge=1, le=20)
+    recall_ttl_days: float = Field(default=14.0, gt=0)  # a recall id credits its lessons until then
+    advise_candidates: int = Field(default=100, ge=1)  # lessons naming the tool that advise holds a call against
     # where the advice block belongs in the agent's prompt; returned with every recall
     advice_placement: Literal["after_tools", "system_start", "system_end", "before_user"] = "after_tools"
 

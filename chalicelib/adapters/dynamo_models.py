@@ -34,6 +34,9 @@ Tables, keys and the access pattern each one serves (``#`` joins key parts, ``<t
   rate-limits   bucket=tenant#<t>      -                      the tenant's token bucket: one number
                                                               (tat_us) moved by conditional updates;
                                                               TTL on ``expires`` drops idle tenants
+  recalls       tenant_id              key=recall#<id>        what a recall served (BatchGetItem)
+                tenant_id              key=credit#<tr>#<exp>  credit marker (conditional put); TTL on
+                                                              ``expires`` drops both once expired
 
 Streams (NEW_AND_OLD_IMAGES) on trajectories, events and review-jobs: the review Lambda reads the
 jobs stream; finalize shows as a MODIFY on trajectories. The cross-tenant sparse indexes spread
@@ -214,6 +217,17 @@ class RateLimitItem(Model):
     expires = TTLAttribute(null=True)  # past it the bucket is full again: the item may go
 
 
+# --- served recalls and credit markers ---------------------------------------------------------
+
+
+class RecallItem(Model):
+    tenant_id = UnicodeAttribute(hash_key=True)
+    key = UnicodeAttribute(range_key=True)
+    doc = UnicodeAttribute(null=True)  # JSON of what a recall served; None on credit markers
+    expires_us = NumberAttribute()  # readers compare it: TTL deletes up to days after expiry
+    expires = TTLAttribute()
+
+
 # --- binding ------------------------------------------------------------------------------------
 
 
@@ -270,6 +284,7 @@ class DynamoTables:
         self.experiences = self._bound(ExperienceItem, "experiences", stream=False)
         self.jobs = self._bound(JobItem, "review-jobs", stream=True)
         self.rate_limits = self._bound(RateLimitItem, "rate-limits", stream=False)
+        self.recalls = self._bound(RecallItem, "recalls", stream=False)
 
     def _bound(self, base: type[M], table: str, stream: bool) -> type[M]:
         model = _bind(base, self.config, table, stream)
@@ -293,6 +308,7 @@ class DynamoTables:
             "experiences": (self.experiences,),
             "queue": (self.jobs,),
             "rate_limits": (self.rate_limits,),
+            "recalls": (self.recalls,),
         }
 
     def create(self, *group: str) -> None:

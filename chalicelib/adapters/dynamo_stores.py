@@ -12,6 +12,7 @@ from __future__ import annotations
 from .dynamo_errors import StoreUnavailable
 from .dynamo_experiences import DynamoExperienceStore
 from .dynamo_models import DynamoConfig, DynamoTables
+from .dynamo_recalls import DynamoRecallLedger
 from .dynamo_review_queue import DynamoReviewQueue
 from .dynamo_tenants import DynamoTenantStore
 from .dynamo_trajectories import DynamoTrajectoryStore
@@ -19,6 +20,7 @@ from .dynamo_trajectories import DynamoTrajectoryStore
 __all__ = [
     "DynamoConfig",
     "DynamoExperienceStore",
+    "DynamoRecallLedger",
     "DynamoReviewQueue",
     "DynamoTables",
     "DynamoTenantStore",

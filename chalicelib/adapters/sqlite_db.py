@@ -38,6 +38,14 @@ CREATE TABLE IF NOT EXISTS review_jobs (
     state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, due_us INTEGER NOT NULL,
     last_error TEXT, PRIMARY KEY (tenant_id, trajectory_id, kind));
 CREATE INDEX IF NOT EXISTS review_jobs_due ON review_jobs(state, due_us);
+CREATE TABLE IF NOT EXISTS recalls (
+    tenant_id TEXT NOT NULL, recall_id TEXT NOT NULL, expires_us INTEGER NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, recall_id));
+CREATE INDEX IF NOT EXISTS recalls_expiry ON recalls(expires_us);
+CREATE TABLE IF NOT EXISTS credits (
+    tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, experience_id TEXT NOT NULL, expires_us INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, trajectory_id, experience_id));
+CREATE INDEX IF NOT EXISTS credits_expiry ON credits(expires_us);
 CREATE TABLE IF NOT EXISTS vectors (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, vec BLOB NOT NULL, meta TEXT NOT NULL,
     PRIMARY KEY (tenant_id, experience_id));

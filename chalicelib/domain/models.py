@@ -282,6 +282,17 @@ class Experience:
     # literal values every task it was learned from named ("main"): a query that names none of
     # them is less likely to be this situation (see ``scoring.tag_match``)
     anchors: list[str] = field(default_factory=list)
+    # credit from outcomes (``domain.credit``): reviewed trajectories that were served the lesson,
+    # those that followed it, and how many of each kind ended in success
+    served: int = 0
+    adopted: int = 0
+    adopted_successes: int = 0
+    ignored_successes: int = 0
+    # the trajectories credited last (newest last, bounded): a review that runs again after a
+    # crash between this write and its marker (``ports.RecallLedger``) sees it was done
+    credited: list[str] = field(default_factory=list)
+    # status changes a reader may want to audit, oldest first: {"at", "event", "from", "reason"}
+    history: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def scope(self) -> Scope:

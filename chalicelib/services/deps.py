@@ -10,6 +10,7 @@ from ..ports import (
     Embedder,
     ExperienceStore,
     RateLimiter,
+    RecallLedger,
     ReviewQueue,
     Reviewer,
     ReviewNotifier,
@@ -45,11 +46,14 @@ class Deps:
     merge_threshold: float  # cosine above which a new lesson merges into a known one
     supersede_threshold: float  # cosine of two situations for a new fix to replace an old one
     local_reviews: bool  # anomalies during ingest start a review of the events around them
+    recall_ttl_days: float  # how long a recall id can still be credited
+    advise_candidates: int  # lessons naming the tool that advise holds a call against
     admin_key: str | None = None
     rate_limiter: RateLimiter | None = None  # None: tenants are not limited
     # told when a review job is queued (the embedded worker waits on it); None: nobody to wake,
     # the queue itself starts the review (the jobs table's stream in the cloud)
     review_notifier: ReviewNotifier | None = None
+    recalls: RecallLedger | None = None  # None: served recalls are not kept, so nothing is credited
 
 
 def policies(settings: Settings) -> dict[str, Any]:
@@ -79,4 +83,6 @@ def policies(settings: Settings) -> dict[str, Any]:
         local_reviews=settings.local_reviews,
         merge_threshold=settings.merge_threshold,
         supersede_threshold=settings.supersede_threshold,
+        recall_ttl_days=settings.recall_ttl_days,
+        advise_candidates=settings.advise_candidates,
     )

@@ -25,10 +25,20 @@ from chalicelib.adapters.sqlite_stores import (
     SqliteTrajectoryStore,
 )
 from chalicelib.adapters.memory_rate_limiter import InProcessRateLimiter
+from chalicelib.adapters.sqlite_recalls import SqliteRecallLedger
 from chalicelib.domain.ratelimit import RatePolicy
-from chalicelib.ports import ExperienceStore, RateLimiter, ReviewQueue, TenantStore, TrajectoryStore, VectorIndex
+from chalicelib.ports import (
+    ExperienceStore,
+    RateLimiter,
+    RecallLedger,
+    ReviewQueue,
+    TenantStore,
+    TrajectoryStore,
+    VectorIndex,
+)
 from tests.support.fakes import (
     InMemoryExperienceStore,
+    InMemoryRecallLedger,
     InMemoryReviewQueue,
     InMemoryTenantStore,
     InMemoryTrajectoryStore,
@@ -48,6 +58,7 @@ class Backend:
     def experiences(self) -> ExperienceStore: ...
     def index(self, dim: int = DIM) -> VectorIndex: ...
     def queue(self) -> ReviewQueue: ...
+    def recalls(self) -> RecallLedger: ...
 
     def reopen(self) -> "Backend":
         """New adapter instances over the same storage, as after a restart."""
@@ -77,6 +88,9 @@ class MemoryBackend(Backend):
 
     def queue(self) -> ReviewQueue:
         return InMemoryReviewQueue()
+
+    def recalls(self) -> RecallLedger:
+        return InMemoryRecallLedger()
 
 
 class SqliteBackend(Backend):
@@ -114,6 +128,9 @@ class SqliteBackend(Backend):
 
     def queue(self) -> ReviewQueue:
         return SqliteReviewQueue(self.db)
+
+    def recalls(self) -> RecallLedger:
+        return SqliteRecallLedger(self.db)
 
     def reopen(self) -> "SqliteBackend":
         return SqliteBackend(self.tmp_path, self._opened)
@@ -231,3 +248,8 @@ def vector_index(backend: Backend) -> VectorIndex:
 @pytest.fixture
 def review_queue(backend: Backend) -> ReviewQueue:
     return backend.queue()
+
+
+@pytest.fixture
+def recall_ledger(backend: Backend) -> RecallLedger:
+    return backend.recalls()

@@ -56,6 +56,11 @@ class DynamoBackend:
 
         return DynamoReviewQueue(self._shared.ensure("queue"))
 
+    def recalls(self):
+        from chalicelib.adapters.dynamo_stores import DynamoRecallLedger
+
+        return DynamoRecallLedger(self._shared.ensure("recalls"))
+
     @cached_property
     def _vectors_db(self) -> Any:
         # no DynamoDB vector index: recall runs on the numpy index beside it, as in the embedded build

@@ -23,7 +23,7 @@ from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex, build_cl
 from chalicelib.adapters.opensearch_queries import IndexSpec
 from tests.support.opensearch import node_url
 
-OTHER_PORT_FIXTURES = frozenset({"tenant_store", "trajectory_store", "experience_store", "review_queue"})
+OTHER_PORT_FIXTURES = frozenset({"tenant_store", "trajectory_store", "experience_store", "review_queue", "recall_ledger"})
 
 
 class _RefreshingIndex(OpenSearchVectorIndex):

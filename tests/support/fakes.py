@@ -497,6 +497,47 @@ def fake_deps(clock: FakeClock | None = None, embedder: Any = None, **overrides:
         queue=InMemoryReviewQueue(),
         clock=clock if clock is not None else FakeClock(),
         admin_key="admin-test-key",
+        recalls=InMemoryRecallLedger(),
     )
     kwargs.update(overrides)
     return Deps(**kwargs)
+
+
+class InMemoryRecallLedger:
+    """``ports.RecallLedger`` in dicts: served recalls and credit markers with their expiry."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._served: dict[tuple[str, str], Any] = {}
+        self._credits: dict[tuple[str, str, str], datetime] = {}
+
+    def record(self, served: Any) -> None:
+        with self._lock:
+            self._served.setdefault((served.tenant_id, served.recall_id), served)
+
+    def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, Any]:
+        with self._lock:
+            found = (self._served.get((tenant_id, i)) for i in dict.fromkeys(recall_ids))
+            return {s.recall_id: s for s in found if s is not None and s.expires_at > now}
+
+    def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
+        with self._lock:
+            key = (tenant_id, trajectory_id, experience_id)
+            if key in self._credits:
+                return False
+            self._credits[key] = expires_at
+            return True
+
+    def is_credited(self, tenant_id: str, trajectory_id: str, experience_id: str) -> bool:
+        with self._lock:
+            return (tenant_id, trajectory_id, experience_id) in self._credits
+
+    def purge_expired(self, now: datetime) -> int:
+        with self._lock:
+            gone = [k for k, s in self._served.items() if s.expires_at <= now]
+            for k in gone:
+                del self._served[k]
+            marks = [k for k, at in self._credits.items() if at <= now]
+            for k in marks:
+                del self._credits[k]
+            return len(gone) + len(marks)

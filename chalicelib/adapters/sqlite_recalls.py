@@ -1,0 +1,65 @@
+"""``ports.RecallLedger`` in the embedded database: served recalls and credit markers."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Sequence
+
+from ..ports import ServedRecall
+from .sqlite_db import SqliteDatabase, dumps, from_us, to_us
+
+
+def _doc(served: ServedRecall) -> str:
+    return dumps({"experience_ids": list(served.experience_ids), "created_us": to_us(served.created_at),
+                  "kind": served.kind, "tool": served.tool})
+
+
+class SqliteRecallLedger:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def record(self, served: ServedRecall) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO recalls(tenant_id, recall_id, expires_us, doc) VALUES (?,?,?,?)",
+                (served.tenant_id, served.recall_id, to_us(served.expires_at), _doc(served)),
+            )
+
+    def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
+        ids = list(dict.fromkeys(recall_ids))
+        out: dict[str, ServedRecall] = {}
+        conn = self.db.read()
+        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            rows = conn.execute(
+                f"SELECT recall_id, expires_us, doc FROM recalls WHERE tenant_id=? AND expires_us>?"
+                f" AND recall_id IN ({','.join('?' * len(chunk))})",
+                (tenant_id, to_us(now), *chunk),
+            )
+            for r in rows:
+                doc = json.loads(r["doc"])
+                out[r["recall_id"]] = ServedRecall(
+                    tenant_id, r["recall_id"], tuple(doc["experience_ids"]), from_us(doc["created_us"]),
+                    from_us(r["expires_us"]), doc.get("kind", "recall"), doc.get("tool"),
+                )
+        return out
+
+    def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO credits(tenant_id, trajectory_id, experience_id, expires_us) VALUES (?,?,?,?)",
+                (tenant_id, trajectory_id, experience_id, to_us(expires_at)),
+            )
+            return cur.rowcount == 1
+
+    def is_credited(self, tenant_id: str, trajectory_id: str, experience_id: str) -> bool:
+        row = self.db.read().execute(
+            "SELECT 1 FROM credits WHERE tenant_id=? AND trajectory_id=? AND experience_id=?",
+            (tenant_id, trajectory_id, experience_id),
+        ).fetchone()
+        return row is not None
+
+    def purge_expired(self, now: datetime) -> int:
+        with self.db.write() as conn:
+            n = conn.execute("DELETE FROM recalls WHERE expires_us<=?", (to_us(now),)).rowcount
+            return n + conn.execute("DELETE FROM credits WHERE expires_us<=?", (to_us(now),)).rowcount
