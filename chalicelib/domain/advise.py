@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from .generalize import describe_value
 from .models import Event, Experience
-from .review import error_class
+from .lesson import error_class
 
 MAX_RECENT_EVENTS = 20
 

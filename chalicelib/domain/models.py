@@ -171,6 +171,7 @@ class ReviewSummary:
     previous: dict[str, Any] | None = None  # the record a redrive replaced, less ``local``
     local: list[dict[str, Any]] | None = None
     llm_lessons: LLMLessonFigures | None = None  # when a language model took part in the review
+    credit: dict[str, Any] | None = None  # the lessons served in the run, adopted or ignored (``domain.credit``)
 
     @staticmethod
     def local_reviews(traj: Trajectory) -> list[dict[str, Any]]:
@@ -191,7 +192,7 @@ class ReviewSummary:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {**(self.findings or {})}
-        for name in ("kind", "skipped", "trigger", "error", "attempts"):
+        for name in ("kind", "skipped", "trigger", "error", "attempts", "credit"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.failed_at is not None:

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from ..domain.errors import Conflict
 from ..domain.models import Experience, ExperienceStatus, Signal, Source
+from ..domain.restore import restored
 from ..domain.scoring import apply_feedback
 from ..ports import Page
 from .deps import Deps
@@ -98,4 +99,14 @@ def feedback(deps: Deps, tenant_id: str, experience_id: str, signal: str) -> Exp
     deps.experiences.put(updated)
     if updated.status is not ExperienceStatus.ACTIVE:
         deps.index.delete(tenant_id, [experience_id])
+    return updated
+
+
+def restore(deps: Deps, tenant_id: str, experience_id: str) -> Experience:
+    """Archived -> active, in recall again; its history kept. A forgotten one: Conflict."""
+    exp = deps.experiences.get(tenant_id, experience_id)
+    updated = restored(exp, deps.clock.now())
+    if updated is not exp:
+        deps.experiences.put(updated)
+    index_experiences(deps, tenant_id, [updated])  # also mends an active one the index lost
     return updated

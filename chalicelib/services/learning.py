@@ -22,6 +22,7 @@ from ..domain.models import (
 )
 from ..domain.review import Review
 from ..ports import IndexFilter
+from .credit import credit_trajectory
 from .deps import Deps
 from .indexing import embed_texts, experience_vector, index_experiences
 
@@ -133,6 +134,12 @@ def _persist(deps: Deps, tenant_id: str, result: Distilled) -> None:
     deps.index.delete(tenant_id, gone)
 
 
+def without_recalls(events: list[Event]) -> list[Event]:
+    """What the agent did, without what it was shown (``recall`` events): a reviewer reads the
+    decision graph and the order of calls, which recall events are not part of."""
+    return [e for e in events if e.type != "recall"]
+
+
 def _findings(review: Review, result: Distilled) -> dict[str, Any]:
     return review.summary() | {
         "rejected": result.rejected,
@@ -152,9 +159,12 @@ def review_and_learn(deps: Deps, tenant_id: str, trajectory_id: str, kind: Revie
     if traj.status is TrajectoryStatus.REVIEWED:
         return traj
     local = ReviewSummary.local_reviews(traj)
+    # a small clean success is not worth a review, but the lessons it was served still earn credit
+    credit = credit_trajectory(deps, traj, events) or None
+    events = without_recalls(events)
     qualifies, why = qualifies_for_full_review(events, traj.outcome, deps.review_min_events)
     if not qualifies:
-        summary = ReviewSummary(kind=kind.scope, skipped=why, local=local)
+        summary = ReviewSummary(kind=kind.scope, skipped=why, local=local, credit=credit)
         return deps.trajectories.save_review(
             tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, traj.experience_ids, summary.as_dict(), deps.clock.now()
         )
@@ -162,7 +172,7 @@ def review_and_learn(deps: Deps, tenant_id: str, trajectory_id: str, kind: Revie
     result = distill(deps, traj, review)
     _persist(deps, tenant_id, result)
     ids = list(dict.fromkeys([*result.experience_ids, *traj.experience_ids]))
-    summary = ReviewSummary(findings=_findings(review, result), llm_lessons=review.llm_lessons, local=local)
+    summary = ReviewSummary(findings=_findings(review, result), llm_lessons=review.llm_lessons, local=local, credit=credit)
     return deps.trajectories.save_review(
         tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, ids, summary.as_dict(), deps.clock.now()
     )
@@ -172,7 +182,7 @@ def _learn_locally(deps: Deps, traj: Trajectory, events: list[Event], kind: Revi
     trigger = next((e for e in events if e.event_id == kind.trigger), None)
     if trigger is None:
         return traj
-    review = deps.reviewer.review(traj, window(events, trigger), kind.scope)
+    review = deps.reviewer.review(traj, without_recalls(window(events, trigger)), kind.scope)
     result = distill(deps, traj, review)
     _persist(deps, traj.tenant_id, result)
     summary = ReviewSummary(findings=_findings(review, result), trigger=kind.trigger, llm_lessons=review.llm_lessons)

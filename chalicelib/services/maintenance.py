@@ -33,6 +33,8 @@ def run_decay(deps: Deps, as_of: datetime | None = None, page_size: int = 500) -
                 deps.index.delete(exp.tenant_id, [exp.experience_id])
                 archived += 1
         if page.cursor is None:
+            if deps.recalls is not None:
+                deps.recalls.purge_expired(deps.clock.now())  # not as_of: a decay "as of" later must not drop live ids
             return DecayReport(decayed, archived)
         cursor = page.cursor
 

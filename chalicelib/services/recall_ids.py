@@ -1,0 +1,41 @@
+"""Recall ids: every recall and advise answer is kept, by id, with what it served, so that the
+review of a trajectory that attached the id (a ``recall`` event) can credit those lessons."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Sequence
+
+from ..domain.models import Hit
+from ..ports import ServedRecall
+from . import recall as recall_service
+from .deps import Deps
+
+
+def new_recall_id() -> str:
+    return "rc_" + uuid.uuid4().hex
+
+
+def remember(deps: Deps, tenant_id: str, experience_ids: Sequence[str], kind: str = "recall", tool: str | None = None) -> str:
+    """A fresh recall id for this answer, its lessons kept for ``recall_ttl_days``."""
+    recall_id = new_recall_id()
+    if deps.recalls is not None:
+        now = deps.clock.now()
+        deps.recalls.record(ServedRecall(
+            tenant_id, recall_id, tuple(experience_ids), now, now + timedelta(days=deps.recall_ttl_days), kind, tool,
+        ))
+    return recall_id
+
+
+@dataclass(frozen=True)
+class Recalled:
+    recall_id: str
+    hits: list[Hit]
+    advice: str
+
+
+def recall(deps: Deps, tenant_id: str, query: str, **kwargs: Any) -> Recalled:
+    """``services.recall.recall`` (same arguments) with a recall id for what it served."""
+    hits, advice = recall_service.recall(deps, tenant_id, query, **kwargs)
+    return Recalled(remember(deps, tenant_id, [h.experience.experience_id for h in hits]), hits, advice)
