@@ -87,6 +87,12 @@ def test_a_stored_experience_reads_back_equal(experience_store):
         polarity="negative",
         status_reason="decayed",
         updated_at=T0 + timedelta(days=1, microseconds=7),
+        served=7,
+        adopted=4,
+        adopted_successes=3,
+        ignored_successes=1,
+        credited=["tr7", "tr8"],
+        history=[{"at": T0.isoformat(), "event": "restored", "from": "archived", "reason": "decayed", "utility": 0.1}],
     )
     experience_store.put(full)
     assert experience_store.get("t1", "x1") == full
@@ -249,6 +255,23 @@ def test_a_put_that_changes_status_moves_the_experience_between_filters(experien
     experience_store.put(exp("x1", status=ARCHIVED))
     assert experience_store.list("t1", status=ACTIVE).items == []
     assert ids(experience_store.list("t1", status=ARCHIVED).items) == ["x1"]
+
+
+def test_an_archived_experience_put_back_active_is_found_again_everywhere(experience_store):
+    """Restore: every lookup of active experiences (the sparse indexes of DynamoDB) sees it again."""
+    active = exp("x1", fingerprint="fp", situation_key="sk", agent_id="a1")
+    experience_store.put(replace(active, status=ARCHIVED, status_reason="decayed"))
+    assert experience_store.find_active_by_fingerprint("t1", "fp", "a1", None) is None
+    assert experience_store.find_active_by_situation("t1", "sk", "a1", None) == []
+    assert all_active(experience_store, 10) == []
+    restored = replace(active, version=2, status_reason="restored", history=[{"event": "restored", "from": "archived"}])
+    experience_store.put(restored)
+    assert experience_store.find_active_by_fingerprint("t1", "fp", "a1", None) == restored
+    assert experience_store.find_active_by_situation("t1", "sk", "a1", None) == [restored]
+    assert all_active(experience_store, 10) == [("t1", "x1")]
+    assert ids(experience_store.list("t1", status=ACTIVE).items) == ["x1"]
+    assert experience_store.list("t1", status=ARCHIVED).items == []
+    assert experience_store.count_by_status("t1") == {"active": 1}
 
 
 def _b64(obj) -> str:

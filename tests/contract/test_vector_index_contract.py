@@ -319,6 +319,17 @@ def test_lexical_search_obeys_the_filter_and_the_tenant(vector_index):
     assert [i for i, _ in hits] == ["mine"]
 
 
+def test_an_entry_deleted_then_upserted_again_is_found_by_both_searches(vector_index):
+    """What restoring an archived lesson does to the index: out of it, then back in."""
+    vector_index.upsert("t1", [entry("x", vec(1), text="ask_user before get_weather", tools=("get_weather",))])
+    vector_index.delete("t1", ["x"])
+    assert vector_index.lexical_search("t1", "get_weather", IndexFilter(tools=("get_weather",)), 10) == []
+    vector_index.upsert("t1", [entry("x", vec(1), text="ask_user before get_weather", tools=("get_weather",))])
+    assert [i for i, _ in vector_index.lexical_search("t1", "get_weather", IndexFilter(tools=("get_weather",)), 10)] == ["x"]
+    assert found(vector_index, flt=IndexFilter(tools=("get_weather",))) == ["x"]
+    assert vector_index.count("t1") == 1
+
+
 def test_lexical_search_forgets_deleted_and_replaced_text(vector_index):
     vector_index.upsert("t1", [entry("a", text="alpha beta"), entry("b", text="gamma")])
     vector_index.upsert("t1", [entry("a", text="delta")])
