@@ -14,7 +14,7 @@ from chalicelib.api import schemas as s
 from chalicelib.api.routes import Repeat, Router
 from chalicelib.container import get_deps, get_settings
 from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
-from chalicelib.services import experiences, ingest, maintenance, recall, review_jobs, tenants
+from chalicelib.services import advise, experiences, ingest, maintenance, recall_ids, review_jobs, tenants
 from chalicelib.settings import Settings
 
 app = Chalice(app_name="hindsight", configure_logs=False)
@@ -143,6 +143,12 @@ def forget_experience(experience_id: str, tenant_id: str, body: s.ForgetIn) -> s
     return out.experience_out(experiences.forget(get_deps(), tenant_id, experience_id, body.reason))
 
 
+@api.route("POST", "/v1/experiences/{experience_id}/restore", "Bring an archived lesson back (a forgotten one: 409)",
+           response=s.ExperienceOut, errors=(404, 409))
+def restore_experience(experience_id: str, tenant_id: str) -> s.ExperienceOut:
+    return out.experience_out(experiences.restore(get_deps(), tenant_id, experience_id))
+
+
 @api.route("POST", "/v1/experiences/{experience_id}/feedback", "Report whether a lesson helped",
            body=s.FeedbackIn, response=s.ExperienceOut, errors=(404, 409))
 def experience_feedback(experience_id: str, tenant_id: str, body: s.FeedbackIn) -> s.ExperienceOut:
@@ -151,8 +157,17 @@ def experience_feedback(experience_id: str, tenant_id: str, body: s.FeedbackIn) 
 
 @api.route("POST", "/v1/recall", "Lessons for the situation at hand, with advice text", body=s.RecallIn, response=s.RecallOut)
 def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
-    hits, advice = recall.recall(get_deps(), tenant_id, **body.model_dump())
-    return s.RecallOut(hits=[out.hit_out(h) for h in hits], advice=advice, advice_placement=get_deps().advice_placement)
+    answer = recall_ids.recall(get_deps(), tenant_id, **body.model_dump())
+    return s.RecallOut(recall_id=answer.recall_id, hits=[out.hit_out(h) for h in answer.hits], advice=answer.advice,
+                       advice_placement=get_deps().advice_placement)
+
+
+@api.route("POST", "/v1/advise", "Before a tool call: what past runs say about this call (no LLM)",
+           body=s.AdviseIn, response=s.AdviseOut)
+def advise_route(tenant_id: str, body: s.AdviseIn) -> s.AdviseOut:
+    fields = body.model_dump()
+    fields["recent_events"] = [e.model_dump() for e in body.recent_events]
+    return out.advise_out(advise.advise(get_deps(), tenant_id, **fields))
 
 
 @api.route("POST", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store", response=s.ReindexOut)

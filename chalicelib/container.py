@@ -145,6 +145,7 @@ def build_embedded(settings: Settings) -> Deps:
     from .adapters.memory_rate_limiter import InProcessRateLimiter
     from .adapters.numpy_index import NumpyVectorIndex
     from .adapters.sqlite_db import SqliteDatabase
+    from .adapters.sqlite_recalls import SqliteRecallLedger
     from .adapters.sqlite_stores import (
         SqliteExperienceStore,
         SqliteReviewQueue,
@@ -168,6 +169,7 @@ def build_embedded(settings: Settings) -> Deps:
         admin_key=resolve_admin_key(settings),
         rate_limiter=InProcessRateLimiter(rate_policy(settings)),
         review_notifier=ReviewSignal(),  # the embedded worker waits on it (worker.py)
+        recalls=SqliteRecallLedger(db),
         **policies(settings),
     )
 
@@ -180,6 +182,7 @@ def build_aws(settings: Settings) -> Deps:
     from .adapters.dynamo_stores import (
         DynamoConfig,
         DynamoExperienceStore,
+        DynamoRecallLedger,
         DynamoReviewQueue,
         DynamoTables,
         DynamoTenantStore,
@@ -207,6 +210,7 @@ def build_aws(settings: Settings) -> Deps:
         rate_limiter=DynamoRateLimiter(tables, rate_policy(settings)),
         # in Lambda the jobs table's stream starts reviews; a local server's worker waits on this
         review_notifier=ReviewSignal(),
+        recalls=DynamoRecallLedger(tables),
         **policies(settings),
     )
 

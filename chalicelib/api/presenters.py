@@ -1,19 +1,29 @@
 """Domain objects as the response models of the API."""
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
+from typing import Any
 
 from ..domain.attribution import Attribution
+from ..domain.credit import rates
 from ..domain.models import Event, Experience, Hit, Tenant, Trajectory
 from ..ports import DeadJob
 from . import schemas as s
 
 
+def _fields(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields, not copied: ``asdict`` deep-copies every list and dict (about a
+    millisecond per experience), and the response model copies what it keeps anyway."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
 def experience_out(exp: Experience) -> s.ExperienceOut:
     # Only the fields the answer has: asdict would deep-copy the examples, literals and anchors of
-    # every lesson first, most of the cost of a page of 200.
-    fields = {name: getattr(exp, name) for name in s.ExperienceOut.model_fields}
-    return s.ExperienceOut.model_validate({**fields, "source": exp.source.value, "status": exp.status.value})
+    # every lesson first, most of the cost of a page of 200. The credit rates are derived.
+    kept = {name: getattr(exp, name) for name in s.ExperienceOut.model_fields if hasattr(exp, name)}
+    return s.ExperienceOut.model_validate(
+        {**kept, **_fields(rates(exp)), "source": exp.source.value, "status": exp.status.value}
+    )
 
 
 def trajectory_out(traj: Trajectory) -> s.TrajectoryOut:
@@ -22,7 +32,7 @@ def trajectory_out(traj: Trajectory) -> s.TrajectoryOut:
 
 def hit_out(hit: Hit) -> s.HitOut:
     return s.HitOut(experience=experience_out(hit.experience), score=hit.score,
-                    explanation=s.ExplanationOut.model_validate(asdict(hit.explanation)))
+                    explanation=s.ExplanationOut.model_validate(_fields(hit.explanation)))
 
 
 def failed_review_out(job: DeadJob) -> s.FailedReviewOut:
@@ -47,3 +57,12 @@ def trajectory_events_out(trajectory_id: str, events: list[Event], attribution: 
             for c in attribution.contrasts
         ],
     })
+
+
+def advise_out(answer: Any) -> s.AdviseOut:
+    return s.AdviseOut(
+        recall_id=answer.recall_id,
+        warnings=[s.AdviseWarningOut(experience_id=w.experience_id, message=w.message, fix=w.fix) for w in answer.warnings],
+        hits=[hit_out(h) for h in answer.hits],
+        advice=answer.advice,
+    )

@@ -147,12 +147,18 @@ class StateChangeContent(Model):
     value: Any = None
 
 
+class RecallContent(Model):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+    recall_id: Id = Field(description="The recall_id of a recall or advise answer shown to the agent at this point.")
+
+
 CONTENT_MODELS: dict[str, type[BaseModel]] = {
     "user_input": TextContent,
     "llm_reasoning": TextContent,
     "tool_call": ToolCallContent,
     "feedback": FeedbackContent,
     "state_change": StateChangeContent,
+    "recall": RecallContent,
 }
 
 
@@ -170,7 +176,7 @@ def _content_by_type(schema: dict[str, Any]) -> None:
 
 class EventIn(Strict):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True, json_schema_extra=_content_by_type)
-    type: Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback"]
+    type: Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback", "recall"]
     event_id: Id | None = Field(default=None, description="Client-chosen; a repeat is a duplicate, not an error.")
     timestamp: Time | None = None
     node_id: Id | None = None
@@ -306,6 +312,15 @@ class ExperienceOut(Model):
     updated_at: datetime
     renewed_at: datetime | None = Field(default=None, description="Last written or used: freshness halves every "
                                         "half-life since then")
+    served: int = Field(default=0, description="Reviewed trajectories that were served this lesson by a recall or advise "
+                        "answer they attached (a `recall` event).")
+    adopted: int = Field(default=0, description="Of those, the ones whose next actions followed it.")
+    success_when_adopted: float | None = Field(default=None, description="Share of the adopting trajectories that "
+                                               "succeeded; null before any adopted it.")
+    success_when_ignored: float | None = Field(default=None, description="Share of the trajectories served it but not "
+                                               "following it that succeeded; null before any ignored it.")
+    lift: float | None = Field(default=None, description="success_when_adopted - success_when_ignored; null until both exist.")
+    history: list[dict[str, Any]] = Field(default=[], description="Status changes worth auditing (restores), oldest first.")
 
 
 class ExperienceList(Model):
@@ -365,10 +380,38 @@ class HitOut(Model):
 
 
 class RecallOut(Model):
+    recall_id: str = Field(description="Attach it to the running trajectory as a `recall` event: its review then "
+                           "credits the lessons served here.")
     hits: list[HitOut]
     advice: str = Field(description="The hits rendered as one block to place in the agent's prompt.")
     advice_placement: str = Field(description="Where the block belongs: after_tools (after the tool descriptions), "
                                   "system_start, system_end or before_user.")
+
+
+class AdviseIn(Strict):
+    tool: ToolName = Field(description="The tool the agent is about to call.")
+    params: SmallObject = Field(default={}, description="The arguments it is about to pass.")
+    goal: Annotated[str, Field(max_length=4000)] | None = None
+    agent_id: Id | None = None
+    user_id: Id | None = None
+    trajectory_id: Id | None = Field(default=None, description="The running trajectory; its last events stand in for "
+                                     "recent_events when none are sent.")
+    recent_events: Annotated[list[EventIn], Field(max_length=20)] = Field(
+        default=[], description="What the agent did just before, oldest first (at most 20).")
+    top_k: Annotated[int, Field(ge=1, le=20, strict=True)] = 5
+
+
+class AdviseWarningOut(Model):
+    experience_id: str
+    message: str = Field(description="What about this call broke the lesson's checks.")
+    fix: str = Field(description="The lesson's advice: what worked instead.")
+
+
+class AdviseOut(Model):
+    recall_id: str = Field(description="Attach it to the running trajectory as a `recall` event.")
+    warnings: list[AdviseWarningOut]
+    hits: list[HitOut]
+    advice: str = Field(description="The hits rendered as one block (warnings flagged); empty when nothing applies.")
 
 
 # --- maintenance and misc --------------------------------------------------------------------

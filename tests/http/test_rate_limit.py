@@ -93,6 +93,8 @@ TENANT_ROUTES = [
     ("DELETE", "/v1/experiences/e1", {}),
     ("POST", "/v1/experiences/e1/feedback", {"signal": "adopted"}),
     ("POST", "/v1/recall", {"query": "q"}),
+    ("POST", "/v1/advise", {"tool": "t"}),
+    ("POST", "/v1/experiences/e1/restore", {}),
     ("POST", "/v1/maintenance/reindex", {}),
     ("GET", "/v1/stats", None),
 ]
