@@ -22,7 +22,7 @@ from devtools.server_process import ROOT
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"memory_recall", "memory_write", "memory_forget", "memory_feedback", "record_events",
+TOOLS = {"memory_recall", "memory_advise", "memory_restore", "memory_write", "memory_forget", "memory_feedback", "record_events",
          "record_trajectory_node", "finalize_trajectory", "query_experience"}  # fmt: skip
 WEATHER_EVENTS = [
     {"type": "user_input", "content": {"text": "Will it rain tomorrow?"}},

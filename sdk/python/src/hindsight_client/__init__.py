@@ -21,6 +21,8 @@ from .errors import (
     Unauthorized,
 )
 from .models import (
+    AdviseResult,
+    AdviseWarning,
     DecayReport,
     EventsAccepted,
     Experience,
@@ -42,7 +44,7 @@ from .recorder import TrajectoryRecorder
 __version__ = "0.1.0"
 
 __all__ = [
-    "APIError", "Anomaly", "AnomalyDetector", "AsyncHindsight", "Config", "ConfigurationError", "Conflict",
+    "APIError", "AdviseResult", "AdviseWarning", "Anomaly", "AnomalyDetector", "AsyncHindsight", "Config", "ConfigurationError", "Conflict",
     "DecayReport", "EventsAccepted", "Experience", "ExperiencePage", "Explanation", "FailedReview", "Health", "Hindsight",
     "HindsightError", "Hit", "InvalidRequest", "KeyRotated", "NO_RETRY", "NotFound", "PayloadTooLarge",
     "RateLimited", "RecallResult", "ReindexReport", "RetryPolicy", "ServerError", "Stats", "Tenant",

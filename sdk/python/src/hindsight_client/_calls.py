@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from ._core import Call
 from .models import (
+    AdviseResult,
     DecayReport,
     EventsAccepted,
     FailedReview,
@@ -195,6 +196,11 @@ def forget(experience_id: str, reason: str | None = None) -> Call[Experience]:
                 json=_drop_none({"reason": reason}))  # fmt: skip
 
 
+def restore(experience_id: str) -> Call[Experience]:
+    """Bring an archived lesson back into recall (a forgotten one answers 409). Safe to repeat."""
+    return Call("POST", f"/v1/experiences/{_seg(experience_id)}/restore", Experience.from_json, json={})
+
+
 def feedback(experience_id: str, signal: Signal) -> Call[Experience]:
     # Each signal moves utility and freshness once: a duplicate would count twice, so no retry
     # unless the service refused the call outright.
@@ -222,3 +228,28 @@ def recall(
         "intent": intent, "tags": list(tags), "top_k": top_k, "min_score": min_score,
     })  # fmt: skip
     return Call("POST", "/v1/recall", RecallResult.from_json, json=body)
+
+
+MAX_RECENT_EVENTS = 20
+
+
+def advise(
+    tool: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    goal: str | None = None,
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    trajectory_id: str | None = None,
+    recent_events: Sequence[Mapping[str, Any]] = (),
+    top_k: int = 5,
+    timeout: float | None = None,
+) -> Call[AdviseResult]:
+    """What past runs say about calling ``tool`` with ``params`` now. ``recent_events``: what the
+    agent did just before (the last 20 are sent). ``timeout``: seconds for this call alone."""
+    body = _drop_none({
+        "tool": tool, "params": dict(params or {}), "goal": goal, "agent_id": agent_id, "user_id": user_id,
+        "trajectory_id": trajectory_id, "recent_events": [dict(e) for e in list(recent_events)[-MAX_RECENT_EVENTS:]],
+        "top_k": top_k,
+    })  # fmt: skip
+    return Call("POST", "/v1/advise", AdviseResult.from_json, json=body, timeout=timeout)

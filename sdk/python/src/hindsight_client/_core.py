@@ -31,6 +31,7 @@ class Call(Generic[T]):
     auth: Auth = "tenant"
     # True when sending it twice has the effect of sending it once (reads, writes with client ids).
     idempotent: bool = True
+    timeout: float | None = None  # seconds for this call alone; None: the client's
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ Outcome = Union[httpx.Response, httpx.TransportError, None]
 
 def build_request(http: httpx.Client | httpx.AsyncClient, call: Call[Any], credentials: Credentials) -> httpx.Request:
     params = {k: v for k, v in (call.params or {}).items() if v is not None}
+    extra: dict[str, Any] = {"timeout": call.timeout} if call.timeout is not None else {}
     return http.build_request(
-        call.method, call.path, json=call.json, params=params or None, headers=credentials.header(call.auth)
+        call.method, call.path, json=call.json, params=params or None, headers=credentials.header(call.auth), **extra
     )
 
 

@@ -70,6 +70,10 @@ def traced(recorder: TrajectoryRecorder, fn: Callable[..., Any], *, name: str | 
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            if recorder.advise:
+                import anyio  # httpx's own dependency: the event loop goes on while advise runs
+
+                await anyio.to_thread.run_sync(recorder.consult, tool, params_of(args, kwargs))
             started = time.perf_counter()
             try:
                 result = await fn(*args, **kwargs)
@@ -83,6 +87,8 @@ def traced(recorder: TrajectoryRecorder, fn: Callable[..., Any], *, name: str | 
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if recorder.advise:
+            recorder.consult(tool, params_of(args, kwargs))
         started = time.perf_counter()
         try:
             result = fn(*args, **kwargs)

@@ -75,7 +75,9 @@ class _Endpoints:
     list_experiences = endpoint(_calls.list_experiences)
     forget = endpoint(_calls.forget)
     feedback = endpoint(_calls.feedback)
+    restore = endpoint(_calls.restore)
     recall = endpoint(_calls.recall)
+    advise = endpoint(_calls.advise)
 
 
 def _settings(url: str | None, api_key: str | None, admin_key: str | None, timeout: float | None) -> Config:

@@ -28,7 +28,8 @@ from .models import Experience, Trajectory
 INSTRUCTIONS = """\
 hindsight is your long-term memory of what worked and what failed in past tasks.
 Before you act on a task, call memory_recall with the situation and the tools you have, and
-follow the advice it returns. While you work, record what you do with record_events (or
+follow the advice it returns; before a tool call you are unsure of, call memory_advise with the
+tool and its arguments. While you work, record what you do with record_events (or
 record_trajectory_node), and call finalize_trajectory when the task ends: hindsight reviews the
 run and learns lessons from it. When you learn something worth keeping, call memory_write; when
 a recalled lesson helped or misled you, call memory_feedback; when one is wrong, memory_forget."""
@@ -69,7 +70,9 @@ def _lesson(exp: Experience) -> dict[str, Any]:
     return {
         "experience_id": exp.experience_id, "advice": exp.advice, "lesson": exp.lesson, "situation": exp.situation,
         "tools": list(exp.tools), "tags": list(exp.tags), "status": exp.status, "confidence": exp.confidence,
-        "freshness": exp.freshness, "utility": exp.utility,
+        "freshness": exp.freshness, "utility": exp.utility, "served": exp.served, "adopted": exp.adopted,
+        "success_when_adopted": exp.success_when_adopted, "success_when_ignored": exp.success_when_ignored,
+        "lift": exp.lift,
     }  # fmt: skip
 
 
@@ -81,13 +84,14 @@ def _trajectory(traj: Trajectory) -> dict[str, Any]:
 class EventIn(BaseModel):
     """One step of the task, as the hindsight contract defines it."""
 
-    type: Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback"] = Field(
+    type: Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback", "recall"] = Field(
         description="user_input: what the user said; llm_reasoning: what you decided and why; tool_call: a tool "
         "you called and its outcome; feedback: the user's reaction; state_change: a fact that changed"
     )
     content: dict[str, Any] = Field(
         description='user_input/llm_reasoning: {"text"}; tool_call: {"tool", "params", "status": "ok"|"error", '
-        '"result", "error"}; feedback: {"text", "sentiment": "positive"|"negative"}; state_change: {"key", "value"}'
+        '"result", "error"}; feedback: {"text", "sentiment": "positive"|"negative"}; state_change: {"key", "value"}; '
+        'recall: {"recall_id"} (a recall_id you were shown)'
     )
     event_id: str | None = Field(default=None, description="Your id for the step; resending it is harmless.")
     node_id: str | None = Field(default=None, description="Id of this decision-graph node.")
@@ -107,6 +111,27 @@ async def _ensure_trajectory(client: AsyncHindsight, state: _State, trajectory_i
         except NotFound:
             raise ToolError(f"trajectory {trajectory_id!r} does not exist yet: pass `goal` on its first record call") from None
     state.remember(trajectory_id)
+
+
+_ATTACH = ("Your current task's trajectory_id (as in record_events), if it has one: the answer is attached "
+           "to it, so its outcome credits the lessons you were shown.")
+
+
+async def _attach(client: AsyncHindsight, state: _State, trajectory_id: str | None, recall_id: str, served: bool) -> str | None:
+    """Record a ``recall`` event on the caller's open trajectory; None when there is none to attach to
+    (no id, not recorded yet, nothing served)."""
+    if not trajectory_id or not served or not recall_id:
+        return None
+    if trajectory_id not in state.started:
+        try:
+            traj = await client.get_trajectory(trajectory_id)
+        except NotFound:
+            return None
+        if traj.status != "open":
+            return None
+        state.remember(trajectory_id)
+    await client.append_events(trajectory_id, [{"type": "recall", "content": {"recall_id": recall_id}}])
+    return trajectory_id
 
 
 def build_server(config: Config | None = None, *, default_agent_id: str = "mcp-agent") -> MCPServer:
@@ -136,17 +161,68 @@ def build_server(config: Config | None = None, *, default_agent_id: str = "mcp-a
         user_id: Annotated[str | None, Field(description="The user you act for, if any.")] = None,
         tags: Annotated[list[str], Field(description="Topic tags that lessons may carry.")] = [],  # noqa: B006
         top_k: Annotated[int, Field(ge=1, le=50, description="How many lessons at most.")] = 5,
+        trajectory_id: Annotated[str | None, Field(description=_ATTACH)] = None,
     ) -> dict[str, Any]:
         client, state = _client(ctx)
         try:
             result = await client.recall(situation, agent_id=agent_id or state.default_agent_id, user_id=user_id,
                                          task_type=task_type, tools=tools, tags=tags, top_k=top_k)  # fmt: skip
+            attached = await _attach(client, state, trajectory_id, result.recall_id, bool(result.hits))
         except HindsightError as exc:
             raise _tool_error(exc) from exc
         return {
             "advice": result.advice,
             "lessons": [{**_lesson(h.experience), "score": h.score} for h in result.hits],
+            "recall_id": result.recall_id,
+            "attached_to": attached,
         }
+
+    @server.tool(description=(
+        "Check a tool call BEFORE you make it: give the tool and the arguments you are about to pass. "
+        "hindsight answers from past runs in milliseconds: `warnings` (this call failed before when an "
+        "argument was missing or had this shape, and what fixed it) and `advice` to follow. Empty "
+        "warnings and advice mean nothing is known against this call. Pass your trajectory_id so the "
+        "outcome of your run credits the lessons you were shown."
+    ))  # fmt: skip
+    async def memory_advise(
+        tool: Annotated[str, Field(description="The tool you are about to call.")],
+        ctx: Context,
+        params: Annotated[dict[str, Any], Field(description="The arguments you are about to pass.")] = {},  # noqa: B006
+        goal: Annotated[str | None, Field(description="The task's goal, in your words.")] = None,
+        agent_id: Annotated[str | None, Field(description="Your agent id, to see your own lessons.")] = None,
+        user_id: Annotated[str | None, Field(description="The user you act for, if any.")] = None,
+        trajectory_id: Annotated[str | None, Field(description=_ATTACH)] = None,
+    ) -> dict[str, Any]:
+        client, state = _client(ctx)
+        try:
+            known = trajectory_id if trajectory_id in state.started else None
+            result = await client.advise(tool, params, goal=goal, agent_id=agent_id or state.default_agent_id,
+                                         user_id=user_id, trajectory_id=known)  # fmt: skip
+            attached = await _attach(client, state, trajectory_id, result.recall_id, bool(result.hits))
+        except HindsightError as exc:
+            raise _tool_error(exc) from exc
+        return {
+            "warnings": [{"experience_id": w.experience_id, "message": w.message, "fix": w.fix} for w in result.warnings],
+            "advice": result.advice,
+            "lessons": [{**_lesson(h.experience), "score": h.score} for h in result.hits],
+            "recall_id": result.recall_id,
+            "attached_to": attached,
+        }
+
+    @server.tool(description=(
+        "Bring an archived lesson back into memory_recall (lessons are archived when they go stale or "
+        "keep failing). Call it when query_experience shows an archived lesson you know is still right. "
+        "A forgotten lesson cannot be restored."
+    ))  # fmt: skip
+    async def memory_restore(
+        experience_id: Annotated[str, Field(description="The archived lesson's experience_id.")],
+        ctx: Context,
+    ) -> dict[str, Any]:
+        client, _ = _client(ctx)
+        try:
+            return _lesson(await client.restore(experience_id))
+        except HindsightError as exc:
+            raise _tool_error(exc) from exc
 
     @server.tool(description=(
         "Save a lesson worth remembering for future tasks: call it when you found out how to do something "

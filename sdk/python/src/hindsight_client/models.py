@@ -13,13 +13,17 @@ Outcome = Literal["success", "failure", "partial"]
 Signal = Literal["adopted", "ignored", "succeeded", "failed"]
 ExperienceStatus = Literal["active", "archived", "forgotten"]
 TrajectoryStatus = Literal["open", "finalized", "reviewed", "review_failed"]
-EventType = Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback"]
+EventType = Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback", "recall"]
 
 # The fields POST /v1/experiences accepts; export/import round-trips exactly these.
 WRITABLE_EXPERIENCE_FIELDS = (
     "experience_id", "situation", "action", "result", "lesson", "advice", "tags", "task_type", "tools",
     "agent_id", "user_id", "source", "sources", "confidence",
 )  # fmt: skip
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -129,6 +133,12 @@ class Experience:
     version: int = 1
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # credit from outcomes: trajectories served it, those that followed it, and the success rates
+    served: int = 0
+    adopted: int = 0
+    success_when_adopted: float | None = None
+    success_when_ignored: float | None = None
+    lift: float | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -155,6 +165,11 @@ class Experience:
             version=int(data.get("version", 1)),
             created_at=parse_time(data.get("created_at")),
             updated_at=parse_time(data.get("updated_at")),
+            served=int(data.get("served") or 0),
+            adopted=int(data.get("adopted") or 0),
+            success_when_adopted=_number(data.get("success_when_adopted")),
+            success_when_ignored=_number(data.get("success_when_ignored")),
+            lift=_number(data.get("lift")),
             raw=data,
         )
 
@@ -210,10 +225,44 @@ class RecallResult:
     hits: tuple[Hit, ...]
     advice: str
     """The hits rendered as one block for the agent's prompt; empty when nothing was recalled."""
+    recall_id: str = ""
+    """Attach it to the running trajectory (``TrajectoryRecorder.attach_recall``) so its review
+    credits these lessons."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RecallResult:
-        return cls(hits=tuple(Hit.from_json(h) for h in data.get("hits", [])), advice=data.get("advice") or "")
+        return cls(hits=tuple(Hit.from_json(h) for h in data.get("hits", [])), advice=data.get("advice") or "",
+                   recall_id=data.get("recall_id") or "")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AdviseWarning:
+    experience_id: str
+    message: str
+    """What about this call broke the lesson."""
+    fix: str
+    """What worked instead (the lesson's advice)."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AdviseWarning:
+        return cls(experience_id=data["experience_id"], message=data.get("message", ""), fix=data.get("fix", ""))
+
+
+@dataclass(frozen=True)
+class AdviseResult:
+    """What past runs say about one tool call, before it is made."""
+
+    recall_id: str
+    warnings: tuple[AdviseWarning, ...]
+    hits: tuple[Hit, ...]
+    advice: str
+    """The block to show the agent; empty when nothing applies."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AdviseResult:
+        return cls(recall_id=data.get("recall_id") or "",
+                   warnings=tuple(AdviseWarning.from_json(w) for w in data.get("warnings") or ()),
+                   hits=tuple(Hit.from_json(h) for h in data.get("hits") or ()), advice=data.get("advice") or "")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,25 @@
 
     with TrajectoryRecorder(agent_id="weather-bot", goal=question, tools=["get_weather"]) as rec:
         rec.user_input(question)
-        tools = rec.wrap_tools({"get_weather": get_weather})   # every call recorded
+        tools = rec.wrap_tools({"get_weather": get_weather})   # every call recorded (and advised,
+                                                               # with advise=True)
         client = rec.wrap_openai(openai.OpenAI())              # the model's tool_calls recorded
         ...
     # on exit: the rest is sent, and the trajectory finalized as success (failure if an exception escaped)
 
 Recording costs the agent a snapshot of the values and an append to a bounded buffer; the network
 is the background thread's business (``_sender``). Anomalies are detected at record time.
+
+With ``advise=True`` each wrapped tool call first asks the service what past runs say about it
+(``POST /v1/advise``, bounded by ``advise_timeout``, fail-open): the answer goes to ``on_advice``
+and ``last_advice``, and its ``recall_id`` is recorded as a ``recall`` event, so the review
+credits the lessons it served. ``recall()`` does the same for a recall before the task.
 """
 from __future__ import annotations
 
+import collections
 import itertools
+import logging
 import threading
 import time
 import uuid
@@ -20,14 +28,18 @@ from types import TracebackType
 from typing import Any, Callable, Literal, Mapping, Sequence, TypeVar
 
 from . import _calls
+from ._retry import NO_RETRY
 from ._sender import BatchSender, SenderStats
 from ._snapshot import snapshot
 from .anomalies import Anomaly, AnomalyDetector
 from .client import Hindsight
-from .models import EventType, Outcome
+from .errors import HindsightError
+from .models import AdviseResult, EventType, Outcome, RecallResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 _TEXT_LIMIT = 8000  # the service's limit on context fields
+_RECENT = 20  # the tool calls sent with an advise: what the agent did just before
+log = logging.getLogger("hindsight_client")
 
 
 class TrajectoryRecorder:
@@ -49,6 +61,9 @@ class TrajectoryRecorder:
         flush_interval: float = 0.25,
         close_timeout: float = 10.0,
         detector: AnomalyDetector | None = None,
+        advise: bool = False,
+        advise_timeout: float = 1.0,
+        on_advice: Callable[[str, AdviseResult], None] | None = None,
     ) -> None:
         self._owns_client = client is None
         self.client = client or Hindsight()
@@ -67,6 +82,16 @@ class TrajectoryRecorder:
         self._last_user_input: str | None = None
         self._undo: list[Callable[[], None]] = []
         self._closed = False
+        self.advise = advise
+        self.advise_timeout = advise_timeout
+        self.on_advice = on_advice
+        self.last_advice: AdviseResult | None = None
+        self.advise_errors: collections.deque[Exception] = collections.deque(maxlen=20)
+        self._scope = {"agent_id": agent_id, "user_id": user_id}
+        self._recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=_RECENT)
+        # advise must never hold the agent up: no retries, a short timeout, the same connection pool
+        self._advisor = Hindsight(self.client.config.url, self.client.config.api_key, retry=NO_RETRY,
+                                  http_client=self.client._http)  # fmt: skip
         def start() -> None:
             # Built when the thread first sends, so tools added by wrap_tools() after the
             # constructor are part of the trajectory.
@@ -163,6 +188,9 @@ class TrajectoryRecorder:
         with self._lock:
             found = self._detector.observe(event)
             self.anomalies.extend(found)
+            if type == "tool_call":
+                self._recent.append({"type": "tool_call", "content": {
+                    k: content[k] for k in ("tool", "params", "status", "error") if k in content}})
         self._sender.submit(event)
         if found and self.on_anomaly is not None:
             for anomaly in found:
@@ -210,6 +238,43 @@ class TrajectoryRecorder:
 
     def state_change(self, key: str, value: Any, **kw: Any) -> str:
         return self.record("state_change", {"key": key, "value": snapshot(value)}, **kw)
+
+    # --- recall ids and advice ------------------------------------------------------------
+
+    def attach_recall(self, recall_id: str) -> str | None:
+        """Record that the agent was shown a recall or advise answer here: the review then credits
+        the lessons it served (adopted or ignored, and the outcome)."""
+        return self.record("recall", {"recall_id": recall_id}) if recall_id else None
+
+    def recall(self, query: str, **kwargs: Any) -> RecallResult:
+        """``Hindsight.recall`` in this trajectory's scope, its recall id attached."""
+        kwargs.setdefault("agent_id", self._scope["agent_id"])
+        kwargs.setdefault("user_id", self._scope["user_id"])
+        result = self.client.recall(query, **kwargs)
+        if result.hits:
+            self.attach_recall(result.recall_id)
+        return result
+
+    def consult(self, tool: str, params: Mapping[str, Any] | None = None) -> AdviseResult | None:
+        """What past runs say about calling ``tool`` with ``params`` now; its recall id is attached
+        when it served a lesson. None when the service did not answer in ``advise_timeout``
+        seconds or failed (the error is in ``advise_errors``): advice is an aid, never a blocker."""
+        with self._lock:
+            recent = list(self._recent)
+        try:
+            call = _calls.advise(tool, snapshot(dict(params or {})), goal=self.goal, trajectory_id=self.trajectory_id,
+                                 recent_events=recent, timeout=self.advise_timeout, **self._scope)  # fmt: skip
+            result = self._advisor._transport.run(call)
+        except (HindsightError, ValueError, TypeError) as exc:
+            self.advise_errors.append(exc)
+            log.debug("advise for %s failed, going on without it: %s", tool, exc)
+            return None
+        self.last_advice = result
+        if result.hits:
+            self.attach_recall(result.recall_id)
+        if self.on_advice is not None:
+            self.on_advice(tool, result)
+        return result
 
     # --- drop-in capture ------------------------------------------------------------------
 

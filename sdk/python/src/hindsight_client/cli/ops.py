@@ -1,4 +1,4 @@
-"""Day-to-day commands: recall, stats, reindex, decay, health."""
+"""Day-to-day commands: recall, advise, restore, stats, reindex, decay, health."""
 from __future__ import annotations
 
 import json
@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from ._common import client, err, handles_errors, out
 
@@ -52,6 +53,49 @@ def recall(
                       f"{x.semantic:.2f}", f"{x.freshness:.2f}", f"{x.utility:.2f}", e.experience_id)  # fmt: skip
     out().print(table)
     out().print(Panel(result.advice, title="advice block (what goes in the prompt)", expand=False))
+
+
+@handles_errors
+def advise(
+    ctx: typer.Context,
+    tool: str = typer.Argument(..., help="The tool about to be called."),
+    params: str = typer.Option("{}", "--params", "-p", help="Its arguments, as a JSON object."),
+    goal: Optional[str] = typer.Option(None, "--goal"),
+    agent_id: Optional[str] = typer.Option(None, "--agent-id"),
+    user_id: Optional[str] = typer.Option(None, "--user-id"),
+    trajectory_id: Optional[str] = typer.Option(None, "--trajectory-id", help="The running trajectory, if any."),
+    as_json: bool = typer.Option(False, "--json", help="Print the service's answer as JSON."),
+) -> None:
+    """What past runs say about this call, before it is made: warnings and the advice block."""
+    try:
+        arguments = json.loads(params)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--params") from exc
+    if not isinstance(arguments, dict):
+        raise typer.BadParameter("expected a JSON object", param_hint="--params")
+    with client(ctx) as hs:
+        result = hs.advise(tool, arguments, goal=goal, agent_id=agent_id, user_id=user_id, trajectory_id=trajectory_id)
+    if as_json:
+        out().print_json(json.dumps({
+            "recall_id": result.recall_id, "advice": result.advice,
+            "warnings": [{"experience_id": w.experience_id, "message": w.message, "fix": w.fix} for w in result.warnings],
+            "hits": [{"experience": h.experience.raw, "score": h.score} for h in result.hits]}))  # fmt: skip
+        return
+    if not result.hits:
+        out().print(f"[dim]nothing to say about this call of {tool}[/dim] (recall_id {result.recall_id})")
+        return
+    for w in result.warnings:  # lesson text is not markup: Text keeps its brackets as they are
+        out().print(Text.assemble(("warning ", "yellow"), w.message, "\n  ", ("fix: ", "green"), w.fix,
+                                  (f"  ({w.experience_id})", "dim")))  # fmt: skip
+    out().print(Panel(result.advice, title=f"advice before {tool} (recall_id {result.recall_id})", expand=False))
+
+
+@handles_errors
+def restore(ctx: typer.Context, experience_id: str = typer.Argument(..., help="The archived lesson's id.")) -> None:
+    """Bring an archived lesson back into recall (its history kept); a forgotten one cannot be."""
+    with client(ctx) as hs:
+        exp = hs.restore(experience_id)
+    out().print(f"{exp.experience_id}: {exp.status} (version {exp.version})")
 
 
 @handles_errors
