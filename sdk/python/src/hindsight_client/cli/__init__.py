@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ..config import Config
-from . import backup, ops, reviews, tenants
+from . import backup, hooks, ops, reviews, tenants
 from ._common import config
 
 app = typer.Typer(
@@ -19,6 +19,7 @@ app = typer.Typer(
 )
 app.add_typer(tenants.app, name="tenants")
 app.add_typer(reviews.app, name="reviews")
+app.add_typer(hooks.app, name="hook")
 app.command("export")(backup.export)
 app.command("import")(backup.import_)
 app.command("recall")(ops.recall)
