@@ -16,7 +16,9 @@ import pytest
 
 from hindsight_client import Hindsight
 
-from .servers import ROOT, HindsightServer
+from devtools.server_process import ROOT
+
+from .servers import HindsightServer
 
 SRC = ROOT / "sdk" / "python" / "src"
 WEATHER = "mcp__weather__get_weather"

@@ -151,7 +151,7 @@ def load(name: str):
     import importlib.util
     import sys
 
-    from .servers import ROOT
+    from devtools.server_process import ROOT
 
     spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)

@@ -4,11 +4,10 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.domain.errors import Conflict, NotFound
-from chalicelib.domain.models import Experience, ExperienceStatus, Signal
+from chalicelib.domain.models import FULL_REVIEW, Experience, ExperienceStatus, Signal
 from chalicelib.services import advise as advise_service
-from chalicelib.domain.models import FULL_REVIEW
 from chalicelib.services import experiences, ingest, learning, maintenance, recall_ids, review_jobs
-from tests.fakes import FakeClock, fake_deps
+from tests.support.fakes import FakeClock, fake_deps
 
 
 @pytest.fixture()
