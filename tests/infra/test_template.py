@@ -125,7 +125,7 @@ def _indexes(indexes: list[dict] | None) -> dict[str, tuple]:
 def test_the_stack_has_every_table_of_the_models_plus_idempotency(serverless, pynamodb_tables):
     prefix, described = pynamodb_tables
     assert set(tables_by_name(serverless)) == set(described) | {prefix + "idempotency"}
-    assert {n[len(prefix):] for n in described} == {"tenants", "trajectories", "events", "experiences", "review-jobs", "rate-limits"}
+    assert {n[len(prefix):] for n in described} == {"tenants", "trajectories", "events", "experiences", "review-jobs", "rate-limits", "recalls"}
 
 
 def test_keys_indexes_and_streams_match_what_pynamodb_creates(serverless, pynamodb_tables):
@@ -154,7 +154,7 @@ def test_streams_are_on_trajectories_events_and_review_jobs_only(template):
 
 def test_every_table_is_on_demand_with_point_in_time_recovery(template):
     tables = tables_by_name(template)
-    assert len(tables) == 7
+    assert len(tables) == 8
     for name, props in tables.items():
         assert props["BillingMode"] == "PAY_PER_REQUEST", name
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
@@ -277,7 +277,7 @@ def test_the_only_roles_are_the_two_execution_roles_without_managed_policies(tra
 def test_dynamodb_access_is_on_the_stacks_tables_only(translated):
     app = actions_on(role_statements(translated, "AppRole"))
     worker = actions_on(role_statements(translated, "ReviewWorkerRole"))
-    app_tables = {"Tenants", "Trajectories", "Events", "Experiences", "ReviewJobs", "RateLimits"}
+    app_tables = {"Tenants", "Trajectories", "Events", "Experiences", "ReviewJobs", "RateLimits", "Recalls"}
     expected = {f"{{{t}Table.Arn}}" for t in app_tables} | {f"{{{t}Table.Arn}}/index/*" for t in app_tables}
     for action in ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"):
         assert app[action] == expected, action
@@ -516,3 +516,12 @@ def test_api_gateways_own_refusals_keep_the_contracts_error_shape(translated):
     for response in responses.values():
         body = response["responseTemplates"]["application/json"]
         assert body.startswith('{"error": {"code": "') and "$context.error.messageString" in body
+
+
+def test_the_recalls_table_expires_served_recalls_and_credit_markers_with_the_models_ttl(serverless):
+    from chalicelib.adapters.dynamo_models import RecallItem
+
+    props = tables_by_name(serverless)[table_name(serverless, "recalls")]
+    assert props["KeySchema"] == [{"AttributeName": "tenant_id", "KeyType": "HASH"}, {"AttributeName": "key", "KeyType": "RANGE"}]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": RecallItem._ttl_attribute().attr_name, "Enabled": True}
+    assert "StreamSpecification" not in props
