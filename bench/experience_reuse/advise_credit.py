@@ -35,6 +35,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ def part_two(hs: Any, agent_id: str, episodes: int, credit: bool) -> dict[str, A
                 rec.tool_call("pay_invoice", {"amount": 12050}, result="paid")
         hs.wait_for_review(rec.trajectory_id, timeout=60)
     end = {i: hs.get_experience(i) for i in (right, wrong)}
-    return {"misled": misled, "episodes": episodes,
+    return {"misled": misled, "episodes": episodes, "ids": (right, wrong),
             "wrong": (end[wrong].status, round(end[wrong].utility, 3), end[wrong].served, end[wrong].adopted),
             "right": (end[right].status, round(end[right].utility, 3), end[right].served, end[right].adopted)}  # fmt: skip
 
@@ -177,6 +178,13 @@ def main() -> None:
             for c, label in ((False, "no feedback"), (True, "credit")):
                 r = two[c]
                 print(f"{label:<14}{r['misled']:>8}  {str(r['wrong']):<48}{r['right']}")
+            # a week and a day later, the decay the server runs hourly
+            with Hindsight(server.url, admin_key=server.admin_key) as admin:
+                admin.decay(datetime.now(timezone.utc) + timedelta(days=8))
+            print("after a decay as of 8 days later (status of the wrong / the right lesson):")
+            for c, label in ((False, "no feedback"), (True, "credit")):
+                right_id, wrong_id = two[c]["ids"]
+                print(f"  {label:<12} wrong {hs.get_experience(wrong_id).status:<9} right {hs.get_experience(right_id).status}")
 
 
 if __name__ == "__main__":
