@@ -2,18 +2,31 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-.PHONY: run test install bench synth opensearch opensearch-stop clean
+.PHONY: run test install install-run bench synth opensearch opensearch-stop clean
 
-$(VENV)/.installed: requirements.txt requirements-local.txt requirements-dev.txt requirements-nodeps.txt sdk/python/pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+# Two stamps: `make run` installs what serving needs (the server and the SDK with its CLI);
+# `make test` adds the test and infra tools on top, so a venv made by `make run` is upgraded,
+# not rebuilt. pip prints what it fetches and installs, so a first run shows its progress.
+$(VENV)/.run-installed: requirements.txt requirements-local.txt requirements-sdk.txt sdk/python/pyproject.toml
+	@echo "==> [1/2] virtualenv $(VENV)"
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "==> [2/2] what the server needs: requirements-local.txt, requirements-sdk.txt"
+	$(PY) -m pip install --progress-bar on -r requirements-local.txt -r requirements-sdk.txt
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.run-installed requirements-dev.txt requirements-nodeps.txt
+	@echo "==> test and infra tools: requirements-dev.txt"
+	$(PY) -m pip install --progress-bar on -r requirements-dev.txt
+	@echo "==> without their declared dependencies: requirements-nodeps.txt"
+	$(PY) -m pip install --progress-bar on --no-deps -r requirements-nodeps.txt
 	touch $@
 
 install: $(VENV)/.installed
 
-run: install
+install-run: $(VENV)/.run-installed
+
+run: install-run
+	@echo "==> starting the server (the CLI is $(VENV)/bin/hindsight)"
 	$(PY) server.py
 
 test: install
