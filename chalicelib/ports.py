@@ -23,7 +23,11 @@ class Clock(Protocol):
 
 class TenantStore(Protocol):
     def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
-        """Store a tenant and the hash of its first API key."""
+        """Store a tenant and the hash of its first API key.
+
+        Names are unique per deployment: a name already taken raises ``TenantNameTaken`` naming
+        the tenant that has it, and nothing is stored. An id or key hash in use raises Conflict.
+        """
 
     def tenant_for_key(self, key_hash: str) -> str | None:
         """The tenant id a key hash belongs to, or None for an unknown or revoked key."""

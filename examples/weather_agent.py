@@ -28,6 +28,7 @@ from typing import Any
 import openai
 
 from hindsight_client import Hindsight, TrajectoryRecorder, advice_for, with_advice
+from hindsight_client.errors import HindsightError, TransportError
 from hindsight_client.testing import StubOpenAI, say, tool_call
 
 TOOLS = ["get_weather", "ask_user"]
@@ -145,7 +146,8 @@ def _api_key(url: str) -> str:
     if not admin:
         sys.exit("set HINDSIGHT_API_KEY (or HINDSIGHT_ADMIN_KEY to create a tenant)")
     with Hindsight(url, admin_key=admin) as admin_client:
-        return admin_client.create_tenant("weather-example").api_key
+        # tenant names are unique per deployment: each run of the example gets its own tenant
+        return admin_client.create_tenant(f"weather-example-{uuid.uuid4().hex[:8]}").api_key
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -154,8 +156,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--agent-id", default=f"weather-bot-{uuid.uuid4().hex[:6]}",
                         help="a fresh agent id by default, so that run 1 starts with no memory")  # fmt: skip
     args = parser.parse_args(argv)
-    with Hindsight(args.url, _api_key(args.url)) as hindsight:
-        demo(hindsight, args.agent_id)
+    try:
+        with Hindsight(args.url, _api_key(args.url)) as hindsight:
+            demo(hindsight, args.agent_id)
+    except TransportError as exc:
+        sys.exit(f"error: nothing answers at {args.url} ({exc}).\n"
+                 "Start the service with `make run`, or point HINDSIGHT_URL (or --url) at it.")  # fmt: skip
+    except HindsightError as exc:
+        sys.exit(f"error: {exc}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""``ports.TenantStore`` on DynamoDB: a tenant item, and per API key a lookup item and a reference."""
+"""``ports.TenantStore`` on DynamoDB: a tenant item, a name item that reserves its name, and per
+API key a lookup item and a reference."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -6,7 +7,7 @@ from datetime import datetime
 from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
-from ..domain.errors import Conflict, NotFound
+from ..domain.errors import Conflict, NotFound, TenantNameTaken
 from ..domain.models import Tenant
 from .dynamo_errors import CONDITION_FAILED, boundary, cancellation_codes, failed_condition
 from .dynamo_items import time_key
@@ -23,6 +24,13 @@ def tenant_pk(tenant_id: str) -> str:
 
 def key_pk(key_hash: str) -> str:
     return f"key#{key_hash}"
+
+
+def name_pk(name: str) -> str:
+    return f"name#{name}"
+
+
+NAME_SK = "name"
 
 
 class DynamoTenantStore:
@@ -47,14 +55,22 @@ class DynamoTenantStore:
             created_sk=time_key(tenant.created_at, tenant.tenant_id),
         )
         lookup, ref = self._key_items(tenant.tenant_id, key_hash, tenant.created_at)
+        # DynamoDB has no unique index: the name is reserved by an item keyed by the name itself,
+        # written in the same transaction, so two creates with one name cannot both succeed.
+        reserved = self.Item(name_pk(tenant.name), NAME_SK, tenant_id=tenant.tenant_id, created_at=tenant.created_at.isoformat())
         with boundary("create_tenant"):
             try:
                 with TransactWrite(connection=self.tables.connection) as tx:
+                    tx.save(reserved, condition=self.Item.pk.does_not_exist())
                     tx.save(item, condition=self.Item.pk.does_not_exist())
                     tx.save(lookup, condition=self.Item.pk.does_not_exist())
                     tx.save(ref)
             except TransactWriteError as exc:
-                if CONDITION_FAILED in cancellation_codes(exc):
+                codes = cancellation_codes(exc)
+                if codes[:1] == [CONDITION_FAILED]:
+                    owner = self.Item.get(name_pk(tenant.name), NAME_SK, consistent_read=True)
+                    raise TenantNameTaken(tenant.name, owner.tenant_id) from exc
+                if CONDITION_FAILED in codes:
                     raise Conflict("tenant or key already exists") from exc
                 raise
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Sequence
 
-from ..domain.errors import Conflict, NotFound
+from ..domain.errors import Conflict, NotFound, TenantNameTaken
 from ..domain.models import Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
 from ..ports import AppendResult, DeadJob, Page, ReviewJob
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
@@ -22,6 +22,10 @@ class SqliteTenantStore:
     def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
         try:
             with self.db.write() as conn:  # rolled back as a whole if either row exists
+                # one writer at a time: no other create can slip between this read and the insert
+                taken = conn.execute("SELECT tenant_id FROM tenants WHERE name=? LIMIT 1", (tenant.name,)).fetchone()
+                if taken is not None:
+                    raise TenantNameTaken(tenant.name, taken["tenant_id"])
                 conn.execute(
                     "INSERT INTO tenants(tenant_id, name, created_us) VALUES (?,?,?)",
                     (tenant.tenant_id, tenant.name, to_us(tenant.created_at)),

@@ -46,6 +46,16 @@ class Conflict(HindsightError):
     code = "conflict"
 
 
+class TenantNameTaken(Conflict):
+    """Tenant names are unique per deployment: a CLI or SDK that names a tenant means that one."""
+
+    code = "tenant_exists"
+
+    def __init__(self, name: str, tenant_id: str) -> None:
+        super().__init__(f"a tenant named {name!r} already exists: {tenant_id}", details={"tenant_id": tenant_id})
+        self.tenant_id = tenant_id
+
+
 class RateLimited(HindsightError):
     code = "rate_limited"
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.domain.errors import Conflict, NotFound
+from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
 from chalicelib.domain.models import Tenant
 
 from .conftest import T0
@@ -116,6 +116,26 @@ def test_a_key_hash_already_in_use_cannot_be_given_to_another_tenant(tenant_stor
     # the failed create left no half-made tenant behind
     with pytest.raises(NotFound):
         tenant_store.add_key("t2", "hash-2", T0)
+
+
+def test_a_name_already_taken_is_refused_naming_the_tenant_that_has_it(tenant_store):
+    tenant_store.create_tenant(Tenant("t1", "acme", T0), "hash-1")
+    with pytest.raises(TenantNameTaken) as refused:
+        tenant_store.create_tenant(Tenant("t2", "acme", T0 + timedelta(minutes=1)), "hash-2")
+    assert refused.value.tenant_id == "t1"
+    assert "t1" in refused.value.message
+    # nothing of the refused tenant was stored: its key resolves to nothing, its id can be used
+    assert tenant_store.tenant_for_key("hash-2") is None
+    assert [t.tenant_id for t in tenant_store.list_tenants()] == ["t1"]
+    tenant_store.create_tenant(Tenant("t2", "acme-2", T0), "hash-2")
+    assert tenant_store.tenant_for_key("hash-2") == "t2"
+
+
+def test_a_name_is_taken_for_another_instance_too(durable_backend):
+    durable_backend.tenants().create_tenant(Tenant("t1", "acme", T0), "hash-1")
+    with pytest.raises(TenantNameTaken) as refused:
+        durable_backend.reopen().tenants().create_tenant(Tenant("t2", "acme", T0), "hash-2")
+    assert refused.value.tenant_id == "t1"
 
 
 def test_tenants_are_listed_oldest_first(tenant_store):

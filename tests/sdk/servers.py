@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,8 +21,9 @@ class HindsightServer(ServerProcess):
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         super().__init__(data_dir, {"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": "hsadmin_sdk_tests"} | (env or {}))
 
-    def new_tenant(self, name: str = "sdk-test") -> str:
-        resp = httpx.post(f"{self.url}/v1/tenants", json={"name": name},
+    def new_tenant(self, name: str | None = None) -> str:
+        # tenant names are unique per deployment, and the session's server serves every test
+        resp = httpx.post(f"{self.url}/v1/tenants", json={"name": name or f"sdk-test-{uuid.uuid4().hex[:8]}"},
                           headers={"Authorization": f"Bearer {self.admin_key}"})  # fmt: skip
         assert resp.status_code == 201, resp.text
         return resp.json()["api_key"]

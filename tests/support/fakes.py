@@ -18,7 +18,7 @@ import numpy as np
 
 from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer
 from chalicelib.adapters.hash_embedder import HashEmbedder
-from chalicelib.domain.errors import Conflict, NotFound
+from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
 from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.domain.lexical import K1, B, idf, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, ReviewSummary, match_key, match_keys
@@ -70,6 +70,9 @@ class InMemoryTenantStore:
                 raise Conflict(f"tenant {tenant.tenant_id} already exists")
             if key_hash in self._keys:
                 raise Conflict("key already in use")
+            for other in self._tenants.values():
+                if other.name == tenant.name:
+                    raise TenantNameTaken(tenant.name, other.tenant_id)
             self._tenants[tenant.tenant_id] = copy.deepcopy(tenant)
             self._keys[key_hash] = {"tenant_id": tenant.tenant_id, "revoked": False}
 

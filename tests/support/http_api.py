@@ -22,8 +22,10 @@ class Api:
         payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
         return getattr(self.client.http, method.lower())(path, headers=headers, body=payload)
 
-    def tenant(self, name: str = "acme") -> str:
-        resp = self.call("POST", "/v1/tenants", ADMIN, {"name": name})
+    def tenant(self, name: str | None = None) -> str:
+        # tenant names are unique per deployment: tests that make several name them apart
+        self._made = getattr(self, "_made", 0) + 1
+        resp = self.call("POST", "/v1/tenants", ADMIN, {"name": name or f"acme-{self._made}"})
         assert resp.status_code == 201, resp.body
         return resp.json_body["api_key"]
 
