@@ -36,6 +36,23 @@ def freshness_at(renewed_at: datetime, now: datetime, half_life_days: float) -> 
     return 0.5 ** (age_days / half_life_days)
 
 
+def current_freshness(exp: Experience, now: datetime, half_life_days: float) -> float:
+    """The one freshness of a lesson at ``now``: what a read shows, recall scores and stats counts.
+
+    The stored value is the freshness as of the last write that set it (a decay, feedback, a
+    merge); a decay may have run ``as_of`` a moment the clock has not reached yet, to age lessons
+    ahead of time. Freshness only falls between renewals, and a renewal writes ``renewed_at`` and
+    ``freshness`` = 1.0 together, so the lower of the stored value and the clock's own is the
+    freshness at the latest moment either has seen.
+    """
+    return round(min(exp.freshness, freshness_at(exp.renewed_at, now, half_life_days)), 6)
+
+
+def as_seen_at(exp: Experience, now: datetime, half_life_days: float) -> Experience:
+    """The lesson as it is shown at ``now``: its ``freshness`` is ``current_freshness``."""
+    return replace(exp, freshness=current_freshness(exp, now, half_life_days))
+
+
 def keep_score(freshness: float, utility: float, confidence: float) -> float:
     """Whether a lesson still earns its place, in [0, 1].
 
@@ -148,7 +165,7 @@ def score_hit(
     semantic = min(1.0, max(0.0, similarity))
     match = tag_match(exp, query)
     tags = match.score
-    freshness = freshness_at(exp.renewed_at, now, policy.half_life_days)
+    freshness = current_freshness(exp, now, policy.half_life_days)
     parts = {
         "semantic": (weights.semantic, semantic),
         "lexical": (weights.lexical, lexical),

@@ -8,7 +8,7 @@ from typing import Sequence
 from ..domain.errors import Conflict
 from ..domain.models import Experience, ExperienceStatus, Signal, Source
 from ..domain.restore import restored
-from ..domain.scoring import apply_feedback
+from ..domain.scoring import apply_feedback, as_seen_at
 from ..ports import Page
 from .deps import Deps
 from .indexing import index_experiences
@@ -68,15 +68,21 @@ def write_experience(
     return exp, True
 
 
+def _shown(deps: Deps, exp: Experience) -> Experience:
+    # the freshness recall scores and stats counts (domain.scoring.current_freshness)
+    return as_seen_at(exp, deps.clock.now(), deps.decay.half_life_days)
+
+
 def get_experience(deps: Deps, tenant_id: str, experience_id: str) -> Experience:
-    return deps.experiences.get(tenant_id, experience_id)
+    return _shown(deps, deps.experiences.get(tenant_id, experience_id))
 
 
 def list_experiences(
     deps: Deps, tenant_id: str, agent_id: str | None, status: str | None, limit: int, cursor: str | None
 ) -> Page:
     wanted = ExperienceStatus(status) if status else None
-    return deps.experiences.list(tenant_id, agent_id=agent_id, status=wanted, limit=limit, cursor=cursor)
+    page = deps.experiences.list(tenant_id, agent_id=agent_id, status=wanted, limit=limit, cursor=cursor)
+    return replace(page, items=[_shown(deps, e) for e in page.items])
 
 
 def forget(deps: Deps, tenant_id: str, experience_id: str, reason: str | None) -> Experience:
@@ -88,7 +94,7 @@ def forget(deps: Deps, tenant_id: str, experience_id: str, reason: str | None) -
         )
         deps.experiences.put(exp)
     deps.index.delete(tenant_id, [experience_id])
-    return exp
+    return _shown(deps, exp)
 
 
 def feedback(deps: Deps, tenant_id: str, experience_id: str, signal: str) -> Experience:
@@ -99,7 +105,7 @@ def feedback(deps: Deps, tenant_id: str, experience_id: str, signal: str) -> Exp
     deps.experiences.put(updated)
     if updated.status is not ExperienceStatus.ACTIVE:
         deps.index.delete(tenant_id, [experience_id])
-    return updated
+    return _shown(deps, updated)
 
 
 def restore(deps: Deps, tenant_id: str, experience_id: str) -> Experience:
@@ -109,4 +115,4 @@ def restore(deps: Deps, tenant_id: str, experience_id: str) -> Experience:
     if updated is not exp:
         deps.experiences.put(updated)
     index_experiences(deps, tenant_id, [updated])  # also mends an active one the index lost
-    return updated
+    return _shown(deps, updated)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..domain.models import ExperienceStatus, TrajectoryStatus
-from ..domain.scoring import decay, freshness_at
+from ..domain.scoring import current_freshness, decay
 from .deps import Deps
 from .indexing import index_experiences
 
@@ -55,14 +55,14 @@ HISTOGRAM_BUCKETS = 10
 
 
 def tenant_stats(deps: Deps, tenant_id: str, page_size: int = 500) -> dict:
-    """Counts by status and a histogram of the live freshness of active lessons."""
+    """Counts by status and a histogram of the freshness of active lessons, as a read shows it."""
     now = deps.clock.now()
     histogram = [0] * HISTOGRAM_BUCKETS
     cursor = None
     while True:
         page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
         for exp in page.items:
-            f = freshness_at(exp.renewed_at, now, deps.decay.half_life_days)
+            f = current_freshness(exp, now, deps.decay.half_life_days)
             histogram[min(HISTOGRAM_BUCKETS - 1, int(f * HISTOGRAM_BUCKETS))] += 1
         if page.cursor is None:
             break

@@ -12,7 +12,7 @@ from typing import Sequence
 from ..domain.advice import render_advice
 from ..domain.lexical import saturate
 from ..domain.models import ExperienceStatus, Hit, RecallQuery
-from ..domain.scoring import score_hit
+from ..domain.scoring import as_seen_at, score_hit
 from ..ports import IndexFilter
 from .deps import Deps
 
@@ -60,7 +60,7 @@ def recall(
             exp, similarity, q, now, deps.weights, deps.decay, lexical=saturate(lexical.get(exp_id, 0.0))
         )
         if score >= q.min_score:
-            hits.append(Hit(exp, score, explanation))
+            hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), score, explanation))
     hits.sort(key=lambda h: (-h.score, h.experience.experience_id))
     hits = _distinct(hits)[: q.top_k]
     return hits, render_advice(hits, deps.advice_max_items)
