@@ -1,6 +1,8 @@
 """The contract of ../shared/contract/http-api.md, route by route, through the real app."""
 from __future__ import annotations
 
+import pytest
+
 WEATHER_EVENTS = [
     {"event_id": "e1", "type": "user_input", "content": {"text": "Will it rain tomorrow?"}},
     {"event_id": "e2", "type": "tool_call",
@@ -301,3 +303,40 @@ def test_reindex_rebuilds_the_tenants_vectors(api):
     assert api.call("POST", "/v1/recall", key, query).json_body["hits"] == []
     assert api.call("POST", "/v1/maintenance/reindex", key, {}).json_body == {"reindexed": 1}
     assert [h["experience"]["experience_id"] for h in api.call("POST", "/v1/recall", key, query).json_body["hits"]] == ids
+
+
+def test_a_tenant_name_is_taken_once_and_the_refusal_names_its_tenant(api):
+    first = api.call("POST", "/v1/tenants", "admin-test-key", {"name": "acme"})
+    assert first.status_code == 201
+    again = api.call("POST", "/v1/tenants", "admin-test-key", {"name": "acme"})
+    assert again.status_code == 409
+    error = again.json_body["error"]
+    assert error["code"] == "tenant_exists"
+    assert first.json_body["tenant_id"] in error["message"]
+    assert error["details"] == {"tenant_id": first.json_body["tenant_id"]}
+    listed = api.call("GET", "/v1/tenants", "admin-test-key").json_body["tenants"]
+    assert [t["name"] for t in listed] == ["acme"]
+
+
+def test_get_recall_and_stats_agree_on_freshness_at_any_decay_time(api):
+    """One freshness: after a decay as of any moment, a read, recall's score and the stats
+    histogram all use the same value."""
+    from datetime import datetime, timedelta, timezone
+
+    key = api.tenant()
+    ids = learn_weather_lesson(api, key)
+    now = datetime.now(timezone.utc)
+    for as_of, expected in ((now + timedelta(days=30), 0.5), (now + timedelta(days=60), 0.25), (now - timedelta(days=1), 1.0)):
+        decayed = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": as_of.isoformat()})
+        assert decayed.status_code == 200
+        shown = api.call("GET", f"/v1/experiences/{ids[0]}", key).json_body["freshness"]
+        assert shown == pytest.approx(expected, abs=1e-3)
+        hit = api.call("POST", "/v1/recall", key, {"query": "Will it rain tomorrow?", "agent_id": "agent-1", "tools": ["get_weather", "ask_user"]}).json_body["hits"][0]
+        assert hit["explanation"]["freshness"] == pytest.approx(shown, abs=1e-4)
+        assert hit["experience"]["freshness"] == pytest.approx(shown, abs=1e-4)
+        listed = api.call("GET", "/v1/experiences", key).json_body["items"][0]["freshness"]
+        assert listed == pytest.approx(shown, abs=1e-4)
+        histogram = api.call("GET", "/v1/stats", key).json_body["freshness_histogram"]
+        (bucket,) = [b["bucket"] for b in histogram if b["count"]]
+        low, high = map(float, bucket.split("-"))
+        assert low <= shown <= high, (bucket, shown)
