@@ -1,6 +1,7 @@
-"""A local OpenAI-compatible chat-completions server, for tests and offline examples.
+"""A local OpenAI-compatible model server, for tests and offline examples.
 
-It speaks the real wire format (``POST /v1/chat/completions``), so the real ``openai`` client
+It speaks the real wire format (``POST /v1/chat/completions`` and ``POST /v1/responses``, each
+whole or streamed as server-sent events with ``"stream": true``), so the real ``openai`` client
 talks to it through ``base_url``; what it answers is decided by a *policy*: a function from the
 request body to the assistant's reply. ``Scripted`` replays a fixed list of replies.
 
@@ -65,6 +66,64 @@ def completion(reply: Reply, model: str, ids: Iterable[int]) -> dict[str, Any]:
     }
 
 
+def chat_chunks(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chat.completion cut into the chunks a streamed answer arrives in (text word by word,
+    each tool call's arguments in two pieces)."""
+    message, choice = doc["choices"][0]["message"], doc["choices"][0]
+    head = {"id": doc["id"], "object": "chat.completion.chunk", "created": doc["created"], "model": doc["model"]}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if message.get("reasoning_content"):
+        out.append(chunk({"reasoning_content": message["reasoning_content"]}))
+    words = (message.get("content") or "").split(" ")
+    out += [chunk({"content": w if i == 0 else " " + w}) for i, w in enumerate(words) if message.get("content")]
+    for i, call in enumerate(message.get("tool_calls") or ()):
+        args = call["function"]["arguments"]
+        out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                          "function": {"name": call["function"]["name"], "arguments": args[: len(args) // 2]}}]}))  # fmt: skip
+        out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[len(args) // 2 :]}}]}))
+    out.append(chunk({}, choice["finish_reason"]))
+    return out
+
+
+def response(reply: Reply, model: str, ids: Iterable[int]) -> dict[str, Any]:
+    """The Responses API ``response`` document for one reply."""
+    counter = iter(ids)
+    output: list[dict[str, Any]] = []
+    if reply.get("reasoning_content"):
+        output.append({"type": "reasoning", "id": f"rs_{next(counter)}",
+                       "summary": [{"type": "summary_text", "text": reply["reasoning_content"]}]})  # fmt: skip
+    if reply.get("content"):
+        output.append({"type": "message", "id": f"msg_{next(counter)}", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": reply["content"], "annotations": []}]})  # fmt: skip
+    for c in reply.get("tool_calls") or ():
+        n = next(counter)
+        output.append({"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": c["name"],
+                       "arguments": json.dumps(c.get("arguments") or {}), "status": "completed"})  # fmt: skip
+    return {
+        "id": f"resp_stub_{next(counter)}", "object": "response", "created_at": int(time.time()), "model": model,
+        "status": "completed", "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+    }
+
+
+def response_events(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The server-sent events of a streamed Responses API answer, ending with response.completed."""
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {**doc, "status": "in_progress", "output": []}}]
+    for index, item in enumerate(doc["output"]):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        for part in item.get("content") or ():
+            for i, word in enumerate(part["text"].split(" ")):
+                events.append({"type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
+                               "content_index": 0, "delta": word if i == 0 else " " + word})  # fmt: skip
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": doc})
+    return [{**e, "sequence_number": n} for n, e in enumerate(events)]
+
+
 class StubOpenAI:
     """Serves ``policy`` on 127.0.0.1 (a free port unless given) in a daemon thread."""
 
@@ -93,16 +152,35 @@ class StubOpenAI:
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
 
+            def _stream(self, events: list[dict[str, Any]], done: bool) -> None:
+                # HTTP/1.0 and no Content-Length: the end of the connection ends the stream
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for event in events:
+                    name = f"event: {event['type']}\n" if event.get("type", "").startswith("response.") else ""
+                    self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
+                if done:
+                    self.wfile.write(b"data: [DONE]\n\n")
+
             def do_POST(self) -> None:  # noqa: N802
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                path = self.path.rstrip("/")
+                if not path.endswith(("/chat/completions", "/responses")):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
                     return
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                chat = path.endswith("/chat/completions")
                 with stub._lock:  # the policy may keep state (Scripted does)
                     stub.requests.append(body)
                     reply = stub.policy(body)
-                    doc = completion(reply, body.get("model") or stub.model, stub._ids)
-                self._send(200, doc)
+                    build = completion if chat else response
+                    doc = build(reply, body.get("model") or stub.model, stub._ids)
+                if not body.get("stream"):
+                    self._send(200, doc)
+                elif chat:
+                    self._stream(chat_chunks(doc), done=True)
+                else:
+                    self._stream(response_events(doc), done=False)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
