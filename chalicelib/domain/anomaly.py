@@ -56,6 +56,10 @@ def detect(events: Sequence[Event], new_ids: Collection[str]) -> list[Anomaly]:
     return found
 
 
+def _events(n: int) -> str:
+    return f"{n} event" if n == 1 else f"{n} events"
+
+
 def qualifies_for_full_review(events: Sequence[Event], outcome: str | None, min_events: int) -> tuple[bool, str]:
     """A full review runs for a big enough trajectory; a failure, an error or negative feedback
     always qualifies, however small."""
@@ -66,5 +70,5 @@ def qualifies_for_full_review(events: Sequence[Event], outcome: str | None, min_
     if any(e.is_negative_feedback for e in events):
         return True, "negative feedback"
     if len(events) >= min_events:
-        return True, f"{len(events)} events"
-    return False, f"only {len(events)} events, no failure and no negative feedback (minimum {min_events})"
+        return True, _events(len(events))
+    return False, f"only {_events(len(events))}, no failure and no negative feedback (minimum {_events(min_events)})"

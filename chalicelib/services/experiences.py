@@ -86,15 +86,30 @@ def list_experiences(
 
 
 def forget(deps: Deps, tenant_id: str, experience_id: str, reason: str | None) -> Experience:
-    """Out of recall for good; kept as a tombstone with its reason for audit."""
+    """Out of recall for good; kept as a tombstone with its reason for audit.
+
+    Forgetting again is 200 and changes nothing, unless it gives a reason the tombstone does not
+    hold yet: that reason is added after the first (``"<first>; also: <second>"``), so the answer
+    shows it was recorded and the first reason is never lost.
+    """
     exp = deps.experiences.get(tenant_id, experience_id)
     if exp.status is not ExperienceStatus.FORGOTTEN:
         exp = replace(
             exp, status=ExperienceStatus.FORGOTTEN, status_reason=reason or "forgotten", updated_at=deps.clock.now()
         )
         deps.experiences.put(exp)
+    elif reason and reason not in _reasons(exp.status_reason):
+        exp = replace(exp, status_reason=f"{exp.status_reason}{ALSO}{reason}", updated_at=deps.clock.now())
+        deps.experiences.put(exp)
     deps.index.delete(tenant_id, [experience_id])
     return _shown(deps, exp)
+
+
+ALSO = "; also: "
+
+
+def _reasons(status_reason: str | None) -> list[str]:
+    return (status_reason or "").split(ALSO)
 
 
 def feedback(deps: Deps, tenant_id: str, experience_id: str, signal: str) -> Experience:

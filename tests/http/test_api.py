@@ -239,6 +239,20 @@ def test_a_forgotten_experience_is_never_recalled_and_kept_as_a_tombstone(api):
     assert api.call("POST", f"/v1/experiences/{ids[0]}/feedback", key, {"signal": "adopted"}).status_code == 409
 
 
+def test_forgetting_again_keeps_the_first_reason_and_records_a_new_one(api):
+    key = api.tenant()
+    exp = api.call("POST", "/v1/experiences", key, {"situation": "s", "advice": "Use the v2 endpoint of the billing tool."}).json_body
+    path = f"/v1/experiences/{exp['experience_id']}"
+    assert api.call("DELETE", path, key, {"reason": "wrong"}).json_body["status_reason"] == "wrong"
+    again = api.call("DELETE", path, key, {"reason": "also outdated"})
+    assert again.status_code == 200 and again.json_body["status"] == "forgotten"
+    assert again.json_body["status_reason"] == "wrong; also: also outdated"
+    # the same reason twice (a retry), or none, changes nothing
+    for body in ({"reason": "also outdated"}, {"reason": "wrong"}, {}):
+        assert api.call("DELETE", path, key, body).json_body["status_reason"] == "wrong; also: also outdated"
+    assert api.call("GET", path, key).json_body["status_reason"] == "wrong; also: also outdated"
+
+
 def test_feedback_moves_utility_both_ways(api):
     key = api.tenant()
     exp = api.call("POST", "/v1/experiences", key, {"situation": "s", "advice": "Use the v2 endpoint of the billing tool."}).json_body

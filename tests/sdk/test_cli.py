@@ -99,15 +99,25 @@ def test_export_then_import_restores_every_experience_and_a_second_import_change
             same = ("situation", "lesson", "advice", "tags", "tools", "agent_id", "source", "confidence", "status", "status_reason")
             assert {k: restored[exp_id][k] for k in same} == {k: doc[k] for k in same}
             assert restored[exp_id]["version"] == (1 if doc["status"] == "active" else restored[exp_id]["version"])
-    assert "imported 3 experiences (0 forgotten again)" in result.stderr  # second run: all already there
+        first_run = result.stderr if _ == 0 else first_run
+    assert "imported 3 experiences: 3 created, 0 unchanged" in first_run and "1 forgotten again" in first_run
+    assert "imported 3 experiences: 0 created, 3 unchanged" in result.stderr  # second run: all already there
+    assert "0 forgotten again" in result.stderr
 
 
 def test_import_reports_bad_lines_and_exits_non_zero(server: HindsightServer, api_key: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"experience_id": "ok-1", "situation": "s", "lesson": "l"}\nnot json\n{"situation": ""}\n')
+    bad.write_text('{"experience_id": "ok-1", "situation": "s", "lesson": "l"}\nnot json\n{"situation": ""}\n'
+                   '{"lesson": "l"}\n{"situation": "s"}\n{"experience_id": "ok-1", "situation": "s", "lesson": "other"}\n')
     result = hindsight(server, "import", str(bad), api_key=api_key)
     assert result.exit_code == 1
-    assert "line 2" in result.stderr and "line 3" in result.stderr and "2 lines failed" in result.stderr
+    errors = " ".join(result.stderr.split())  # rich wraps long lines
+    assert "line 2: not JSON" in errors
+    assert "line 3: field 'situation' is missing or empty" in errors
+    assert "line 4: field 'situation' is missing or empty" in errors
+    assert "line 5: neither field 'lesson' nor field 'advice' is given" in errors
+    assert "4 lines failed" in errors and "KeyError" not in errors
+    assert "1 created, 0 unchanged, 1 already there with other content" in errors
     with tenant_client(server, api_key) as c:
         assert c.get_experience("ok-1").lesson == "l"
 

@@ -2,7 +2,7 @@
 
 An export line is the experience as the service returns it (every field, every status). Import
 re-creates each with POST /v1/experiences and its own experience_id, so importing the same file
-twice changes nothing; a forgotten one is forgotten again with its reason (kept as a tombstone).
+twice changes nothing (and says so: created, unchanged, or already there with other content); a forgotten one is forgotten again with its reason (kept as a tombstone).
 The API has no call to archive, so archived lessons are skipped unless asked to come back active.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from ..client import Hindsight
-from ..errors import APIError, HindsightError
+from ..errors import APIError, HindsightError, NotFound
 from ..models import WRITABLE_EXPERIENCE_FIELDS, Experience
 from ._common import client, err, handles_errors
 
@@ -78,40 +78,82 @@ class Archived(str, Enum):
     active = "active"
 
 
+class BadLine(ValueError):
+    """A line of the file that is not an exported experience; the message names the field."""
+
+
+def line_body(doc: object) -> dict:
+    """The POST /v1/experiences body of an export line, or BadLine naming what is wrong."""
+    if not isinstance(doc, dict):
+        raise BadLine(f"expected a JSON object (an exported experience), got {type(doc).__name__}")
+    if not isinstance(doc.get("situation"), str) or not doc["situation"].strip():
+        raise BadLine("field 'situation' is missing or empty")
+    if not any(isinstance(doc.get(f), str) and doc[f].strip() for f in ("lesson", "advice")):
+        raise BadLine("neither field 'lesson' nor field 'advice' is given")
+    return {k: doc[k] for k in WRITABLE_EXPERIENCE_FIELDS if doc.get(k) is not None}
+
+
 def import_(
     ctx: typer.Context,
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="A file written by `hindsight export`."),
     archived: Archived = typer.Option(Archived.skip, "--archived",
                                       help="Archived lessons: skip them, or bring them back as active."),  # fmt: skip
 ) -> None:
-    """Re-create experiences from an export. Idempotent: a second import changes nothing."""
-    lines = [line for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    written = skipped = forgotten = 0
+    """Re-create experiences from an export. Idempotent: a second import changes nothing.
+
+    Each line is reported as created, unchanged (already there, the same), or different (already
+    there with other content: the service never overwrites an experience, so the stored one stays).
+    """
+    lines = [(n, line) for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    counts = {"created": 0, "unchanged": 0, "different": 0, "forgotten": 0, "skipped": 0}
     failures: list[str] = []
     with client(ctx) as hs, _progress() as progress:
         task = progress.add_task("importing", total=len(lines))
-        for number, line in enumerate(lines, 1):
+        for number, line in lines:
             try:
-                doc = json.loads(line)
+                try:
+                    doc = json.loads(line)
+                except ValueError as exc:
+                    raise BadLine(f"not JSON ({exc})") from exc
+                body = line_body(doc)
                 if doc.get("status") == "archived" and archived is Archived.skip:
-                    skipped += 1
+                    counts["skipped"] += 1
                     continue
-                body = {k: doc[k] for k in WRITABLE_EXPERIENCE_FIELDS if doc.get(k) is not None}
-                exp = hs.write_experience(body.pop("situation"), **body)
-                written += 1
+                stored = _stored(hs, body.get("experience_id"))
+                if stored is None:
+                    exp = hs.write_experience(body.pop("situation"), **body)
+                    counts["created"] += 1
+                else:
+                    exp = stored
+                    same = all(stored.raw.get(k) == v for k, v in body.items())
+                    counts["unchanged" if same else "different"] += 1
                 if doc.get("status") == "forgotten" and exp.status != "forgotten":
                     hs.forget(exp.experience_id, doc.get("status_reason") or "forgotten before export")
-                    forgotten += 1
-            except (ValueError, KeyError, APIError) as exc:  # one bad line does not stop a restore
+                    counts["forgotten"] += 1
+            except (BadLine, APIError) as exc:  # one bad line does not stop a restore
                 failures.append(f"line {number}: {exc}")
             finally:
                 progress.advance(task)
-    err().print(f"imported {written} experiences ({forgotten} forgotten again), skipped {skipped} archived")
+    done = counts["created"] + counts["unchanged"] + counts["different"]
+    err().print(
+        f"imported {done} experiences: {counts['created']} created, {counts['unchanged']} unchanged, "
+        f"{counts['different']} already there with other content (kept as stored); "
+        f"{counts['forgotten']} forgotten again, skipped {counts['skipped']} archived"
+    )
     if failures:
         for failure in failures[:10]:
             err().print(f"[red]failed[/red] {failure}")
         err().print(f"[red]{len(failures)} lines failed[/red]")
         raise typer.Exit(1)
+
+
+def _stored(hs: Hindsight, experience_id: str | None) -> Experience | None:
+    if not experience_id:
+        return None
+    try:
+        return hs.get_experience(experience_id)
+    except NotFound:
+        return None
 
 
 export = handles_errors(export)
