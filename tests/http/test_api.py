@@ -1,4 +1,4 @@
-"""The contract of ../shared/contract/http-api.md, route by route, through the real app."""
+"""The HTTP API (docs/api.md), route by route, through the real app."""
 from __future__ import annotations
 
 import pytest
