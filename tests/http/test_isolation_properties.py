@@ -173,7 +173,7 @@ class IsolationMachine(RuleBasedStateMachine):
     @initialize(data=st.data())
     def three_tenants(self, data) -> None:
         for i in range(3):
-            resp = self.world.api.call("POST", "/v1/tenants", ADMIN, {"name": f"prop-{i}"})
+            resp = self.world.api.call("POST", "/v1/tenants", ADMIN, {"name": f"prop-{i}-{uuid.uuid4().hex[:8]}"})  # one store serves every example
             assert resp.status_code == 201, resp.body
             marker = "mk" + uuid.uuid4().hex[:10]
             tenant = Tenant(i, resp.json_body["api_key"], resp.json_body["tenant_id"], marker)

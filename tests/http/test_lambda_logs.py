@@ -73,7 +73,7 @@ def test_no_key_is_logged_by_the_authorizer_the_routes_or_the_handlers(lambda_en
         path, headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
         body=body if isinstance(body, str) or body is None else json.dumps(body))
 
-    created = call("post", "/v1/tenants", ADMIN_KEY, {"name": "acme"}).json_body
+    created = call("post", "/v1/tenants", ADMIN_KEY, {"name": f"acme-{secrets.token_hex(4)}"}).json_body  # names are unique
     tenant_key = created["api_key"]
     unknown = "hs_" + secrets.token_urlsafe(32)
     # the authorizer, invoked as API Gateway invokes it

@@ -185,7 +185,9 @@ def test_forget_is_final_and_idempotent(deps, clock):
     eid = traj.experience_ids[0]
     experiences.forget(deps, "t1", eid, "wrong")
     again = experiences.forget(deps, "t1", eid, "again")
-    assert again.status is ExperienceStatus.FORGOTTEN and again.status_reason == "wrong"
+    # the first reason stays first; a new one is recorded after it, a repeated one adds nothing
+    assert again.status is ExperienceStatus.FORGOTTEN and again.status_reason == "wrong; also: again"
+    assert experiences.forget(deps, "t1", eid, "again").status_reason == "wrong; also: again"
     with pytest.raises(Conflict):
         experiences.feedback(deps, "t1", eid, "adopted")
 
