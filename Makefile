@@ -6,16 +6,17 @@ PY := $(VENV)/bin/python
 
 # Two stamps: `make run` installs what serving needs (the server and the SDK with its CLI);
 # `make test` adds the test and infra tools on top, so a venv made by `make run` is upgraded,
-# not rebuilt. pip prints what it fetches and installs, so a first run shows its progress.
-$(VENV)/.run-installed: requirements.txt requirements-local.txt requirements-sdk.txt sdk/python/pyproject.toml
+# not rebuilt. pip prints what it fetches and installs, so a first run shows its progress; the
+# run install skips byte-compiling (the server compiles the few modules it imports as it starts).
+$(VENV)/.run-installed: requirements-local.txt requirements-sdk.txt sdk/python/pyproject.toml
 	@echo "==> [1/2] virtualenv $(VENV)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "==> [2/2] what the server needs: requirements-local.txt, requirements-sdk.txt"
-	$(PY) -m pip install --progress-bar on -r requirements-local.txt -r requirements-sdk.txt
+	$(PY) -m pip install --progress-bar on --no-compile -r requirements-local.txt -r requirements-sdk.txt
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.run-installed requirements-dev.txt requirements-nodeps.txt
-	@echo "==> test and infra tools: requirements-dev.txt"
+$(VENV)/.installed: $(VENV)/.run-installed requirements-dev.txt requirements-aws.txt requirements.txt requirements-nodeps.txt
+	@echo "==> the aws backend, test and infra tools: requirements-dev.txt"
 	$(PY) -m pip install --progress-bar on -r requirements-dev.txt
 	@echo "==> without their declared dependencies: requirements-nodeps.txt"
 	$(PY) -m pip install --progress-bar on --no-deps -r requirements-nodeps.txt
