@@ -8,11 +8,13 @@ PY := $(VENV)/bin/python
 # `make test` adds the test and infra tools on top, so a venv made by `make run` is upgraded,
 # not rebuilt. pip prints what it fetches and installs, so a first run shows its progress; the
 # run install skips byte-compiling (the server compiles the few modules it imports as it starts).
-$(VENV)/.run-installed: requirements-local.txt requirements-sdk.txt sdk/python/pyproject.toml
-	@echo "==> [1/2] virtualenv $(VENV)"
+$(VENV)/.run-installed: requirements-local.txt requirements-local-nodeps.txt requirements-sdk.txt sdk/python/pyproject.toml
+	@echo "==> [1/3] virtualenv $(VENV)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "==> [2/2] what the server needs: requirements-local.txt, requirements-sdk.txt"
+	@echo "==> [2/3] what the server, the SDK and its CLI need: requirements-local.txt, requirements-sdk.txt"
 	$(PY) -m pip install --progress-bar on --no-compile -r requirements-local.txt -r requirements-sdk.txt
+	@echo "==> [3/3] without their deployment and download tools: requirements-local-nodeps.txt"
+	$(PY) -m pip install --progress-bar on --no-compile --no-deps -r requirements-local-nodeps.txt
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.run-installed requirements-dev.txt requirements-aws.txt requirements.txt requirements-nodeps.txt

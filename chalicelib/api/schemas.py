@@ -177,7 +177,8 @@ def _content_by_type(schema: dict[str, Any]) -> None:
 class EventIn(Strict):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True, json_schema_extra=_content_by_type)
     type: Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback", "recall"]
-    event_id: Id | None = Field(default=None, description="Client-chosen; a repeat is a duplicate, not an error.")
+    event_id: Id = Field(description="Client-chosen and required: an event already stored under this id is counted as a "
+                                     "duplicate, not stored again, so a retried append is harmless.")
     timestamp: Time | None = None
     node_id: Id | None = None
     parent_id: Id | None = Field(default=None, description="Decision-graph parent; default: the previous event.")

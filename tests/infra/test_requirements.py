@@ -21,3 +21,58 @@ def test_make_run_installs_no_aws_or_test_tooling():
     assert not {"pynamodb", "opensearch-py", "boto3", "moto", "aws-cdk-lib", "pytest", "schemathesis"} & set(run)
     for name in ("requirements-local.txt", "requirements-sdk.txt"):
         assert not [l for l in (ROOT / name).read_text().splitlines() if l.startswith("-r ")], name
+
+
+# What a newcomer's first hour imports: the embedded server as `make run` starts it (the model
+# loaded, the app, the worker), the CLI, the MCP server and the example's OpenAI client.
+FIRST_HOUR = """
+import importlib.metadata as md, json, os, sys, tempfile
+os.environ.update(HINDSIGHT_DATA_DIR=tempfile.mkdtemp(), HINDSIGHT_EMBEDDER="minilm")
+from chalicelib.container import get_deps
+get_deps().embedder.embed(["warm up"])
+import app, chalicelib.server, chalicelib.worker, waitress
+import hindsight_client.cli, hindsight_client.mcp_server, hindsight_client.testing, openai
+loaded = {name.split(".")[0] for name in sys.modules}
+print(json.dumps(sorted({d for top in loaded for d in md.packages_distributions().get(top, [])})))
+"""
+
+
+def _closure(names: set[str]) -> set[str]:
+    """The distributions ``names`` need, following installed metadata and the extras asked for."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+
+    seen: set[tuple[str, str]] = set()
+    todo = [(n, "") for n in names]
+    while todo:
+        name, extra = todo.pop()
+        if (_norm(name), extra) in seen:
+            continue
+        seen.add((_norm(name), extra))
+        for spec in md.requires(name) or ():
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": extra}):
+                todo += [(req.name, "")] + [(req.name, e) for e in req.extras]
+    return {name for name, _ in seen}
+
+
+def _norm(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_make_run_installs_everything_the_first_hour_imports():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FIRST_HOUR], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    imported = {_norm(d) for d in json.loads(out.stdout.splitlines()[-1])}
+    with_deps = set(pinned_requirements(ROOT / "requirements-local.txt")) | set(pinned_requirements(ROOT / "requirements-sdk.txt"))
+    with_deps |= {"hindsight-client"}  # the SDK, installed editable by requirements-sdk.txt
+    without_deps = set(pinned_requirements(ROOT / "requirements-local-nodeps.txt"))
+    installed = _closure(with_deps) | without_deps | {"pip", "setuptools"}  # the last two come with every venv
+    assert imported - installed == set()
