@@ -53,8 +53,16 @@ def openapi() -> dict:
     return openapi_document(tuple(api.routes))
 
 
+@api.route("GET", "/v1/docs", "This API as a page to browse (renders /v1/openapi.json; works offline)",
+           auth="none", uses_dependencies=False, media_type="text/html")
+def docs_page() -> str:
+    from pathlib import Path
+
+    return (Path(__file__).parent / "chalicelib" / "api" / "docs.html").read_text(encoding="utf-8")
+
+
 @api.route("POST", "/v1/tenants", "Create a tenant and its first API key",
-           body=s.TenantIn, response=s.TenantOut, status=201, auth="admin")
+           body=s.TenantIn, response=s.TenantOut, status=201, auth="admin", errors=(409,))
 def create_tenant(body: s.TenantIn) -> s.TenantOut:
     tenant, key = tenants.create_tenant(get_deps(), body.name)
     return s.TenantOut(tenant_id=tenant.tenant_id, name=tenant.name, api_key=key)

@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 import threading
+import time
 from http import HTTPStatus
 from typing import Any, Callable, Iterable
 from urllib.parse import quote, unquote, unquote_to_bytes
@@ -19,7 +20,7 @@ from urllib.parse import quote, unquote, unquote_to_bytes
 from chalice.config import Config
 from chalice.local import LambdaEventConverter, LocalChalice, LocalGateway, LocalGatewayException, MatchResult, RouteMatcher
 
-from chalicelib import redaction
+from chalicelib import access_log, redaction
 from chalicelib.api.http import INTERNAL, answer_for, error_answer
 from chalicelib.domain.errors import HindsightError
 
@@ -90,6 +91,8 @@ def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
     gateway.event_converter = LambdaEventConverter(DecodingRouteMatcher(list(chalice_app.routes)), chalice_app.api.binary_types)
 
     def wsgi(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        started = time.perf_counter()
+        access_log.begin()
         method = environ["REQUEST_METHOD"]
         path = gateway_path(environ)
         query = environ.get("QUERY_STRING")
@@ -108,6 +111,7 @@ def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
             raw = environ["wsgi.input"].read(length) if length else None
             status, out_headers, body = _dispatch(gateway, method, path + (f"?{query}" if query else ""), headers, raw)
         start_response(f"{status} {HTTPStatus(status).phrase}", [*out_headers.items(), ("Content-Length", str(len(body)))])
+        access_log.write(method, unquote(path), status, (time.perf_counter() - started) * 1000)
         return [body]
 
     return wsgi
@@ -136,6 +140,23 @@ def _dispatch(gateway: LocalGateway, method: str, path: str, headers: dict, raw:
     return _translate_chalice_error(int(resp["statusCode"]), headers_out, body_bytes)
 
 
+def describe_embedder(settings: Any) -> str:
+    return {
+        "minilm": "all-MiniLM-L6-v2 (int8 ONNX, offline)",
+        "hash": "hash features (tests only: no meaning)",
+        "openai": f"{settings.embedding_model} at {settings.openai_base_url or 'the OpenAI API'}",
+    }.get(settings.embedder, settings.embedder)
+
+
+def describe_reviewer(settings: Any) -> str:
+    """Whether the LLM reviews, with which models; never the key."""
+    if not (settings.openai_base_url or settings.openai_api_key):  # as container.build_reviewer decides
+        return "rules only (LLM off: set HINDSIGHT_OPENAI_BASE_URL / HINDSIGHT_OPENAI_API_KEY to turn it on)"
+    local = settings.review_model_local or settings.review_model_full
+    models = settings.review_model_full if local == settings.review_model_full else f"{settings.review_model_full}, local reviews {local}"
+    return f"rules + LLM on ({models} at {settings.openai_base_url or 'the OpenAI API'})"
+
+
 def main(argv: list[str] | None = None) -> None:
     import waitress
 
@@ -162,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         else f"data: {settings.data_dir}"
     )
     print(f"hindsight is serving {url} (backend: {settings.backend}, {where})", flush=True)
+    print(f"embedder: {describe_embedder(settings)}; reviewer: {describe_reviewer(settings)}", flush=True)
     print(f"admin key: {key_src}", flush=True)
     waitress.serve(
         make_wsgi_app(chalice_app, settings.max_body_bytes),

@@ -90,11 +90,13 @@ def _operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 def _auth(op: dict[str, Any], doc: dict[str, Any]) -> str:
     if not op.get("security"):
         return "none"
-    return op.get("x-auth") or "bearer key"
+    return {"tenant": "a tenant's API key", "admin": "the admin key"}.get(op.get("x-key"), "a bearer key")
 
 
 def _body_schema(part: dict[str, Any]) -> dict[str, Any] | None:
-    return ((part.get("content") or {}).get("application/json") or {}).get("schema")
+    content = part.get("content") or {}
+    media = content.get("application/json") or next(iter(content.values()), {})
+    return media.get("schema")
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -179,9 +181,10 @@ def _anchor(method: str, path: str) -> str:
 
 def document() -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
+    import app
     from chalicelib.api.openapi import openapi_document
 
-    return openapi_document()
+    return openapi_document(tuple(app.api.routes))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,7 +75,9 @@ def _operation(route: Route) -> dict[str, Any]:
     if route.body is not None:
         op["requestBody"] = {"required": body_required(route.body), "content": _json(route.body.__name__)}
     ok: dict[str, Any] = {"description": "OK"}
-    if route.response is not None:
+    if route.media_type != "application/json":
+        ok["content"] = {route.media_type: {"schema": {"type": "string"}}}
+    elif route.response is not None:
         ok["content"] = _json(route.response.__name__)
     else:
         ok["content"] = {"application/json": {"schema": {"type": "object"}}}
@@ -89,6 +91,7 @@ def _operation(route: Route) -> dict[str, Any]:
     op["responses"] = responses
     if route.auth != "none":
         op["security"] = [{"bearer": []}]
+        op["x-key"] = route.auth  # which key: a tenant's, or the admin key
     return op
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Literal
 from chalice import Chalice, Response
 from pydantic import BaseModel
 
+from .. import access_log
 from ..container import get_deps, get_settings
 from ..domain.errors import HindsightError, Unauthorized
 from ..services import tenants
@@ -46,6 +47,8 @@ class Route:
     repeat_status: int | None = None
     # False for routes that touch no store, index or model and so cannot answer 503
     uses_dependencies: bool = True
+    # what a successful answer is: JSON, or a page (the view returns its text)
+    media_type: str = "application/json"
 
     @property
     def path_parameters(self) -> tuple[str, ...]:
@@ -113,12 +116,13 @@ class Router:
         repeat_status: int | None = None,
         uses_dependencies: bool = True,
         check: Callable[[Any], None] | None = None,
+        media_type: str = "application/json",
     ) -> Callable[[Callable[..., Any]], Callable[..., Response]]:
         """Register ``view`` for ``method path``. The view gets the path parameters, then
         ``tenant_id`` (auth="tenant"), ``body`` and ``query`` (validated models) by keyword.
         ``check`` sees the parsed JSON body before validation (limits that answer 413)."""
         declared = Route(method.lower(), path, summary, body, query, response, status, auth, errors,
-                         repeat_status, uses_dependencies)
+                         repeat_status, uses_dependencies, media_type)
         if auth == "tenant" and "tenant_id" in declared.path_parameters:
             raise ValueError(f"{path}: the tenant of the key and a path's tenant_id would collide")
 
@@ -157,6 +161,8 @@ class Router:
             if route.repeat_status is None:
                 raise TypeError(f"{route.method} {route.path} declares no repeat_status")
             return json_response(to_json(value.body), route.repeat_status)
+        if route.media_type != "application/json":
+            return Response(body=value, status_code=route.status, headers={"Content-Type": f"{route.media_type}; charset=utf-8"})
         return json_response(to_json(value), route.status)
 
     def tenant(self) -> str:
@@ -173,5 +179,6 @@ class Router:
             raise Unauthorized(resolved["error"])
         else:
             tenant_id = tenants.authenticate(get_deps(), request.headers.get("authorization"))
+        access_log.note_tenant(tenant_id)
         tenants.admit(get_deps(), tenant_id)
         return tenant_id

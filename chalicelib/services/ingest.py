@@ -68,7 +68,7 @@ def append_events(
 
 def _event(fields: Mapping[str, Any], now: datetime) -> Event:
     return Event(
-        event_id=fields.get("event_id") or "evt_" + uuid.uuid4().hex,
+        event_id=fields["event_id"],  # required by the API: a retry must find its events by id
         type=fields["type"],
         timestamp=fields.get("timestamp") or now,
         content=dict(fields.get("content") or {}),

@@ -7,11 +7,12 @@ anomaly during ingest (the events around it are reviewed while the trajectory is
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
 from typing import Sequence
 
 from ..domain.errors import NotFound
-from ..domain.models import FULL_REVIEW, ReviewKind, ReviewSummary, TrajectoryStatus
+from ..domain.models import FULL_REVIEW, LOCAL_SCOPE, ReviewKind, ReviewSummary, Trajectory, TrajectoryStatus
 from ..ports import DeadJob, ReviewJob
 from .deps import Deps
 from .learning import review_and_learn
@@ -36,28 +37,46 @@ def _kind(job: ReviewJob | DeadJob) -> ReviewKind | None:
         return None
 
 
+def outcome_line(job: ReviewJob, kind: ReviewKind, traj: Trajectory, ms: float) -> str:
+    """The one INFO line of a finished review: what it concluded, never the trajectory's content."""
+    where = f"review {job.kind} of {job.trajectory_id} (tenant {job.tenant_id})"
+    review = traj.review or {}
+    if kind.is_full and review.get("skipped"):
+        return f"{where}: skipped, {review['skipped']} ({ms:.0f} ms)"
+    summary = review if kind.is_full else ((review.get(LOCAL_SCOPE) or [{}])[-1])
+    count = len(summary.get("experience_ids") or ())
+    return f"{where}: {traj.status.value}, {count} {'lesson' if count == 1 else 'lessons'} kept ({ms:.0f} ms)"
+
+
 def _run(deps: Deps, job: ReviewJob) -> None:
     kind = _kind(job)
     if kind is None:  # no attempt can run it
+        log.error("review %s of %s (tenant %s): unknown review kind; dropped", job.kind, job.trajectory_id, job.tenant_id)
         deps.queue.dead(job, f"unknown review kind {job.kind!r}")
         return
+    started = time.perf_counter()
     try:
-        review_and_learn(deps, job.tenant_id, job.trajectory_id, kind)
+        traj = review_and_learn(deps, job.tenant_id, job.trajectory_id, kind)
     except NotFound:
+        log.warning("review %s of %s (tenant %s): the trajectory is gone; dropped", job.kind, job.trajectory_id, job.tenant_id)
         deps.queue.dead(job, "trajectory not found")
         return
     except Exception as exc:  # any failure of a dependency: retry, never lose the job
         reason = f"{type(exc).__name__}: {exc}"[:500]
-        log.warning("review %s of %s failed (attempt %d): %s", job.kind, job.trajectory_id, job.attempts, reason)
         if job.attempts >= deps.review_max_attempts:
+            log.error("review %s of %s (tenant %s) failed on its last attempt (%d), given up: %s",
+                      job.kind, job.trajectory_id, job.tenant_id, job.attempts, reason)  # fmt: skip
             now = deps.clock.now()
             deps.queue.dead(job, reason, now)
             if kind.is_full:  # a failed local review leaves the full one to come
                 _mark_failed(deps, job, reason, now)
         else:
+            log.warning("review %s of %s (tenant %s) failed (attempt %d), will retry: %s",
+                        job.kind, job.trajectory_id, job.tenant_id, job.attempts, reason)  # fmt: skip
             deps.queue.retry_later(job, reason, deps.clock.now(), delay_seconds=min(300.0, 2.0**job.attempts))
         return
     deps.queue.complete(job)
+    log.info(outcome_line(job, kind, traj, (time.perf_counter() - started) * 1000))
 
 
 def _mark_failed(deps: Deps, job: ReviewJob, reason: str, now: datetime) -> None:

@@ -354,3 +354,12 @@ def test_get_recall_and_stats_agree_on_freshness_at_any_decay_time(api):
         (bucket,) = [b["bucket"] for b in histogram if b["count"]]
         low, high = map(float, bucket.split("-"))
         assert low <= shown <= high, (bucket, shown)
+
+
+def test_the_api_page_is_served_self_contained_and_renders_the_openapi_document(api):
+    page = api.call("GET", "/v1/docs")
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+    html = page.body.decode()
+    assert 'fetch("openapi.json")' in html  # the document next to it, wherever the API is mounted
+    # offline: no script, style, font or image from anywhere else
+    assert "http://" not in html and "https://" not in html and "<script src" not in html and "<link" not in html

@@ -1,0 +1,46 @@
+"""What the real server says at INFO: its banner, one line per request, one line per review."""
+from __future__ import annotations
+
+import re
+import time
+
+import httpx
+import pytest
+
+from tests.e2e.test_server_process import Server, free_port
+
+pytestmark = pytest.mark.e2e
+ADMIN = "hsadmin_logs_test"
+
+
+def test_the_banner_each_request_and_each_review_get_one_info_line_and_no_key(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    server = Server(data, free_port(), env={"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": ADMIN}).start()
+    try:
+        key = httpx.post(f"{server.url}/v1/tenants", json={"name": "acme"}, headers={"Authorization": f"Bearer {ADMIN}"}).json()["api_key"]
+        h = {"Authorization": f"Bearer {key}"}
+        tenant_id = httpx.get(f"{server.url}/v1/tenants", headers={"Authorization": f"Bearer {ADMIN}"}).json()["tenants"][0]["tenant_id"]
+        httpx.post(f"{server.url}/v1/trajectories", json={"trajectory_id": "t1", "agent_id": "a", "goal": "Will it rain?"}, headers=h)
+        events = [
+            {"event_id": "1", "type": "tool_call", "content": {"tool": "get_weather", "params": {}, "status": "error", "error": "MissingParameter: city is required"}},
+            {"event_id": "2", "type": "tool_call", "content": {"tool": "ask_user", "params": {"question": "Which city?"}, "result": "Lyon"}},
+            {"event_id": "3", "type": "tool_call", "content": {"tool": "get_weather", "params": {"city": "Lyon"}, "result": "rain"}},
+        ]
+        httpx.post(f"{server.url}/v1/trajectories/t1/events", json={"events": events}, headers=h)
+        httpx.post(f"{server.url}/v1/trajectories/t1/finalize", json={"outcome": "success"}, headers=h)
+        for _ in range(100):
+            if httpx.get(f"{server.url}/v1/trajectories/t1", headers=h).json()["status"] == "reviewed":
+                break
+            time.sleep(0.1)
+        httpx.get(f"{server.url}/v1/experiences", headers={"Authorization": "Bearer hs_not_a_key"})
+    finally:
+        server.stop()
+    log = (data.parent / f"server-{server.port}.log").read_text()
+    assert "embedder: hash features" in log and "reviewer: rules only (LLM off" in log
+    assert re.search(rf"INFO hindsight.access POST /v1/trajectories/t1/events 202 \d+\.\dms tenant={tenant_id}\n", log)
+    assert re.search(r"INFO hindsight.access POST /v1/tenants 201 \d+\.\dms tenant=-\n", log)  # the admin's call
+    assert re.search(r"INFO hindsight.access GET /v1/experiences 401 \d+\.\dms tenant=-\n", log)
+    reviews = re.findall(rf"INFO \S+ review full of t1 \(tenant {tenant_id}\): reviewed, 1 lesson kept \(\d+ ms\)\n", log)
+    assert len(reviews) == 1, log
+    assert key not in log and ADMIN not in log and "hs_not_a_key" not in log
