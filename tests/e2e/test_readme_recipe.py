@@ -10,7 +10,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_server_process import Server, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
@@ -35,24 +34,20 @@ def printed_documents(stdout: str) -> list:
     return docs
 
 
-def test_the_readme_recipe_recalls_its_lesson_and_can_be_run_twice(tmp_path):
+def test_the_readme_recipe_recalls_its_lesson_and_can_be_run_twice(tmp_path, start_server):
     recipe = readme_block("## From zero to a recalled lesson")
     data = tmp_path / ".hindsight"  # where `make run` keeps it, relative to where the reader is
     data.mkdir()
     # the real embedder and the default worker settings, as `make run` has them
-    server = Server(data, free_port(), env={"HINDSIGHT_EMBEDDER": "minilm", "HINDSIGHT_WORKER_POLL_SECONDS": "0.25"})
-    server.start()
-    try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"HINDSIGHT_URL": server.url}
-        for run in (1, 2):
-            out = subprocess.run(["bash", "-c", recipe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-            assert out.returncode == 0, out.stderr
-            recalled = printed_documents(out.stdout)[-1]  # the recall is the last thing printed
-            assert recalled["hits"], f"run {run} recalled nothing: {out.stdout}"
-            assert "Call `ask_user` before `get_weather`" in recalled["advice"], recalled["advice"]
-        admin = (data / "admin_key").read_text().strip()
-        tenants = httpx.get(f"{server.url}/v1/tenants", headers={"Authorization": f"Bearer {admin}"}).json()["tenants"]
-        assert [t["name"] for t in tenants] == ["acme"]  # the second run used the first run's tenant
-        assert oct((data / "acme_key").stat().st_mode & 0o777) == "0o600"
-    finally:
-        server.stop()
+    server = start_server(env={"HINDSIGHT_EMBEDDER": "minilm", "HINDSIGHT_WORKER_POLL_SECONDS": "0.25"}, data_dir=data)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"HINDSIGHT_URL": server.url}
+    for run in (1, 2):
+        out = subprocess.run(["bash", "-c", recipe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        recalled = printed_documents(out.stdout)[-1]  # the recall is the last thing printed
+        assert recalled["hits"], f"run {run} recalled nothing: {out.stdout}"
+        assert "Call `ask_user` before `get_weather`" in recalled["advice"], recalled["advice"]
+    admin = (data / "admin_key").read_text().strip()
+    tenants = httpx.get(f"{server.url}/v1/tenants", headers={"Authorization": f"Bearer {admin}"}).json()["tenants"]
+    assert [t["name"] for t in tenants] == ["acme"]  # the second run used the first run's tenant
+    assert oct((data / "acme_key").stat().st_mode & 0o777) == "0o600"

@@ -7,16 +7,13 @@ import time
 import httpx
 import pytest
 
-from tests.e2e.test_server_process import Server, free_port
 
 pytestmark = pytest.mark.e2e
 ADMIN = "hsadmin_logs_test"
 
 
-def test_the_banner_each_request_and_each_review_get_one_info_line_and_no_key(tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    server = Server(data, free_port(), env={"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": ADMIN}).start()
+def test_the_banner_each_request_and_each_review_get_one_info_line_and_no_key(start_server):
+    server = start_server(env={"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": ADMIN})
     try:
         key = httpx.post(f"{server.url}/v1/tenants", json={"name": "acme"}, headers={"Authorization": f"Bearer {ADMIN}"}).json()["api_key"]
         h = {"Authorization": f"Bearer {key}"}
@@ -36,7 +33,7 @@ def test_the_banner_each_request_and_each_review_get_one_info_line_and_no_key(tm
         httpx.get(f"{server.url}/v1/experiences", headers={"Authorization": "Bearer hs_not_a_key"})
     finally:
         server.stop()
-    log = (data.parent / f"server-{server.port}.log").read_text()
+    log = server.log_path.read_text()
     assert "embedder: hash features" in log and "reviewer: rules only (LLM off" in log
     assert re.search(rf"INFO hindsight.access POST /v1/trajectories/t1/events 202 \d+\.\dms tenant={tenant_id}\n", log)
     assert re.search(r"INFO hindsight.access POST /v1/tenants 201 \d+\.\dms tenant=-\n", log)  # the admin's call
