@@ -442,7 +442,7 @@ class IsolationMachine(RuleBasedStateMachine):
         path = f"/v1/trajectories/{traj_id}/events"
         traj = t.trajectories.get(traj_id)
         if traj is None:
-            self.expect_404(t, "POST", path, {"events": [{"type": "user_input", "content": {"text": "hello"}}]})
+            self.expect_404(t, "POST", path, {"events": [{"event_id": "e1", "type": "user_input", "content": {"text": "hello"}}]})
             return
         before = traj.events
         events = self.events(t, traj, chunks)
