@@ -30,7 +30,7 @@ import importlib.metadata as md, json, os, sys, tempfile
 os.environ.update(HINDSIGHT_DATA_DIR=tempfile.mkdtemp(), HINDSIGHT_EMBEDDER="minilm")
 from chalicelib.container import get_deps
 get_deps().embedder.embed(["warm up"])
-import app, chalicelib.worker, server, waitress
+import app, server, waitress, worker
 import hindsight_client.cli, hindsight_client.mcp_server, hindsight_client.testing, openai
 loaded = {name.split(".")[0] for name in sys.modules}
 print(json.dumps(sorted({d for top in loaded for d in md.packages_distributions().get(top, [])})))
