@@ -196,6 +196,12 @@ class EventsIn(Strict):
     events: Annotated[list[EventIn], Field(min_length=1)]
 
 
+class RecentEventIn(EventIn):
+    """An event that advise reads as context and does not store: it needs no id."""
+
+    event_id: Id | None = Field(default=None, description="Optional: advise stores nothing, so there is no repeat to detect.")
+
+
 class EventsOut(Model):
     accepted: int
     duplicates: int
@@ -397,7 +403,7 @@ class AdviseIn(Strict):
     user_id: Id | None = None
     trajectory_id: Id | None = Field(default=None, description="The running trajectory; its last events stand in for "
                                      "recent_events when none are sent.")
-    recent_events: Annotated[list[EventIn], Field(max_length=20)] = Field(
+    recent_events: Annotated[list[RecentEventIn], Field(max_length=20)] = Field(
         default=[], description="What the agent did just before, oldest first (at most 20).")
     top_k: Annotated[int, Field(ge=1, le=20, strict=True)] = 5
 
