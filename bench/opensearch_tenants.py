@@ -1,0 +1,254 @@
+"""Recall latency of one tenant when the OpenSearch index holds 1, 100 or 1,000 tenants.
+
+Usage: .venv/bin/python bench/opensearch_tenants.py [--measured 10000] [--others-size 200]
+       [--tenants 1,100,1000] [--queries 200] [--routed-shards 2] [--keep-index]
+
+The node is ``OPENSEARCH_URL`` when that is set and reachable, else a private one that
+``devtools.opensearch_node.node_url`` starts (scripts/opensearch/start.sh) and stops at exit.
+
+One index per tenant count T, all built before any timing, so the queries can be interleaved
+(query i runs on every index before query i+1): the 1-tenant index is the baseline of the same run.
+Each index holds the measured tenant (``--measured`` lessons) and T-1 other tenants of
+``--others-size`` lessons each. The layout is the adapter's (``opensearch_queries.index_body``:
+lucene HNSW m=16, ef_construction=128, cosine, one shard, ``tenant_id`` keyword filter inside the
+knn clause). With ``--routed-shards S`` (S > 1) one more index of the largest T uses S shards and
+custom routing by tenant: documents are written with ``routing=<tenant>`` and every search of the
+adapter carries the same routing, so a recall asks one shard.
+
+Documents are the adapter's own (``opensearch_queries.document`` / ``bulk_index_lines``) written by
+``_bulk`` directly (refresh off while seeding, one refresh at the end; no force-merge: the segment
+count is printed). Vectors: 384-d, unit length, each a random perturbation of one of 300 topic
+centres shared by every tenant (tenants work on similar tasks, so other tenants' lessons are close
+neighbours the tenant filter has to exclude). Texts: 12 words drawn from a 2,000-word vocabulary
+(the topic's words more often), agent/task/tool fields drawn so the filter passes ~50%.
+
+Timed: ``OpenSearchVectorIndex.hybrid_search`` (what ``services.recall`` calls: one ``_msearch`` of
+k-NN + BM25, plus a similarity search when BM25 finds entries the k-NN missed), k = 50, with an
+``IndexFilter`` of agent scope and task type. Quality: recall@10 of the k-NN part against an exact
+numpy search of the measured tenant under the same filter (the filter is replicated in numpy).
+Prints numbers only; compare ratios to the 1-tenant row, not absolute times.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from bench._harness import pct, settle  # noqa: E402
+
+DIM = 384
+TOPICS = 300
+VOCAB = 2000
+AGENTS = ("agent-a", "agent-b", "agent-c", None)
+TASKS = ("deploy", "debug", "refactor", "migrate", None)
+TOOLS = ("bash", "git", "http", "sql", "editor", "browser")
+K = 50
+MEASURED = "tenant-000000"
+
+
+class World:
+    """Deterministic topic centres, vocabulary and per-tenant lessons."""
+
+    def __init__(self, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.centres = rng.standard_normal((TOPICS, DIM)).astype(np.float32)
+        self.centres /= np.linalg.norm(self.centres, axis=1, keepdims=True)
+        self.words = [f"w{i:04d}" for i in range(VOCAB)]
+        self.topic_words = rng.integers(0, VOCAB, size=(TOPICS, 20))
+        self.seed = seed
+
+    def lessons(self, tenant: str, n: int, tenant_no: int):
+        """(entries, unit vectors as an (n, DIM) array, their metadata) of one tenant."""
+        from chalicelib.ports import IndexEntry
+
+        rng = np.random.default_rng(self.seed * 1_000_003 + tenant_no)
+        prng = random.Random(self.seed * 7 + tenant_no)
+        topics = rng.integers(0, TOPICS, size=n)
+        vecs = self.centres[topics] + rng.standard_normal((n, DIM)).astype(np.float32) * 0.06
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        entries, meta = [], []
+        for i in range(n):
+            t = int(topics[i])
+            words = [self.words[w] for w in prng.choices(list(self.topic_words[t]), k=8)]
+            words += prng.choices(self.words, k=4)
+            agent, task = prng.choice(AGENTS), prng.choice(TASKS)
+            tools = tuple(prng.sample(TOOLS, 2))
+            entries.append(IndexEntry(
+                experience_id=f"exp_{tenant_no:06d}_{i:06d}", vector=vecs[i], agent_id=agent,
+                tools=tools, task_type=task, text=" ".join(words)))
+            meta.append((agent, task))
+        return entries, vecs, meta
+
+    def queries(self, count: int, vecs: np.ndarray, meta, seed: int):
+        rng = np.random.default_rng(seed)
+        prng = random.Random(seed)
+        out = []
+        for _ in range(count):
+            j = int(rng.integers(0, len(vecs)))
+            v = vecs[j] + rng.standard_normal(DIM).astype(np.float32) * 0.03
+            t = int(np.argmax(self.centres @ v))
+            text = " ".join(self.words[w] for w in prng.choices(list(self.topic_words[t]), k=4))
+            out.append((v / np.linalg.norm(v), text, prng.choice(AGENTS[:3]), prng.choice(TASKS[:4])))
+        return out
+
+
+class RoutedClient:
+    """Adds ``routing=<tenant>`` to every search the adapter sends (the client is the only place the
+    adapter lets a bench change requests). Only for ``hybrid_search``/``similarities`` of one tenant."""
+
+    def __init__(self, client, tenant: str) -> None:
+        self._client, self._tenant = client, tenant
+
+    def search(self, *args, **kwargs):
+        return self._client.search(*args, routing=self._tenant, **kwargs)
+
+    def msearch(self, *args, body, **kwargs):
+        body = [dict(line, routing=self._tenant) if i % 2 == 0 else line for i, line in enumerate(body)]
+        return self._client.msearch(*args, body=body, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def seed_index(client, spec, world: World, tenants: int, args, routed: bool, cache: dict) -> dict:
+    from chalicelib.adapters import opensearch_queries as q
+    from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex
+
+    index = OpenSearchVectorIndex(client, spec, refresh=False, bulk_chunk=2000)
+    if client.indices.exists(index=spec.name):
+        client.indices.delete(index=spec.name)
+    index.ensure_index()
+    client.indices.put_settings(index=spec.name, body={"index": {"refresh_interval": "-1"}})
+    t0 = time.perf_counter()
+    docs = 0
+    for no in range(tenants):
+        tenant = f"tenant-{no:06d}"
+        n = args.measured if no == 0 else args.others_size
+        if (no, n) not in cache:
+            cache[(no, n)] = world.lessons(tenant, n, no)
+        entries = cache[(no, n)][0]
+        if no != 0 and not args.cache_others:
+            del cache[(no, n)]
+        for start in range(0, n, 2000):
+            chunk = [q.document(tenant, e, e.vector.tolist()) for e in entries[start : start + 2000]]
+            lines = q.bulk_index_lines(spec.name, tenant, chunk, serverless=False)
+            if routed:
+                for line in lines[::2]:
+                    line["index"]["routing"] = tenant
+            index._bulk(lines, "seed")
+            docs += len(chunk)
+    client.indices.put_settings(index=spec.name, body={"index": {"refresh_interval": None}})
+    client.indices.refresh(index=spec.name)
+    seconds = time.perf_counter() - t0
+    count = client.count(index=spec.name)["count"]
+    segs = client.indices.segments(index=spec.name)["indices"][spec.name]["shards"]
+    n_segments = sum(len(copy["segments"]) for shard in segs.values() for copy in shard)
+    stats = client.indices.stats(index=spec.name, metric="store")["indices"][spec.name]["primaries"]
+    return {"docs": count, "seconds": seconds, "segments": n_segments,
+            "store_mb": stats["store"]["size_in_bytes"] / 2**20}
+
+
+def exact_top(vecs: np.ndarray, meta, q: np.ndarray, agent: str, task: str, k: int, ids: list[str]) -> list[str]:
+    ok = np.array([(a is None or a == agent) and (t is None or t == task) for a, t in meta])
+    scores = vecs @ q
+    scores[~ok] = -np.inf
+    top = np.argsort(-scores)[:k]
+    return [ids[i] for i in top if np.isfinite(scores[i])]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--measured", type=int, default=10_000, help="lessons of the measured tenant")
+    ap.add_argument("--others-size", type=int, default=200, help="lessons of every other tenant")
+    ap.add_argument("--tenants", default="1,100,1000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--routed-shards", type=int, default=0, help="add a routed index of the largest count")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--heap", default="1g")
+    ap.add_argument("--keep-index", action="store_true")
+    ap.add_argument("--cache-others", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    counts = sorted(int(x) for x in args.tenants.split(","))
+
+    os.environ.setdefault("OPENSEARCH_HEAP", args.heap)
+    from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex, build_client
+    from chalicelib.adapters.opensearch_queries import IndexSpec
+    from chalicelib.ports import IndexFilter
+    from devtools.opensearch_node import node_url
+
+    url = node_url()
+    client = build_client(url, service="none", timeout=120)
+    info = client.info()
+    node_pid = None
+    try:
+        nodes = client.nodes.info(metric="process")["nodes"]
+        node_pid = next(iter(nodes.values()))["process"]["id"]
+    except Exception:  # noqa: BLE001 -- settle() then watches this process only
+        pass
+    world = World(args.seed)
+    layouts = [(f"{c} tenant{'s' if c > 1 else ''}", c, 1, False) for c in counts]
+    if args.routed_shards > 1:
+        layouts.append((f"{counts[-1]} tenants, {args.routed_shards} shards, routed", counts[-1], args.routed_shards, True))
+
+    cache: dict = {}
+    built = []
+    for label, tenants, shards, routed in layouts:
+        spec = IndexSpec(name=f"bench-tenants-{tenants}-{shards}{'r' if routed else ''}", dim=DIM, shards=shards, replicas=0)
+        stats = seed_index(client, spec, world, tenants, args, routed, cache)
+        print(f"seeded {label:<32} {stats['docs']:>9,} docs in {stats['seconds']:6.1f} s "
+              f"({stats['docs'] / stats['seconds']:,.0f} docs/s), {stats['segments']} segments, "
+              f"{stats['store_mb']:.0f} MB on disk", flush=True)
+        search_client = RoutedClient(client, MEASURED) if routed else client
+        built.append((label, spec, OpenSearchVectorIndex(search_client, spec), stats))
+
+    entries, vecs, meta = cache[(0, args.measured)]
+    ids = [e.experience_id for e in entries]
+    queries = world.queries(args.warmup + args.queries, vecs, meta, args.seed + 1)
+    times: dict[str, list[float]] = {label: [] for label, *_ in built}
+    recall10: dict[str, list[float]] = {label: [] for label, *_ in built}
+    leaks = {label: 0 for label, *_ in built}
+    pids = [node_pid] if node_pid else []
+    for n, (vec, text, agent, task) in enumerate(queries):
+        flt = IndexFilter(agent_id=agent, task_type=task)
+        truth = set(exact_top(vecs, meta, vec, agent, task, 10, ids))
+        order = built if n % 2 == 0 else built[::-1]
+        for label, _spec, index, _ in order:
+            settle(pids)
+            t0 = time.perf_counter()
+            semantic, lexical = index.hybrid_search(MEASURED, vec, text, flt, K)
+            dt = (time.perf_counter() - t0) * 1000
+            if n < args.warmup:
+                continue
+            times[label].append(dt)
+            top10 = sorted(semantic, key=semantic.get, reverse=True)[:10]
+            recall10[label].append(len(truth & set(top10)) / max(1, len(truth)))
+            leaks[label] += sum(1 for i in list(semantic) + list(lexical) if not i.startswith("exp_000000_"))
+
+    base = pct(times[built[0][0]], 50), pct(times[built[0][0]], 99)
+    print()
+    print(f"OpenSearch {info['version']['number']} at {url}; measured tenant: {args.measured:,} lessons; "
+          f"others: {args.others_size:,} each; {args.queries} queries (+{args.warmup} warm-up), "
+          f"interleaved; hybrid_search k={K}, filter: tenant + agent scope + task type")
+    print(f"{'index holds':<34}{'docs':>10}{'p50 ms':>9}{'p99 ms':>9}{'p50 x':>7}{'p99 x':>7}"
+          f"{'recall@10':>11}{'leaks':>7}")
+    for label, _spec, _index, stats in built:
+        p50, p99 = pct(times[label], 50), pct(times[label], 99)
+        print(f"{label:<34}{stats['docs']:>10,}{p50:>9.1f}{p99:>9.1f}{p50 / base[0]:>7.2f}{p99 / base[1]:>7.2f}"
+              f"{np.mean(recall10[label]):>11.3f}{leaks[label]:>7}")
+    print("(x: ratio to the 1-tenant index of this run; leaks: ids of another tenant in an answer, must be 0)")
+
+    if not args.keep_index:
+        for _label, spec, _index, _ in built:
+            client.indices.delete(index=spec.name, ignore_unavailable=True)
+
+
+if __name__ == "__main__":
+    main()
