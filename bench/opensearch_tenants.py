@@ -117,41 +117,48 @@ class RoutedClient:
         return getattr(self._client, name)
 
 
-def seed_index(client, spec, world: World, tenants: int, args, routed: bool, cache: dict) -> dict:
-    from chalicelib.adapters import opensearch_queries as q
+def new_index(client, spec):
     from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex
 
-    index = OpenSearchVectorIndex(client, spec, refresh=False, bulk_chunk=2000)
     if client.indices.exists(index=spec.name):
         client.indices.delete(index=spec.name)
+    index = OpenSearchVectorIndex(client, spec, refresh=False)
     index.ensure_index()
-    client.indices.put_settings(index=spec.name, body={"index": {"refresh_interval": "-1"}})
+    return index
+
+
+def add_tenants(client, index, world: World, tenant_nos: range, sizes, routed: bool, threads: int) -> dict:
+    """Bulk-write the adapter's documents of these tenants (refresh off meanwhile), then refresh."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from chalicelib.adapters import opensearch_queries as q
+
+    name = index.spec.name
+    client.indices.put_settings(index=name, body={"index": {"refresh_interval": "-1"}})
+
+    def chunks():
+        for no in tenant_nos:
+            tenant = f"tenant-{no:06d}"
+            entries = world.lessons(tenant, sizes(no), no)[0]
+            for start in range(0, len(entries), 500):
+                docs = [q.document(tenant, e, e.vector.tolist()) for e in entries[start : start + 500]]
+                lines = q.bulk_index_lines(name, tenant, docs, serverless=False)
+                if routed:
+                    for line in lines[::2]:
+                        line["index"]["routing"] = tenant
+                yield lines
+
     t0 = time.perf_counter()
-    docs = 0
-    for no in range(tenants):
-        tenant = f"tenant-{no:06d}"
-        n = args.measured if no == 0 else args.others_size
-        if (no, n) not in cache:
-            cache[(no, n)] = world.lessons(tenant, n, no)
-        entries = cache[(no, n)][0]
-        if no != 0 and not args.cache_others:
-            del cache[(no, n)]
-        for start in range(0, n, 2000):
-            chunk = [q.document(tenant, e, e.vector.tolist()) for e in entries[start : start + 2000]]
-            lines = q.bulk_index_lines(spec.name, tenant, chunk, serverless=False)
-            if routed:
-                for line in lines[::2]:
-                    line["index"]["routing"] = tenant
-            index._bulk(lines, "seed")
-            docs += len(chunk)
-    client.indices.put_settings(index=spec.name, body={"index": {"refresh_interval": None}})
-    client.indices.refresh(index=spec.name)
+    with ThreadPoolExecutor(threads) as pool:  # two requests in flight: the node indexes on both cores
+        for _ in pool.map(lambda lines: index._bulk(lines, "seed"), chunks()):
+            pass
+    client.indices.put_settings(index=name, body={"index": {"refresh_interval": None}})
+    client.indices.refresh(index=name)
     seconds = time.perf_counter() - t0
-    count = client.count(index=spec.name)["count"]
-    segs = client.indices.segments(index=spec.name)["indices"][spec.name]["shards"]
-    n_segments = sum(len(copy["segments"]) for shard in segs.values() for copy in shard)
-    stats = client.indices.stats(index=spec.name, metric="store")["indices"][spec.name]["primaries"]
-    return {"docs": count, "seconds": seconds, "segments": n_segments,
+    count = client.count(index=name)["count"]
+    segs = client.indices.segments(index=name)["indices"][name]["shards"]
+    stats = client.indices.stats(index=name, metric="store")["indices"][name]["primaries"]
+    return {"docs": count, "seconds": seconds, "segments": sum(len(c["segments"]) for sh in segs.values() for c in sh),
             "store_mb": stats["store"]["size_in_bytes"] / 2**20}
 
 
@@ -163,91 +170,112 @@ def exact_top(vecs: np.ndarray, meta, q: np.ndarray, agent: str, task: str, k: i
     return [ids[i] for i in top if np.isfinite(scores[i])]
 
 
+def timed_round(indexes, queries, warmup: int, vecs, meta, ids, pids) -> dict:
+    """Each query on every index in turn (order alternating), so noise hits them alike."""
+    from chalicelib.ports import IndexFilter
+
+    out = {label: {"ms": [], "recall10": [], "leaks": 0} for label, _ in indexes}
+    for n, (vec, text, agent, task) in enumerate(queries):
+        flt = IndexFilter(agent_id=agent, task_type=task)
+        truth = set(exact_top(vecs, meta, vec, agent, task, 10, ids))
+        for label, index in indexes if n % 2 == 0 else indexes[::-1]:
+            settle(pids)
+            t0 = time.perf_counter()
+            semantic, lexical = index.hybrid_search(MEASURED, vec, text, flt, K)
+            ms = (time.perf_counter() - t0) * 1000
+            if n < warmup:
+                continue
+            r = out[label]
+            r["ms"].append(ms)
+            top10 = sorted(semantic, key=semantic.get, reverse=True)[:10]
+            r["recall10"].append(len(truth & set(top10)) / max(1, len(truth)))
+            r["leaks"] += sum(1 for i in [*semantic, *lexical] if not i.startswith("exp_000000_"))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--measured", type=int, default=10_000, help="lessons of the measured tenant")
-    ap.add_argument("--others-size", type=int, default=200, help="lessons of every other tenant")
-    ap.add_argument("--tenants", default="1,100,1000")
+    ap.add_argument("--others-size", type=int, default=20, help="lessons of every other tenant")
+    ap.add_argument("--tenants", default="100,1000", help="tenant counts of the shared index (the baseline is 1)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--routed-shards", type=int, default=0, help="add a routed index of the largest count")
+    ap.add_argument("--routed-shards", type=int, default=0,
+                    help="also grow an index of this many shards with custom routing by tenant (0: no)")
+    ap.add_argument("--threads", type=int, default=2, help="bulk requests in flight while seeding")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--heap", default="1g")
     ap.add_argument("--keep-index", action="store_true")
-    ap.add_argument("--cache-others", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     counts = sorted(int(x) for x in args.tenants.split(","))
 
     os.environ.setdefault("OPENSEARCH_HEAP", args.heap)
     from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex, build_client
     from chalicelib.adapters.opensearch_queries import IndexSpec
-    from chalicelib.ports import IndexFilter
     from devtools.opensearch_node import node_url
 
     url = node_url()
-    client = build_client(url, service="none", timeout=120)
-    info = client.info()
-    node_pid = None
+    client = build_client(url, service="none", timeout=300)
+    version = client.info()["version"]["number"]
     try:
-        nodes = client.nodes.info(metric="process")["nodes"]
-        node_pid = next(iter(nodes.values()))["process"]["id"]
+        pids = [next(iter(client.nodes.info(metric="process")["nodes"].values()))["process"]["id"]]
     except Exception:  # noqa: BLE001 -- settle() then watches this process only
-        pass
+        pids = []
     world = World(args.seed)
-    layouts = [(f"{c} tenant{'s' if c > 1 else ''}", c, 1, False) for c in counts]
+    sizes = lambda no: args.measured if no == 0 else args.others_size  # noqa: E731
+
+    def spec(name: str, shards: int = 1) -> IndexSpec:
+        return IndexSpec(name=f"bench-tenants-{name}", dim=DIM, shards=shards, replicas=0)
+
+    base = new_index(client, spec("1"))
+    st = add_tenants(client, base, world, range(1), sizes, False, args.threads)
+    seeded = [("1 tenant", st)]
+    growing = [("shared", new_index(client, spec("shared")), False)]
     if args.routed_shards > 1:
-        layouts.append((f"{counts[-1]} tenants, {args.routed_shards} shards, routed", counts[-1], args.routed_shards, True))
-
-    cache: dict = {}
-    built = []
-    for label, tenants, shards, routed in layouts:
-        spec = IndexSpec(name=f"bench-tenants-{tenants}-{shards}{'r' if routed else ''}", dim=DIM, shards=shards, replicas=0)
-        stats = seed_index(client, spec, world, tenants, args, routed, cache)
-        print(f"seeded {label:<32} {stats['docs']:>9,} docs in {stats['seconds']:6.1f} s "
-              f"({stats['docs'] / stats['seconds']:,.0f} docs/s), {stats['segments']} segments, "
-              f"{stats['store_mb']:.0f} MB on disk", flush=True)
-        search_client = RoutedClient(client, MEASURED) if routed else client
-        built.append((label, spec, OpenSearchVectorIndex(search_client, spec), stats))
-
-    entries, vecs, meta = cache[(0, args.measured)]
+        growing.append((f"{args.routed_shards} shards, routed",
+                        new_index(client, spec("routed", args.routed_shards)), True))
+    entries, vecs, meta = world.lessons(MEASURED, args.measured, 0)
     ids = [e.experience_id for e in entries]
     queries = world.queries(args.warmup + args.queries, vecs, meta, args.seed + 1)
-    times: dict[str, list[float]] = {label: [] for label, *_ in built}
-    recall10: dict[str, list[float]] = {label: [] for label, *_ in built}
-    leaks = {label: 0 for label, *_ in built}
-    pids = [node_pid] if node_pid else []
-    for n, (vec, text, agent, task) in enumerate(queries):
-        flt = IndexFilter(agent_id=agent, task_type=task)
-        truth = set(exact_top(vecs, meta, vec, agent, task, 10, ids))
-        order = built if n % 2 == 0 else built[::-1]
-        for label, _spec, index, _ in order:
-            settle(pids)
-            t0 = time.perf_counter()
-            semantic, lexical = index.hybrid_search(MEASURED, vec, text, flt, K)
-            dt = (time.perf_counter() - t0) * 1000
-            if n < args.warmup:
-                continue
-            times[label].append(dt)
-            top10 = sorted(semantic, key=semantic.get, reverse=True)[:10]
-            recall10[label].append(len(truth & set(top10)) / max(1, len(truth)))
-            leaks[label] += sum(1 for i in list(semantic) + list(lexical) if not i.startswith("exp_000000_"))
 
-    base = pct(times[built[0][0]], 50), pct(times[built[0][0]], 99)
+    rows = []
+    have = 0
+    for count in counts:
+        indexes = [("1 tenant", OpenSearchVectorIndex(client, base.spec))]
+        for label, index, routed in growing:
+            st = add_tenants(client, index, world, range(have, count), sizes, routed, args.threads)
+            seeded.append((f"{count} tenants, {label}", st))
+            search_client = RoutedClient(client, MEASURED) if routed else client
+            indexes.append((f"{count} tenants, {label}", OpenSearchVectorIndex(search_client, index.spec)))
+        have = count
+        res = timed_round(indexes, queries, args.warmup, vecs, meta, ids, pids)
+        rows.append((count, res, {label: st for label, st in seeded}))
+        print(f"measured at {count} tenants", flush=True)
+
     print()
-    print(f"OpenSearch {info['version']['number']} at {url}; measured tenant: {args.measured:,} lessons; "
-          f"others: {args.others_size:,} each; {args.queries} queries (+{args.warmup} warm-up), "
-          f"interleaved; hybrid_search k={K}, filter: tenant + agent scope + task type")
-    print(f"{'index holds':<34}{'docs':>10}{'p50 ms':>9}{'p99 ms':>9}{'p50 x':>7}{'p99 x':>7}"
-          f"{'recall@10':>11}{'leaks':>7}")
-    for label, _spec, _index, stats in built:
-        p50, p99 = pct(times[label], 50), pct(times[label], 99)
-        print(f"{label:<34}{stats['docs']:>10,}{p50:>9.1f}{p99:>9.1f}{p50 / base[0]:>7.2f}{p99 / base[1]:>7.2f}"
-              f"{np.mean(recall10[label]):>11.3f}{leaks[label]:>7}")
-    print("(x: ratio to the 1-tenant index of this run; leaks: ids of another tenant in an answer, must be 0)")
+    print(f"OpenSearch {version} at {url}, heap {os.environ.get('OPENSEARCH_HEAP')}; layout: the adapter's "
+          f"(lucene HNSW m=16 ef_construction=128, cosine, 1 shard, tenant_id filter inside the knn clause)")
+    print(f"measured tenant: {args.measured:,} lessons; every other tenant: {args.others_size:,}; 384-d vectors; "
+          f"{args.queries} queries (+{args.warmup} warm-up) per round, interleaved with the 1-tenant index")
+    print("seeding (bulk, refresh off, 2 requests in flight, no force-merge):")
+    for label, st in seeded:
+        print(f"  {label:<34}{st['docs']:>9,} docs now; +{st['seconds']:6.1f} s; {st['segments']:>3} segments; "
+              f"{st['store_mb']:6.0f} MB")
+    print(f"\nhybrid_search (k={K}, filter: tenant + agent scope + task type), one tenant's recall:")
+    print(f"{'index holds':<34}{'docs':>9}{'p50 ms':>9}{'p99 ms':>9}{'p50 x':>7}{'p99 x':>7}{'recall@10':>11}{'leaks':>7}")
+    for count, res, stats in rows:
+        b50, b99 = pct(res["1 tenant"]["ms"], 50), pct(res["1 tenant"]["ms"], 99)
+        for label, r in res.items():
+            docs = stats[label]["docs"]
+            p50, p99 = pct(r["ms"], 50), pct(r["ms"], 99)
+            print(f"{label:<34}{docs:>9,}{p50:>9.1f}{p99:>9.1f}{p50 / b50:>7.2f}{p99 / b99:>7.2f}"
+                  f"{np.mean(r['recall10']):>11.3f}{r['leaks']:>7}")
+    print("(x: ratio to the 1-tenant index in the same round; recall@10: k-NN top 10 against exact numpy under "
+          "the same filter; leaks: another tenant's ids in an answer, must be 0)")
 
     if not args.keep_index:
-        for _label, spec, _index, _ in built:
-            client.indices.delete(index=spec.name, ignore_unavailable=True)
+        for name in [base.spec.name] + [index.spec.name for _, index, _ in growing]:
+            client.indices.delete(index=name, ignore_unavailable=True)
 
 
 if __name__ == "__main__":

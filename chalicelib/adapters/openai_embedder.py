@@ -1,11 +1,12 @@
 """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint (the cloud deployment's embedder:
-no model in the Lambda package). The client is built by the composition root and injected."""
+no model in the Lambda package). The client is built by the composition root and injected.
+
+Returns ``domain.vectors.Vector`` rows, pure Python: the Lambda package carries no numpy."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-if TYPE_CHECKING:
-    import numpy as np
+from ..domain.vectors import Vector
 
 
 class OpenAIEmbedder:
@@ -16,19 +17,19 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}:{dim}"
         self.batch_size = batch_size
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        import numpy as np  # here: a cold Lambda that only ingests never pays for numpy
-
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """One unit vector per text, in order (a zero vector stays zero)."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one string")
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out: list[Vector | None] = [None] * len(texts)
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]  # the API refuses ""
             response = self.client.embeddings.create(model=self.model, input=batch, dimensions=self.dim)
             for item in response.data:  # ``index`` says which input it belongs to; order is not promised
-                vec = np.asarray(item.embedding, dtype=np.float32)
-                if vec.shape[0] != self.dim:
-                    raise ValueError(f"the endpoint returned {vec.shape[0]} dimensions, {self.dim} expected")
-                out[start + item.index] = vec
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms > 0, norms, 1.0)
+                if len(item.embedding) != self.dim:
+                    raise ValueError(f"the endpoint returned {len(item.embedding)} dimensions, {self.dim} expected")
+                out[start + item.index] = Vector(item.embedding).unit()
+        missing = [i for i, v in enumerate(out) if v is None]
+        if missing:
+            raise ValueError(f"the endpoint returned no embedding for inputs {missing[:5]}")
+        return out  # type: ignore[return-value]

@@ -19,12 +19,12 @@ The client is built outside (``build_client``, called by the composition root) a
 """
 from __future__ import annotations
 
+import math
 import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Sequence
 from urllib.parse import urlsplit
 
-import numpy as np
 from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, RequestError
 
 from ..domain.errors import Unavailable
@@ -33,6 +33,9 @@ from . import opensearch_queries as q
 
 if TYPE_CHECKING:
     from opensearchpy import OpenSearch
+
+    # a numpy array (embedded embedders) or a domain.vectors.Vector (the Lambda's): a float sequence
+    Vector = Sequence[float]
 
 
 class IndexUnavailable(Unavailable, RuntimeError):
@@ -148,13 +151,14 @@ class OpenSearchVectorIndex:
 
     # --- helpers -----------------------------------------------------------------------------------
 
-    def _unit(self, vector: np.ndarray) -> list[float] | None:
-        """The unit vector as floats, or None for a zero vector (no direction, no cosine)."""
-        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.dim:
-            raise ValueError(f"vector has {vec.shape[0]} dimensions, the index {self.dim}")
-        norm = float(np.linalg.norm(vec))
-        return (vec / norm).tolist() if norm > 0 else None
+    def _unit(self, vector: Vector) -> list[float] | None:
+        """The unit vector as floats, or None for a zero vector (no direction, no cosine).
+        Pure Python: the Lambda package has no numpy (a numpy array is accepted too)."""
+        vec = [float(x) for x in (vector.tolist() if hasattr(vector, "tolist") else vector)]
+        if len(vec) != self.dim:
+            raise ValueError(f"vector has {len(vec)} dimensions, the index {self.dim}")
+        norm = math.sqrt(math.fsum(x * x for x in vec))
+        return [x / norm for x in vec] if norm > 0 else None
 
     def _search(self, body: dict, action: str) -> dict:
         self.ensure_index()
@@ -243,7 +247,7 @@ class OpenSearchVectorIndex:
     def _lexical_hits(self, response: dict, k: int) -> list[tuple[str, float]]:
         return [(i, s) for i, s in self._ranked(response, k, to_cosine=False) if s > 0]
 
-    def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
+    def search(self, tenant_id: str, vector: Vector, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
         unit = self._unit(vector)
@@ -258,7 +262,7 @@ class OpenSearchVectorIndex:
             return []
         return self._lexical_hits(self._search(body, "lexical search"), k)
 
-    def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
+    def similarities(self, tenant_id: str, vector: Vector, experience_ids: Sequence[str]) -> dict[str, float]:
         ids = list(dict.fromkeys(experience_ids))
         if not ids:
             return {}
@@ -274,7 +278,7 @@ class OpenSearchVectorIndex:
         return out
 
     def hybrid_search(
-        self, tenant_id: str, vector: np.ndarray, text: str, flt: IndexFilter, k: int
+        self, tenant_id: str, vector: Vector, text: str, flt: IndexFilter, k: int
     ) -> tuple[dict[str, float], dict[str, float]]:
         """k-NN and BM25 in one ``_msearch``; a second request only for the cosines of lexical hits
         the k-NN did not return, the same query as ``similarities``, so the same floats.

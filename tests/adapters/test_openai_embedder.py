@@ -7,6 +7,7 @@ import pytest
 
 from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.adapters.openai_embedder import OpenAIEmbedder
+from chalicelib.domain.vectors import Vector
 from devtools.openai_stub import OpenAIStub
 
 
@@ -24,7 +25,7 @@ def embedder(stub, dim=64, batch=3):
 def test_vectors_come_back_in_input_order_normalized_across_batches(stub):
     texts = [f"text number {i}" for i in range(7)]
     got = embedder(stub).embed(texts)
-    assert got.shape == (7, 64) and got.dtype == np.float32
+    assert len(got) == 7 and all(isinstance(v, Vector) and len(v) == 64 for v in got)  # no numpy in the Lambda
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     assert np.allclose(got, HashEmbedder(64).embed(texts), atol=1e-5)  # the stub answers in reverse order
     requests = stub.state.requests
@@ -34,7 +35,7 @@ def test_vectors_come_back_in_input_order_normalized_across_batches(stub):
 
 def test_empty_input_makes_no_call_and_blank_text_is_sent_as_a_space(stub):
     e = embedder(stub)
-    assert e.embed([]).shape == (0, 64) and stub.state.requests == []
+    assert e.embed([]) == [] and stub.state.requests == []
     e.embed([""])
     assert stub.state.requests[0]["input"] == [" "]
 
@@ -43,3 +44,21 @@ def test_a_failing_endpoint_raises(stub):
     stub.faults(fail=1)
     with pytest.raises(openai.APIError):
         embedder(stub).embed(["x"])
+
+
+def test_a_zero_embedding_stays_zero_and_a_wrong_dimension_raises(stub):
+    class Fixed:
+        def __init__(self, vectors):
+            self.embeddings = self
+            self.vectors = vectors
+
+        def create(self, model, input, dimensions):
+            class Item:
+                def __init__(self, i, v):
+                    self.index, self.embedding = i, v
+            return type("R", (), {"data": [Item(i, v) for i, v in enumerate(self.vectors)]})
+
+    zero = OpenAIEmbedder(Fixed([[0.0] * 4, [3.0, 4.0, 0.0, 0.0]]), "m", 4).embed(["a", "b"])
+    assert zero == [Vector([0.0] * 4), Vector([0.6, 0.8, 0.0, 0.0])]
+    with pytest.raises(ValueError, match="3 dimensions, 4 expected"):
+        OpenAIEmbedder(Fixed([[1.0, 0.0, 0.0]]), "m", 4).embed(["a"])

@@ -1,0 +1,46 @@
+"""Size of the Lambda deployment package (``chalice package``), zipped and unzipped, beside a baseline.
+
+Usage: .venv/bin/python bench/package_size.py [--baseline numpy==2.2.6 --baseline opensearch-py==3.2.0]
+
+Packages the project twice in temporary directories (devtools.lambda_package; pip downloads the
+Lambda platform's wheels, so it needs the package index or pip's cache, never AWS): as it is, and
+with the ``--baseline`` requirement lines put back (default: what the package held before numpy
+left it and opensearch-py was pinned below 3.1, which pulls grpcio and protobuf). Prints the sizes,
+their ratio, and the largest entries of each. Lambda's limit for a directly uploaded zip: 50 MB.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from devtools import lambda_package as lp  # noqa: E402
+
+MB = 1024 * 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--baseline", action="append", help="a requirement line of the baseline (repeatable)")
+    ap.add_argument("--top", type=int, default=10)
+    args = ap.parse_args()
+    baseline = args.baseline or ["numpy==2.2.6", "opensearch-py==3.2.0"]
+    with tempfile.TemporaryDirectory(prefix="hindsight-package-") as tmp:
+        before = lp.build(Path(tmp) / "baseline", baseline)
+        now = lp.build(Path(tmp) / "now")
+    print(lp.describe(before, f"baseline (requirements.txt + {', '.join(baseline)})", args.top))
+    print(lp.describe(now, "requirements.txt", args.top))
+    print(f"\n{'':<22}{'zipped MB':>10}{'unzipped MB':>13}{'files':>8}")
+    for label, p in (("baseline", before), ("now", now)):
+        print(f"{label:<22}{p.zipped / MB:>10.1f}{p.unzipped / MB:>13.1f}{p.files:>8}")
+    print(f"{'now / baseline':<22}{now.zipped / before.zipped:>10.2f}{now.unzipped / before.unzipped:>13.2f}"
+          f"{now.files / before.files:>8.2f}")
+    print(f"target: zip <= {lp.MAX_ZIP_BYTES / MB:.0f} MB: {'met' if now.zipped <= lp.MAX_ZIP_BYTES else 'NOT met'}; "
+          f"forbidden modules in the package: {sorted(now.tops & set(lp.FORBIDDEN)) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()
