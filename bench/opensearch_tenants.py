@@ -1,26 +1,27 @@
 """Recall latency of one tenant when the OpenSearch index holds 1, 100 or 1,000 tenants.
 
-Usage: .venv/bin/python bench/opensearch_tenants.py [--measured 10000] [--others-size 200]
-       [--tenants 1,100,1000] [--queries 200] [--routed-shards 2] [--keep-index]
+Usage: .venv/bin/python bench/opensearch_tenants.py [--measured 10000] [--others-size 20]
+       [--tenants 100,1000] [--queries 200] [--routed-shards 2] [--keep-index]
 
 The node is ``OPENSEARCH_URL`` when that is set and reachable, else a private one that
 ``devtools.opensearch_node.node_url`` starts (scripts/opensearch/start.sh) and stops at exit.
 
-One index per tenant count T, all built before any timing, so the queries can be interleaved
-(query i runs on every index before query i+1): the 1-tenant index is the baseline of the same run.
-Each index holds the measured tenant (``--measured`` lessons) and T-1 other tenants of
-``--others-size`` lessons each. The layout is the adapter's (``opensearch_queries.index_body``:
-lucene HNSW m=16, ef_construction=128, cosine, one shard, ``tenant_id`` keyword filter inside the
-knn clause). With ``--routed-shards S`` (S > 1) one more index of the largest T uses S shards and
-custom routing by tenant: documents are written with ``routing=<tenant>`` and every search of the
-adapter carries the same routing, so a recall asks one shard.
+Two indexes: the baseline holds the measured tenant alone (``--measured`` lessons); the shared one
+holds the same tenant and grows, tenant by tenant of ``--others-size`` lessons, to each count of
+``--tenants``. After each growth step the queries run interleaved (query i on both indexes before
+query i+1, order alternating), so the 1-tenant figure of the same round is the baseline. The layout
+is the adapter's (``opensearch_queries.index_body``: lucene HNSW m=16, ef_construction=128,
+cosine, one shard, ``tenant_id`` keyword filter inside the knn clause). With ``--routed-shards S``
+(S > 1) a third index grows alike with S shards and custom routing by tenant: documents are written
+with ``routing=<tenant>`` and every search of the adapter carries the same routing, so a recall
+asks one shard.
 
 Documents are the adapter's own (``opensearch_queries.document`` / ``bulk_index_lines``) written by
-``_bulk`` directly (refresh off while seeding, one refresh at the end; no force-merge: the segment
-count is printed). Vectors: 384-d, unit length, each a random perturbation of one of 300 topic
+its ``_bulk`` (two requests in flight, refresh off while seeding, one refresh after each step; no
+force-merge: the segment count is printed). Vectors: 384-d, unit length, each a random perturbation of one of 300 topic
 centres shared by every tenant (tenants work on similar tasks, so other tenants' lessons are close
 neighbours the tenant filter has to exclude). Texts: 12 words drawn from a 2,000-word vocabulary
-(the topic's words more often), agent/task/tool fields drawn so the filter passes ~50%.
+(the topic's words more often), agent/task/tool fields drawn so the filter passes ~20% of a tenant.
 
 Timed: ``OpenSearchVectorIndex.hybrid_search`` (what ``services.recall`` calls: one ``_msearch`` of
 k-NN + BM25, plus a similarity search when BM25 finds entries the k-NN missed), k = 50, with an
