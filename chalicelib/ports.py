@@ -15,6 +15,8 @@ from .domain.review import Review
 if TYPE_CHECKING:  # numpy only for typing: keep cold starts short
     import numpy as np
 
+    from .domain.vectors import Vector
+
 
 class Clock(Protocol):
     def now(self) -> datetime:
@@ -262,8 +264,10 @@ class RecallLedger(Protocol):
 class Embedder(Protocol):
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
-        """float32 array (len(texts), dim), rows L2-normalised."""
+    def embed(self, texts: Sequence[str]) -> "np.ndarray | Sequence[Vector]":
+        """One L2-normalised row per text, each of ``dim`` floats: a float32 array (len(texts), dim),
+        or a list of ``domain.vectors.Vector`` where numpy is not installed (the Lambda functions).
+        Callers use only ``len``, indexing, ``sum``, ``@`` and ``/`` on them."""
 
 
 class Reviewer(Protocol):
