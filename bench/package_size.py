@@ -33,12 +33,12 @@ def main() -> None:
         now = lp.build(Path(tmp) / "now")
     print(lp.describe(before, f"baseline (requirements.txt + {', '.join(baseline)})", args.top))
     print(lp.describe(now, "requirements.txt", args.top))
-    print(f"\n{'':<22}{'zipped MB':>10}{'unzipped MB':>13}{'files':>8}")
+    print(f"\n{'':<22}{'zipped MiB':>11}{'unzipped MiB':>14}{'files':>8}")
     for label, p in (("baseline", before), ("now", now)):
-        print(f"{label:<22}{p.zipped / MB:>10.1f}{p.unzipped / MB:>13.1f}{p.files:>8}")
-    print(f"{'now / baseline':<22}{now.zipped / before.zipped:>10.2f}{now.unzipped / before.unzipped:>13.2f}"
+        print(f"{label:<22}{p.zipped / MB:>11.1f}{p.unzipped / MB:>14.1f}{p.files:>8}")
+    print(f"{'now / baseline':<22}{now.zipped / before.zipped:>11.2f}{now.unzipped / before.unzipped:>14.2f}"
           f"{now.files / before.files:>8.2f}")
-    print(f"target: zip <= {lp.MAX_ZIP_BYTES / MB:.0f} MB: {'met' if now.zipped <= lp.MAX_ZIP_BYTES else 'NOT met'}; "
+    print(f"target: zip <= {lp.MAX_ZIP_BYTES / MB:.0f} MiB: {'met' if now.zipped <= lp.MAX_ZIP_BYTES else 'NOT met'}; "
           f"forbidden modules in the package: {sorted(now.tops & set(lp.FORBIDDEN)) or 'none'}")
 
 

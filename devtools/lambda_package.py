@@ -117,8 +117,8 @@ def build(work: Path, overrides: list[str] = (), stage: str = "dev", timeout: fl
 
 def describe(pkg: Package, label: str, top: int = 12) -> str:
     mb = 1024 * 1024
-    rows = [f"{label}: {pkg.zipped / mb:.1f} MB zipped, {pkg.unzipped / mb:.1f} MB unzipped, {pkg.files} files "
+    rows = [f"{label}: {pkg.zipped / mb:.1f} MiB zipped, {pkg.unzipped / mb:.1f} MiB unzipped, {pkg.files} files "
             f"({' + '.join(z.name for z in pkg.zips)}; packaged in {pkg.seconds:.0f} s)"]
     for name, size in sorted(pkg.zipped_by_top.items(), key=lambda x: -x[1])[:top]:
-        rows.append(f"    {name:<34}{size / mb:7.2f} MB zipped {pkg.by_top[name] / mb:7.2f} MB unzipped")
+        rows.append(f"    {name:<34}{size / mb:7.2f} MiB zipped {pkg.by_top[name] / mb:7.2f} MiB unzipped")
     return "\n".join(rows)
