@@ -7,6 +7,7 @@ worked, a *contrast* records the pair. Deterministic, no LLM: the same events gi
 """
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -16,6 +17,10 @@ from .models import Event
 # labels of tool calls
 EFFECTIVE, RECOVERY, FAILED, REPEATED, OBJECTED = "effective", "recovery", "failed", "repeated", "objected"
 _VALUE = {EFFECTIVE: 1.0, RECOVERY: 1.0, FAILED: -1.0, REPEATED: -0.5, OBJECTED: -1.0}
+# How many later calls may hold the fix of a failed call. A fix is what the agent did next: a call
+# a few hundred steps on is another episode, and looking at every later call for every failure
+# made a long trajectory's review quadratic.
+FIX_HORIZON = 64
 
 
 def params_of(event: Event) -> dict[str, Any]:
@@ -195,10 +200,12 @@ def attribute(events: Sequence[Event]) -> Attribution:
     paired: set[str] = set()
     for siblings in children.values():
         worked = [c for c in siblings if c.succeeded and c.event_id not in objected]
+        worked_seqs = [c.seq for c in worked]  # siblings come in seq order
         for f in (c for c in siblings if c.failed):
             if not worked or f.event_id in paired:
                 continue
-            w = next((x for x in worked if x.seq > f.seq), worked[0])
+            later = bisect.bisect_right(worked_seqs, f.seq)
+            w = worked[later] if later < len(worked) else worked[0]
             if w.tool == f.tool:
                 contrast = _fix_for(f, [w], objected)
             else:
@@ -216,7 +223,7 @@ def attribute(events: Sequence[Event]) -> Attribution:
         if error_key in first_of:
             continue
         first_of.add(error_key)
-        contrast = _fix_for(c, calls[i + 1 :], objected)
+        contrast = _fix_for(c, calls[i + 1 : i + 1 + FIX_HORIZON], objected)
         if contrast is not None:
             result.contrasts.append(contrast)
             paired.add(c.event_id)

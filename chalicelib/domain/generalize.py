@@ -19,11 +19,46 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 _PLACEHOLDER_NAME = re.compile(r"[^a-z0-9_]+")
 
 
+_WORD = re.compile(r"\w+")
+
+
+class LiteralValues(dict):
+    """A trajectory's literal values (value -> placeholder), indexed by their first word.
+
+    A long trajectory has thousands of literals and each of its lessons' texts is generalized:
+    trying every literal's pattern on every text made a review quadratic. A text is now matched
+    only against the literals whose first word it contains (a whole-word match needs it), so a
+    text costs its own length, whatever the number of literals."""
+
+    _index: dict[str, list[int]] | None = None
+    _order: list[str]
+    _always: list[int]
+
+    def candidates(self, text: str) -> list[str]:
+        """The literals that may occur in ``text``, longest first (as ``generalize`` tries them)."""
+        if self._index is None:
+            self._order = sorted(self, key=len, reverse=True)
+            index: dict[str, list[int]] = {}
+            always: list[int] = []
+            for rank, literal in enumerate(self._order):
+                first = _WORD.search(literal.casefold())
+                if first is None:
+                    always.append(rank)
+                else:
+                    index.setdefault(first.group(), []).append(rank)
+            self._index, self._always = index, always
+        found = set(self._always)
+        for word in set(_WORD.findall(text.casefold())):
+            found.update(self._index.get(word, ()))
+        return [self._order[rank] for rank in sorted(found)]
+
+
 def generalize(text: str, values: Mapping[str, str] | None = None) -> str:
     """Replace known literal values (value -> placeholder) and then ids, urls, paths, dates, numbers."""
     if values:
+        literals = values if isinstance(values, LiteralValues) else LiteralValues(values)
         # longest first, so "New York City" wins over "York"
-        for literal in sorted(values, key=len, reverse=True):
+        for literal in literals.candidates(text):
             text = _literal(literal).sub(values[literal], text)
     for pattern, placeholder in _PATTERNS:
         text = pattern.sub(placeholder, text)
