@@ -23,33 +23,41 @@ _WORD = re.compile(r"\w+")
 
 
 class LiteralValues(dict):
-    """A trajectory's literal values (value -> placeholder), indexed by their first word.
+    """A trajectory's literal values (value -> placeholder), indexed by their words.
 
     A long trajectory has thousands of literals and each of its lessons' texts is generalized:
-    trying every literal's pattern on every text made a review quadratic. A text is now matched
-    only against the literals whose first word it contains (a whole-word match needs it), so a
-    text costs its own length, whatever the number of literals."""
+    trying every literal's pattern on every text made a review quadratic. A whole-word match of a
+    literal means the text holds the literal's words in a row, so a text is matched only against
+    the literals whose word sequence it holds: its cost is its own length, whatever the number of
+    literals. Build it whole, then use it (the index is made on first use)."""
 
     _index: dict[str, list[int]] | None = None
     _order: list[str]
-    _always: list[int]
+    _always: list[int]  # literals without a word character: tried on every text
+    _lengths: list[int]  # how many words the literals have
+
+    def _build(self) -> dict[str, list[int]]:
+        self._order = sorted(self, key=len, reverse=True)
+        index: dict[str, list[int]] = {}
+        self._always = []
+        for rank, literal in enumerate(self._order):
+            words = _WORD.findall(literal.casefold())
+            if words:
+                index.setdefault(" ".join(words), []).append(rank)
+            else:
+                self._always.append(rank)
+        self._lengths = sorted({key.count(" ") + 1 for key in index})
+        self._index = index
+        return index
 
     def candidates(self, text: str) -> list[str]:
         """The literals that may occur in ``text``, longest first (as ``generalize`` tries them)."""
-        if self._index is None:
-            self._order = sorted(self, key=len, reverse=True)
-            index: dict[str, list[int]] = {}
-            always: list[int] = []
-            for rank, literal in enumerate(self._order):
-                first = _WORD.search(literal.casefold())
-                if first is None:
-                    always.append(rank)
-                else:
-                    index.setdefault(first.group(), []).append(rank)
-            self._index, self._always = index, always
+        index = self._index if self._index is not None else self._build()
+        words = _WORD.findall(text.casefold())
         found = set(self._always)
-        for word in set(_WORD.findall(text.casefold())):
-            found.update(self._index.get(word, ()))
+        for n in self._lengths:
+            for i in range(len(words) - n + 1):
+                found.update(index.get(" ".join(words[i : i + n]), ()))
         return [self._order[rank] for rank in sorted(found)]
 
 
