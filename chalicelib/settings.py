@@ -108,6 +108,11 @@ class Settings(BaseModel):
     host: str = "127.0.0.1"
     port: int = 8000
     threads: int = 16
+    # open connections the embedded server holds (idle keep-alive ones included) before it stops
+    # accepting: waitress's default, 100, let 99 idle sockets shut everyone else out
+    connection_limit: int = Field(default=1000, ge=1)
+    # an idle connection (no request in progress) is closed after this many seconds
+    channel_timeout_seconds: int = Field(default=30, ge=1)
 
 
 def from_environment(fields: Any, environ: Any = None) -> dict[str, str]:
