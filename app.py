@@ -191,8 +191,8 @@ def stats(tenant_id: str) -> s.StatsOut:
 @api.route("POST", "/v1/maintenance/decay", "Decay freshness and archive stale lessons",
            body=s.DecayIn, response=s.DecayOut, auth="admin")
 def decay(body: s.DecayIn) -> s.DecayOut:
-    report = maintenance.run_decay(get_deps(), body.as_of)
-    return s.DecayOut(decayed=report.decayed, archived=report.archived)
+    report = maintenance.run_decay(get_deps(), body.as_of, tenant_id=body.tenant_id, dry_run=body.dry_run)
+    return s.DecayOut(decayed=report.decayed, archived=report.archived, archived_ids=list(report.archived_ids), dry_run=report.dry_run)
 
 
 @api.route("GET", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason",

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
 
-from chalicelib.domain.errors import Conflict, NotFound, Unauthorized
+from chalicelib.domain.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from chalicelib.domain.models import ExperienceStatus
 from chalicelib.services import experiences, ingest, maintenance, recall, review_jobs, tenants
 from tests.support.fakes import FakeClock, fake_deps
@@ -205,6 +206,24 @@ def test_decay_with_time_archives_unused_lessons_and_keeps_used_ones(deps, clock
     assert deps.experiences.get("t1", a).status is ExperienceStatus.ARCHIVED
     assert deps.experiences.get("t1", b).status is ExperienceStatus.ACTIVE
     assert maintenance.run_decay(deps).archived == 0  # safe to run twice
+
+
+def test_decay_refuses_a_time_far_from_the_clock_and_a_dry_run_writes_nothing(deps, clock):
+    a = record_flight_lesson(deps, clock, "tr1").experience_ids[0]
+    b = record_flight_lesson(deps, clock, "tr2", tenant="t2").experience_ids[0]
+    with pytest.raises(InvalidInput):
+        maintenance.run_decay(deps, clock.now() + timedelta(days=367))
+    with pytest.raises(InvalidInput):
+        maintenance.run_decay(deps, clock.now() - timedelta(days=2))
+    later = clock.now() + timedelta(days=200)
+    rehearsal = maintenance.run_decay(deps, later, dry_run=True)
+    assert (rehearsal.archived, sorted(rehearsal.archived_ids), rehearsal.dry_run) == (2, sorted([a, b]), True)
+    assert deps.experiences.get("t1", a).status is ExperienceStatus.ACTIVE
+    assert deps.index.count("t1") == 1
+    report = maintenance.run_decay(deps, later, tenant_id="t2")
+    assert report.archived_ids == (b,)
+    assert deps.experiences.get("t2", b).status is ExperienceStatus.ARCHIVED
+    assert deps.experiences.get("t1", a).status is ExperienceStatus.ACTIVE
 
 
 def test_reindex_rebuilds_a_lost_index_from_the_store(deps, clock):
