@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
+from ..domain.errors import Unavailable
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
     tenant_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_us INTEGER NOT NULL);
@@ -64,6 +66,15 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), default=str)
 
 
+class DatabaseBusy(Unavailable):
+    """Another writer held the database longer than the busy timeout."""
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
 class SqliteDatabase:
     """Thread-local connections to one database file (or a shared in-memory database)."""
 
@@ -97,15 +108,26 @@ class SqliteDatabase:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction taken up front, so concurrent writers queue instead of deadlocking."""
+        """A write transaction taken up front, so concurrent writers queue instead of deadlocking.
+
+        Raises DatabaseBusy (503, retry) when the lock is not had within the busy timeout: the
+        write did not happen, and nothing about it is left half done."""
         conn = self.connection()
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise DatabaseBusy("the database is busy; retry shortly") from exc
+            raise
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if _is_busy(exc):
+                raise DatabaseBusy("the database is busy; retry shortly") from exc
             raise
-        conn.execute("COMMIT")
 
     def read(self) -> sqlite3.Connection:
         return self.connection()
