@@ -64,6 +64,10 @@ class Settings(BaseModel):
     review_max_attempts: int = 5
     review_min_events: int = 3
     local_reviews: bool = True
+    # the most local (anomaly) reviews one trajectory gets; anomalies while one is queued join it
+    max_local_reviews_per_trajectory: int = Field(default=5, ge=0)
+    # the most events one trajectory holds: the append that would pass it answers 409
+    max_events_per_trajectory: int = Field(default=10_000, ge=1)
     merge_threshold: float = 0.92
     supersede_threshold: float = 0.8
 

@@ -38,7 +38,7 @@ CREATE INDEX IF NOT EXISTS experiences_active ON experiences(status, tenant_id, 
 CREATE TABLE IF NOT EXISTS review_jobs (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, kind TEXT NOT NULL,
     state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, due_us INTEGER NOT NULL,
-    last_error TEXT, PRIMARY KEY (tenant_id, trajectory_id, kind));
+    last_error TEXT, triggers TEXT, PRIMARY KEY (tenant_id, trajectory_id, kind));
 CREATE INDEX IF NOT EXISTS review_jobs_due ON review_jobs(state, due_us);
 CREATE TABLE IF NOT EXISTS recalls (
     tenant_id TEXT NOT NULL, recall_id TEXT NOT NULL, expires_us INTEGER NOT NULL, doc TEXT NOT NULL,
@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS credits (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, experience_id TEXT NOT NULL, expires_us INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, trajectory_id, experience_id));
 CREATE INDEX IF NOT EXISTS credits_expiry ON credits(expires_us);
+CREATE TABLE IF NOT EXISTS review_turns (
+    tenant_id TEXT PRIMARY KEY, served INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, vec BLOB NOT NULL, meta TEXT NOT NULL,
     PRIMARY KEY (tenant_id, experience_id));
@@ -89,7 +91,7 @@ class SqliteDatabase:
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
-        added = {("experiences", "situation_key"): "TEXT"}
+        added = {("experiences", "situation_key"): "TEXT", ("review_jobs", "triggers"): "TEXT"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             if cols and column not in cols:

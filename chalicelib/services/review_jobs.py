@@ -56,7 +56,7 @@ def _run(deps: Deps, job: ReviewJob) -> None:
         return
     started = time.perf_counter()
     try:
-        traj = review_and_learn(deps, job.tenant_id, job.trajectory_id, kind)
+        traj = review_and_learn(deps, job.tenant_id, job.trajectory_id, kind, job.triggers)
     except NotFound:
         log.warning("review %s of %s (tenant %s): the trajectory is gone; dropped", job.kind, job.trajectory_id, job.tenant_id)
         deps.queue.dead(job, "trajectory not found")
