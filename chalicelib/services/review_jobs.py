@@ -62,6 +62,8 @@ def _run(deps: Deps, job: ReviewJob) -> None:
         deps.queue.dead(job, "trajectory not found")
         return
     except Exception as exc:  # any failure of a dependency: retry, never lose the job
+        # the operator's dead-job list (admin only) gets the text; the tenant only the class: an
+        # exception's text can hold paths, hosts, queries or another system's data
         reason = f"{type(exc).__name__}: {exc}"[:500]
         if job.attempts >= deps.review_max_attempts:
             log.error("review %s of %s (tenant %s) failed on its last attempt (%d), given up: %s",
@@ -69,7 +71,7 @@ def _run(deps: Deps, job: ReviewJob) -> None:
             now = deps.clock.now()
             deps.queue.dead(job, reason, now)
             if kind.is_full:  # a failed local review leaves the full one to come
-                _mark_failed(deps, job, reason, now)
+                _mark_failed(deps, job, f"review failed: {type(exc).__name__}", now)
         else:
             log.warning("review %s of %s (tenant %s) failed (attempt %d), will retry: %s",
                         job.kind, job.trajectory_id, job.tenant_id, job.attempts, reason)  # fmt: skip

@@ -311,7 +311,7 @@ def test_a_failed_full_review_keeps_the_local_lessons_and_a_redrive_reviews_it_o
         clock.advance(minutes=10)
     traj = ingest.get_trajectory(deps, "t1", "tr1")
     assert traj.status.value == "review_failed"
-    assert traj.review["error"] == "ConnectionError: LLM endpoint down" and traj.review["attempts"] == 2
+    assert traj.review["error"] == "review failed: ConnectionError" and traj.review["attempts"] == 2
     assert traj.experience_ids == local_ids and len(traj.review["local"]) >= 1  # what the local reviews learned stays
     (dead,) = review_jobs.failed_reviews(deps)
     assert (dead.trajectory_id, dead.kind, dead.attempts) == ("tr1", "full", 2)

@@ -94,7 +94,8 @@ def test_a_failing_dependency_is_retried_then_dead_lettered_with_the_reason(deps
         review_jobs.process_review_jobs(deps)
         clock.advance(minutes=10)
     traj = ingest.get_trajectory(deps, "t1", "tr1")
-    assert traj.status.value == "review_failed" and "embedding service down" in traj.review["error"]
+    assert traj.status.value == "review_failed" and traj.review["error"] == "review failed: ConnectionError"
+    assert "embedding service down" in review_jobs.failed_reviews(deps)[0].error  # the operator sees the text
     assert calls["n"] == 3
     # the experience row was written before the index failed: the store stays the truth, and a
     # redrive by an operator finishes the job without a second experience
