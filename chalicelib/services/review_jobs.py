@@ -20,9 +20,12 @@ from .learning import review_and_learn
 log = logging.getLogger(__name__)
 
 
-def process_review_jobs(deps: Deps, limit: int = 10) -> int:
+def process_review_jobs(deps: Deps, limit: int = 1) -> int:
     """Claim due jobs and run them; failures back off and, after the last attempt, are dead-lettered
-    and the trajectory shows ``review_failed`` with the reason. Returns how many jobs ran."""
+    and the trajectory shows ``review_failed`` with the reason. Returns how many jobs ran.
+
+    One at a time by default: jobs claimed together run one after the other, so a batch of one
+    tenant's jobs would make another tenant's job, queued meanwhile, wait for all of them."""
     now = deps.clock.now()
     jobs = deps.queue.claim(now, deps.review_lease_seconds, limit)
     for job in jobs:
