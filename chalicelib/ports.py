@@ -45,12 +45,13 @@ class TenantStore(Protocol):
 class RateLimiter(Protocol):
     """One token bucket per tenant (``domain.ratelimit``), its rate and burst fixed at construction."""
 
-    def acquire(self, tenant_id: str, now: datetime) -> float:
-        """Take one request from the tenant's bucket at ``now``.
+    def acquire(self, tenant_id: str, now: datetime, cost: int = 1) -> float:
+        """Take a request of ``cost`` tokens (``domain.ratelimit.charged``) from the tenant's
+        bucket at ``now``.
 
-        Returns 0.0 when the request is admitted; otherwise the seconds (> 0) until one request
-        would be, and the refused request takes nothing. Tenants never share a bucket. A policy
-        with a rate or burst of 0 admits everything.
+        Returns 0.0 when the request is admitted; otherwise the seconds (> 0) until it would be,
+        and the refused request takes nothing. Tenants never share a bucket. A policy with a rate
+        or burst of 0 admits everything.
         """
 
 

@@ -101,6 +101,11 @@ class Settings(BaseModel):
     # Per-tenant rate limit (token bucket): requests per second and the burst; 0 turns it off
     rate_limit_per_second: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=0)
+    # what a request costs in tokens (``domain.ratelimit.CostPolicy``): a recall 1 + top_k / this
+    # + query characters / the next; an append events / the last, rounded up
+    rate_cost_hits_per_token: int = Field(default=10, ge=1)
+    rate_cost_query_chars_per_token: int = Field(default=500, ge=1)
+    rate_cost_events_per_token: int = Field(default=20, ge=1)
 
     # X-Ray tracing of the Lambda event handlers (infra/ sets it with its ``tracing`` option)
     tracing: bool = False

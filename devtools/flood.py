@@ -51,7 +51,10 @@ def tenant_b_delay(url: str, admin_key: str, events: int = 6000, batch: int = 10
         ]}).raise_for_status()
         started = time.monotonic()
         for first in range(0, events, batch):
-            a.post("/v1/trajectories/flood/events", json={"events": flood_events(first, min(batch, events - first))}).raise_for_status()
+            body = {"events": flood_events(first, min(batch, events - first))}
+            while (resp := a.post("/v1/trajectories/flood/events", json=body)).status_code == 429:
+                time.sleep(float(resp.headers.get("Retry-After", "1")))  # within the permitted rate, as the probe was
+            resp.raise_for_status()
         a.post("/v1/trajectories/flood/finalize", json={"outcome": "failure"}).raise_for_status()
         a_final = time.monotonic()
         b.post("/v1/trajectories/small/finalize", json={"outcome": "success"}).raise_for_status()
