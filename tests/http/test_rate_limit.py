@@ -145,7 +145,9 @@ def test_recall_and_ingest_are_charged_by_the_work_they_ask_for(limited):
 
         other = api.tenant("other")
         assert api.call("POST", "/v1/trajectories", other, {"trajectory_id": "t", "agent_id": "a", "goal": "g"}).status_code == 201
-        events = [{"type": "user_input", "content": {"text": str(i)}} for i in range(100)]  # 5 tokens
-        assert api.call("POST", "/v1/trajectories/t/events", other, {"events": events}).status_code == 202
-        assert api.call("POST", "/v1/trajectories/t/events", other, {"events": events}).status_code == 202
-        assert api.call("POST", "/v1/trajectories/t/events", other, {"events": events}).status_code == 429
+        def batch(n):  # 100 events: 5 tokens
+            return {"events": [{"event_id": f"{n}-{i}", "type": "user_input", "content": {"text": str(i)}} for i in range(100)]}
+
+        assert api.call("POST", "/v1/trajectories/t/events", other, batch(1)).status_code == 202
+        assert api.call("POST", "/v1/trajectories/t/events", other, batch(2)).status_code == 202
+        assert api.call("POST", "/v1/trajectories/t/events", other, batch(3)).status_code == 429
