@@ -14,6 +14,7 @@ from chalicelib.api import schemas as s
 from chalicelib.api.routes import Repeat, Router
 from chalicelib.container import get_deps, get_settings
 from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
+from chalicelib.domain.ratelimit import CostPolicy
 from chalicelib.services import advise, experiences, ingest, maintenance, recall_ids, review_jobs, tenants
 from chalicelib.settings import Settings
 
@@ -112,9 +113,15 @@ def _event_limits(data: object) -> None:
                 raise PayloadTooLarge(f"events.{i} is larger than {settings.max_event_bytes} bytes")
 
 
+def _costs() -> CostPolicy:
+    settings = get_settings()
+    return CostPolicy(settings.rate_cost_hits_per_token, settings.rate_cost_query_chars_per_token, settings.rate_cost_events_per_token)
+
+
 @api.route("POST", "/v1/trajectories/{trajectory_id}/events",
            f"Append events (at most {Settings.model_fields['max_events_per_call'].default})",
-           body=s.EventsIn, response=s.EventsOut, status=202, errors=(404, 409), check=_event_limits)
+           body=s.EventsIn, response=s.EventsOut, status=202, errors=(404, 409), check=_event_limits,
+           cost=lambda body: _costs().append(len(body.events)))
 def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.EventsOut:
     events = [e.model_dump() | {"context": e.context.model_dump(exclude_none=True)} for e in body.events]
     result = ingest.append_events(get_deps(), tenant_id, trajectory_id, events)
@@ -163,7 +170,8 @@ def experience_feedback(experience_id: str, tenant_id: str, body: s.FeedbackIn) 
     return out.experience_out(experiences.feedback(get_deps(), tenant_id, experience_id, body.signal))
 
 
-@api.route("POST", "/v1/recall", "Lessons for the situation at hand, with advice text", body=s.RecallIn, response=s.RecallOut)
+@api.route("POST", "/v1/recall", "Lessons for the situation at hand, with advice text", body=s.RecallIn, response=s.RecallOut,
+           cost=lambda body: _costs().recall(body.top_k, len(body.query)))
 def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
     answer = recall_ids.recall(get_deps(), tenant_id, **body.model_dump())
     return s.RecallOut(recall_id=answer.recall_id, hits=[out.hit_out(h) for h in answer.hits], advice=answer.advice,
@@ -191,8 +199,8 @@ def stats(tenant_id: str) -> s.StatsOut:
 @api.route("POST", "/v1/maintenance/decay", "Decay freshness and archive stale lessons",
            body=s.DecayIn, response=s.DecayOut, auth="admin")
 def decay(body: s.DecayIn) -> s.DecayOut:
-    report = maintenance.run_decay(get_deps(), body.as_of)
-    return s.DecayOut(decayed=report.decayed, archived=report.archived)
+    report = maintenance.run_decay(get_deps(), body.as_of, tenant_id=body.tenant_id, dry_run=body.dry_run)
+    return s.DecayOut(decayed=report.decayed, archived=report.archived, archived_ids=list(report.archived_ids), dry_run=report.dry_run)
 
 
 @api.route("GET", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason",

@@ -46,6 +46,30 @@ def _translate_chalice_error(status: int, headers: dict[str, str], body: bytes) 
     return status, headers, body
 
 
+_WAITRESS_CODES = {400: "malformed_request", 413: "payload_too_large", 431: "headers_too_large"}
+
+
+def json_error_channel() -> type:
+    """Waitress's channel whose own refusals (a malformed request line, a body over the limit, a
+    bad chunk) answer in the contract's error shape instead of waitress's plain text."""
+    from waitress.channel import HTTPChannel
+    from waitress.task import ErrorTask
+
+    class JsonErrorTask(ErrorTask):
+        def execute(self) -> None:
+            error = self.request.error
+            code = _WAITRESS_CODES.get(error.code, "internal_error" if error.code >= 500 else "bad_request")
+            # waitress's message names what it refused and holds nothing of the server's state
+            status, headers, body = _error(error.code, code, f"{error.reason}: {error.body}")
+            self.status = f"{status} {error.reason}"
+            self.response_headers.extend(headers.items())
+            self.set_close_on_finish()
+            self.content_length = len(body)
+            self.write(body)
+
+    return type("JsonErrorChannel", (HTTPChannel,), {"error_task_class": JsonErrorTask})
+
+
 def thread_safe(chalice_app: Any) -> Any:
     """Chalice keeps the request being handled in one attribute of the app (``current_request``):
     right for Lambda, one request per process, wrong for a pool of threads, where requests would
@@ -158,8 +182,6 @@ def describe_reviewer(settings: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import waitress
-
     from chalicelib.container import admin_key_path, get_deps, get_settings
     from worker import BackgroundWorker
 
@@ -185,16 +207,32 @@ def main(argv: list[str] | None = None) -> None:
     print(f"hindsight is serving {url} (backend: {settings.backend}, {where})", flush=True)
     print(f"embedder: {describe_embedder(settings)}; reviewer: {describe_reviewer(settings)}", flush=True)
     print(f"admin key: {key_src}", flush=True)
-    waitress.serve(
-        make_wsgi_app(chalice_app, settings.max_body_bytes),
+    server = create_server(make_wsgi_app(chalice_app, settings.max_body_bytes), settings)
+    try:
+        server.run()
+    finally:
+        server.close()
+
+
+def create_server(wsgi_app: Callable, settings: Any) -> Any:
+    """Waitress with limits that hold under an idle-connection flood: many open connections, idle
+    ones closed after ``channel_timeout_seconds``, no body buffered past ``max_body_bytes``."""
+    from waitress.server import create_server as waitress_server
+
+    server = waitress_server(
+        wsgi_app,
         host=settings.host,
         port=settings.port,
         threads=settings.threads,
-        max_request_body_size=64 * 1024 * 1024,  # our own check answers 413 in JSON below this
+        connection_limit=settings.connection_limit,
+        channel_timeout=settings.channel_timeout_seconds,
+        cleanup_interval=max(1, min(30, settings.channel_timeout_seconds // 2)),
+        max_request_body_size=settings.max_body_bytes,
         expose_tracebacks=False,
         ident="hindsight",
-        _quiet=True,
     )
+    server.channel_class = json_error_channel()
+    return server
 
 
 if __name__ == "__main__":

@@ -47,12 +47,13 @@ class TenantStore(Protocol):
 class RateLimiter(Protocol):
     """One token bucket per tenant (``domain.ratelimit``), its rate and burst fixed at construction."""
 
-    def acquire(self, tenant_id: str, now: datetime) -> float:
-        """Take one request from the tenant's bucket at ``now``.
+    def acquire(self, tenant_id: str, now: datetime, cost: int = 1) -> float:
+        """Take a request of ``cost`` tokens (``domain.ratelimit.charged``) from the tenant's
+        bucket at ``now``.
 
-        Returns 0.0 when the request is admitted; otherwise the seconds (> 0) until one request
-        would be, and the refused request takes nothing. Tenants never share a bucket. A policy
-        with a rate or burst of 0 admits everything.
+        Returns 0.0 when the request is admitted; otherwise the seconds (> 0) until it would be,
+        and the refused request takes nothing. Tenants never share a bucket. A policy with a rate
+        or burst of 0 admits everything.
         """
 
 
@@ -70,14 +71,21 @@ class TrajectoryStore(Protocol):
     def get(self, tenant_id: str, trajectory_id: str) -> Trajectory:
         """Raises NotFound, also for another tenant's id."""
 
-    def append_events(self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime) -> AppendResult:
+    def append_events(
+        self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime, max_events: int | None = None
+    ) -> AppendResult:
         """Append in order, atomically. An event_id already stored counts as a duplicate.
 
-        Raises NotFound, or Conflict once the trajectory is finalized.
+        Raises NotFound, or Conflict once the trajectory is finalized, or Conflict (storing none
+        of the batch) when its new events would take the trajectory past ``max_events``.
         """
 
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
         """All events in arrival order (``seq`` ascending)."""
+
+    def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
+        """The windows of the listed events: each one and the ``before`` events preceding it, each
+        event once, in ``seq`` order. Unknown ids are ignored. Reads only those windows."""
 
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
         """Open -> finalized. Raises NotFound, or Conflict if it is not open."""
@@ -286,6 +294,7 @@ class ReviewJob:
     trajectory_id: str
     kind: str
     attempts: int
+    triggers: tuple[str, ...] = ()  # of a local review: the events whose windows it reviews
 
 
 @dataclass(frozen=True)
@@ -300,14 +309,30 @@ class DeadJob:
     failed_at: datetime | None  # when it was given up (the end of its last lease if not told)
 
 
+MAX_TRIGGERS = 32  # events whose windows one local review reviews
+
+
 class ReviewQueue(Protocol):
     """Job kinds are the text of a ``domain.models.ReviewKind``; the queue only stores them."""
 
     def enqueue(self, tenant_id: str, trajectory_id: str, kind: str, now: datetime) -> None:
         """Idempotent per (tenant, trajectory, kind) while the job is pending."""
 
+    def enqueue_local(
+        self, tenant_id: str, trajectory_id: str, triggers: Sequence[str], now: datetime, max_jobs: int,
+        max_triggers: int = MAX_TRIGGERS,
+    ) -> bool:
+        """Queue a local review of the windows of ``triggers`` (event ids), coalesced: while a local
+        job of the trajectory is pending (not claimed), the triggers join it (up to
+        ``max_triggers`` in a job); otherwise a new job ``local:<first trigger>`` is queued, unless
+        the trajectory already had ``max_jobs`` local jobs. Returns whether anything was queued."""
+
     def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
-        """Lease due jobs; a job whose lease runs out (crashed worker) is claimed again."""
+        """Lease due jobs; a job whose lease runs out (crashed worker) is claimed again.
+
+        Fair across tenants: the tenants with due jobs take turns, least recently served first,
+        each tenant's oldest due job first; a tenant's backlog never holds back another's job
+        by more than one job per other tenant."""
 
     def complete(self, job: ReviewJob) -> None: ...
 

@@ -64,6 +64,10 @@ class Settings(BaseModel):
     review_max_attempts: int = 5
     review_min_events: int = 3
     local_reviews: bool = True
+    # the most local (anomaly) reviews one trajectory gets; anomalies while one is queued join it
+    max_local_reviews_per_trajectory: int = Field(default=5, ge=0)
+    # the most events one trajectory holds: the append that would pass it answers 409
+    max_events_per_trajectory: int = Field(default=10_000, ge=1)
     merge_threshold: float = 0.92
     supersede_threshold: float = 0.8
 
@@ -97,6 +101,11 @@ class Settings(BaseModel):
     # Per-tenant rate limit (token bucket): requests per second and the burst; 0 turns it off
     rate_limit_per_second: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=0)
+    # what a request costs in tokens (``domain.ratelimit.CostPolicy``): a recall 1 + top_k / this
+    # + query characters / the next; an append events / the last, rounded up
+    rate_cost_hits_per_token: int = Field(default=10, ge=1)
+    rate_cost_query_chars_per_token: int = Field(default=500, ge=1)
+    rate_cost_events_per_token: int = Field(default=20, ge=1)
 
     # X-Ray tracing of the Lambda event handlers (infra/ sets it with its ``tracing`` option)
     tracing: bool = False
@@ -108,6 +117,11 @@ class Settings(BaseModel):
     host: str = "127.0.0.1"
     port: int = 8000
     threads: int = 16
+    # open connections the embedded server holds (idle keep-alive ones included) before it stops
+    # accepting: waitress's default, 100, let 99 idle sockets shut everyone else out
+    connection_limit: int = Field(default=1000, ge=1)
+    # an idle connection (no request in progress) is closed after this many seconds
+    channel_timeout_seconds: int = Field(default=30, ge=1)
 
 
 def from_environment(fields: Any, environ: Any = None) -> dict[str, str]:

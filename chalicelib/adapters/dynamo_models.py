@@ -205,6 +205,7 @@ class JobItem(Model):
     last_error = UnicodeAttribute(null=True)
     due_shard = UnicodeAttribute(null=True)
     due_sk = UnicodeAttribute(null=True)
+    triggers = UnicodeAttribute(null=True)  # JSON list: the events a local review reviews
     due = _JobsDue()
 
 

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from pynamodb.exceptions import UpdateError
 
-from ..domain.ratelimit import RatePolicy, decide, epoch_us
+from ..domain.ratelimit import RatePolicy, charged, decide, epoch_us
 from .dynamo_errors import boundary, failed_condition
 from .dynamo_models import DynamoTables
 
@@ -37,10 +37,11 @@ class DynamoRateLimiter:
         self.Item = tables.rate_limits
         self.policy = policy
 
-    def acquire(self, tenant_id: str, now: datetime) -> float:
+    def acquire(self, tenant_id: str, now: datetime, cost: int = 1) -> float:
         if not self.policy.enabled:
             return 0.0
-        now_us, interval, horizon = epoch_us(now), self.policy.interval_us, self.policy.horizon_us
+        now_us, horizon = epoch_us(now), self.policy.horizon_us
+        interval = charged(self.policy, cost) * self.policy.interval_us  # what this request moves tat by
         expires = now + timedelta(microseconds=horizon) + KEEP
         item, tat = self.Item(bucket_key(tenant_id)), self.Item.tat_us
         with boundary("rate_limit"):
@@ -54,14 +55,14 @@ class DynamoRateLimiter:
                 except self.Item.DoesNotExist:
                     continue  # expired and deleted between the writes and this read: start again
                 stored = None if stored is None else int(stored)
-                decision = decide(self.policy, stored, now_us)
+                decision = decide(self.policy, stored, now_us, cost)
                 if not decision.admitted:
                     return decision.wait_us / 1_000_000
                 if stored is not None and stored > now_us + horizon:  # our clock is behind the bucket's
                     if self._update(item, [tat.set(decision.tat_us)], tat == stored, expires):
                         return 0.0
         # still racing after every round: this tenant is very busy right now; one interval's wait
-        return interval / 1_000_000
+        return self.policy.interval_us / 1_000_000
 
     def _update(self, item, actions: list, condition, expires: datetime) -> bool:
         try:

@@ -2,30 +2,44 @@
 updates.
 
 A job that is pending or leased carries ``due_shard``/``due_sk``, which put it in the sparse
-``due`` index; done and dead jobs drop them. ``claim`` reads due candidates from the index (oldest
-first, merged over the shards) and leases each with an update conditional on the state, due time
-and attempt count it read, so two workers never lease the same job: the slower one's condition
-fails and it moves on. In the cloud the table's stream starts the review Lambda on each enqueue.
+``due`` index, in its tenant's partition (``q#<tenant>``, by due time); done and dead jobs drop
+them. Tenants take turns: each tenant with queued jobs has a turn item (``~turn``) in the same
+index under ``turns#<shard>``, sorted by when the tenant was last served. ``claim`` reads the
+least recently served tenants' turns, the oldest due jobs of each, and leases them in turns
+(``fair_claim.in_turns``), each with an update conditional on the state, due time and attempt
+count it read, so two workers never lease the same job. A tenant's turn goes once its partition
+is empty (conditional on no enqueue since). So one tenant's thousands of jobs never stand in
+front of another tenant's job. In the cloud the table's stream starts the review Lambda on each
+enqueue.
 
 A dead job stays in the same sparse index under partitions of its own (``dead#<shard>``, sorted by
 when it was given up), which ``claim`` and ``pending`` never read: an operator lists dead jobs
-without a scan of the table and without another index to deploy.
+without a scan of the table and without another index to deploy. Jobs queued by an earlier
+version in the shared shard partitions (``<shard>``) are still claimed, released and counted.
 """
 from __future__ import annotations
 
 import heapq
+import json
 from datetime import datetime, timedelta, timezone
+from itertools import islice
 from typing import Any, Sequence
 
-from pynamodb.exceptions import DoesNotExist, UpdateError
+from pynamodb.exceptions import DeleteError, DoesNotExist, UpdateError
 
-from ..ports import DeadJob, ReviewJob
+from ..ports import MAX_TRIGGERS, DeadJob, ReviewJob
+from .fair_claim import in_turns
 from .dynamo_errors import boundary, failed_condition
 from .dynamo_items import compose, micros, shard_of, us_key, us_key_bound
 from .dynamo_models import DynamoTables
 
 PENDING, LEASED, DONE, DEAD = "pending", "leased", "done", "dead"
 DEAD_SHARD = "dead#"  # prefix of the due index's partitions that hold dead jobs
+QUEUE = "q#"  # prefix of a tenant's partition of due jobs
+TURNS = "turns#"  # prefix of the partitions of tenants' turns
+TURN = "~turn"  # the range key of a tenant's turn item (a job key always holds a '#')
+TURN_STATE = "turn"
+TENANTS_PER_CLAIM = 32  # turns read by one claim, the least recently served first
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -36,8 +50,28 @@ class DynamoReviewQueue:
 
     def _due(self, tenant_id: str, trajectory_id: str, kind: str, due_us: int) -> list:
         J = self.Job
-        shard = shard_of(compose(tenant_id, trajectory_id, kind), self.tables.config.shards)
-        return [J.due_us.set(due_us), J.due_shard.set(shard), J.due_sk.set(us_key(due_us, tenant_id, trajectory_id, kind))]
+        return [J.due_us.set(due_us), J.due_shard.set(QUEUE + tenant_id), J.due_sk.set(us_key(due_us, tenant_id, trajectory_id, kind))]
+
+    def _touch_turn(self, tenant_id: str, served_us: int | None = None) -> None:
+        """The tenant has queued jobs: its turn exists (a new one sorts first, never served;
+        ``served_us``: it goes to the back) and its version moves, so a claim that saw the queue
+        empty does not remove it."""
+        J = self.Job
+        key = us_key(served_us, tenant_id, TURN) if served_us is not None else J.due_sk | us_key(0, tenant_id, TURN)
+        J(tenant_id, TURN).update(actions=[
+            J.trajectory_id.set(J.trajectory_id | ""), J.kind.set(TURN), J.state.set(TURN_STATE), J.due_us.set(J.due_us | 0),
+            J.due_shard.set(TURNS + shard_of(tenant_id, self.tables.config.shards)), J.due_sk.set(key), J.attempts.add(1),
+        ])
+
+    def _legacy_shards(self) -> list[str]:
+        return list(self.tables.shards)
+
+    def _queues(self) -> list[str]:
+        """Every partition that may hold pending or leased jobs: each queued tenant's, and the
+        shared shards of an earlier version."""
+        J = self.Job
+        turns = [t.tenant_id for s in self.tables.shards for t in J.due.query(TURNS + s)]
+        return [QUEUE + t for t in turns] + self._legacy_shards()
 
     def _not_due(self) -> list:
         return [self.Job.due_shard.remove(), self.Job.due_sk.remove()]
@@ -67,6 +101,47 @@ class DynamoReviewQueue:
                 ],
                 J.tenant_id.does_not_exist() | J.state.is_in(DONE, DEAD),
             )
+            self._touch_turn(tenant_id)
+
+    def enqueue_local(
+        self, tenant_id: str, trajectory_id: str, triggers: Sequence[str], now: datetime, max_jobs: int,
+        max_triggers: int = MAX_TRIGGERS,
+    ) -> bool:
+        if not triggers:
+            return False
+        J = self.Job
+        with boundary("enqueue_local"):
+            for _ in range(20):  # a claim or another append may win the race: read again
+                local = list(J.query(tenant_id, J.job.startswith(compose(trajectory_id, "local:")), consistent_read=True))
+                pending = next((j for j in local if j.state == PENDING and int(j.attempts) == 0), None)
+                if pending is not None:  # not claimed yet: the new triggers join it
+                    known = json.loads(pending.triggers or "[]")
+                    merged = list(dict.fromkeys([*known, *triggers]))[:max_triggers]
+                    if len(merged) == len(known):
+                        return False
+                    if self._update(
+                        pending, [J.triggers.set(json.dumps(merged))],
+                        (J.state == PENDING) & (J.attempts == 0) & (J.triggers == pending.triggers),
+                    ):
+                        return True
+                    continue
+                if len(local) >= max_jobs:
+                    return False
+                kind = f"local:{triggers[0]}"
+                if self._update(
+                    J(tenant_id, compose(trajectory_id, kind)),
+                    [
+                        J.trajectory_id.set(trajectory_id), J.kind.set(kind), J.state.set(PENDING), J.attempts.set(0),
+                        J.triggers.set(json.dumps(list(dict.fromkeys(triggers))[:max_triggers])),
+                        *self._due(tenant_id, trajectory_id, kind, micros(now)),
+                    ],
+                    J.tenant_id.does_not_exist(),
+                ):
+                    self._touch_turn(tenant_id)
+                    return True
+                if any(j.kind == kind for j in local):  # this trigger's job already ran
+                    return False
+        return False
 
     def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
         J = self.Job
@@ -75,9 +150,25 @@ class DynamoReviewQueue:
         jobs: list[ReviewJob] = []
         if limit <= 0:
             return jobs
+        bound = us_key_bound(now_us)
         with boundary("claim"):
-            due = [J.due.query(s, J.due_sk < us_key_bound(now_us), page_size=max(limit, 10)) for s in self.tables.shards]
-            for job in heapq.merge(*due, key=lambda j: j.due_sk):
+            turns = list(islice(heapq.merge(*[J.due.query(TURNS + s) for s in self.tables.shards], key=lambda t: t.due_sk),
+                                TENANTS_PER_CLAIM))
+            due: dict[str, list] = {}
+            served: dict[str, int] = {}
+            for turn in turns:
+                queued = list(J.due.query(QUEUE + turn.tenant_id, J.due_sk < bound, limit=limit))
+                if queued:
+                    due[turn.tenant_id] = queued
+                    served[turn.tenant_id] = int(turn.due_sk.split("#", 1)[0])
+                elif next(iter(J.due.query(QUEUE + turn.tenant_id, limit=1)), None) is None:
+                    # nothing queued: the turn goes, unless an enqueue touched it since it was read
+                    self._delete_turn(turn)
+            legacy = heapq.merge(*[J.due.query(s, J.due_sk < bound, page_size=max(limit, 10)) for s in self._legacy_shards()],
+                                 key=lambda j: j.due_sk)
+            for job in islice(legacy, limit):
+                due.setdefault(job.tenant_id, []).append(job)
+            for job in in_turns(due, served, limit):
                 leased = self._update(
                     job,
                     [J.state.set(LEASED), J.attempts.add(1), *self._due(job.tenant_id, job.trajectory_id, job.kind, until_us)],
@@ -85,10 +176,22 @@ class DynamoReviewQueue:
                     J.state.is_in(PENDING, LEASED) & (J.due_us <= now_us) & (J.attempts == job.attempts),
                 )
                 if leased:
-                    jobs.append(ReviewJob(job.tenant_id, job.trajectory_id, job.kind, int(job.attempts)))
-                    if len(jobs) == limit:
-                        break
+                    triggers = tuple(json.loads(job.triggers)) if job.triggers else ()
+                    jobs.append(ReviewJob(job.tenant_id, job.trajectory_id, job.kind, int(job.attempts), triggers))
+                    self._served(job.tenant_id, now_us + len(jobs))
         return jobs
+
+    def _served(self, tenant_id: str, at_us: int) -> None:
+        """The tenant's turn goes to the back: it was served at ``at_us``."""
+        self._touch_turn(tenant_id, at_us)
+
+    def _delete_turn(self, turn: Any) -> None:
+        J = self.Job
+        try:
+            turn.delete(condition=J.attempts == turn.attempts)
+        except DeleteError as exc:
+            if not failed_condition(exc):
+                raise
 
     def _finish(self, job: ReviewJob, actions: list, operation: str) -> None:
         J = self.Job
@@ -103,6 +206,8 @@ class DynamoReviewQueue:
         J = self.Job
         actions = [J.state.set(PENDING), J.last_error.set(error), *self._due(job.tenant_id, job.trajectory_id, job.kind, due_us)]
         self._finish(job, actions, "retry_later")
+        with boundary("retry_later"):
+            self._touch_turn(job.tenant_id)
 
     def _dead_at(self, tenant_id: str, trajectory_id: str, kind: str, failed_us: int) -> list:
         J = self.Job
@@ -142,23 +247,25 @@ class DynamoReviewQueue:
         redriven = 0
         with boundary("redrive"):
             for j in jobs:
-                redriven += self._update(
+                if self._update(
                     J(j.tenant_id, compose(j.trajectory_id, j.kind)),
                     [J.state.set(PENDING), J.attempts.set(0), *self._due(j.tenant_id, j.trajectory_id, j.kind, micros(now))],
                     J.state == DEAD,
-                )
+                ):
+                    redriven += 1
+                    self._touch_turn(j.tenant_id)
         return redriven
 
     def pending(self) -> int:
         with boundary("pending"):
-            return sum(self.Job.due.count(s) for s in self.tables.shards)
+            return sum(self.Job.due.count(q) for q in self._queues())
 
     def release_leases(self, now: datetime) -> int:
         J = self.Job
         released = 0
         with boundary("release_leases"):
-            for shard in self.tables.shards:
-                for job in list(J.due.query(shard, filter_condition=J.state == LEASED)):
+            for queue in self._queues():
+                for job in list(J.due.query(queue, filter_condition=J.state == LEASED)):
                     released += self._update(
                         job,
                         [J.state.set(PENDING), *self._due(job.tenant_id, job.trajectory_id, job.kind, micros(now))],

@@ -20,7 +20,8 @@ from typing import Any, Iterator, Sequence
 from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
-from ..domain.errors import Conflict, NotFound
+from ..domain.anomaly import seq_windows
+from ..domain.errors import Conflict, NotFound, TrajectoryFull
 from ..domain.models import Event, ReviewSummary, Trajectory, TrajectoryStatus
 from ..ports import AppendResult
 from .codec import event_from_doc, to_doc, trajectory_from_doc
@@ -136,10 +137,13 @@ class DynamoTrajectoryStore:
         with boundary("get trajectory"):
             return self._trajectory(self._item(tenant_id, trajectory_id))
 
-    def append_events(self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime) -> AppendResult:
+    def append_events(
+        self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime, max_events: int | None = None
+    ) -> AppendResult:
         """Atomic per transaction. A batch too big for one (over 49 events or about 3.5 MB) goes in
         several, in order: if one of them fails, the ones before it stay stored, and the client's
-        retry of the whole batch counts them as duplicates."""
+        retry of the whole batch counts them as duplicates. ``max_events`` is checked for the whole
+        batch first, then by each transaction (a concurrent append may have taken the room)."""
         with boundary("append_events"):
             first: dict[str, Event] = {}
             for event in events:  # a repeat inside the batch is a duplicate of its first copy
@@ -148,8 +152,14 @@ class DynamoTrajectoryStore:
             accepted: list[str] = []
             if not unique:
                 self._open_item(tenant_id, trajectory_id)
+            elif max_events is not None:
+                count = int(self._open_item(tenant_id, trajectory_id).event_count)
+                if count + len(unique) > max_events:
+                    new = len(first) - len(self._stored_ids(tenant_id, trajectory_id, list(first)))
+                    if count + new > max_events:
+                        raise TrajectoryFull(trajectory_id, count, new, max_events)
             for chunk in _chunks(unique, [_event_doc(e) for e in unique]):
-                accepted += self._append_chunk(tenant_id, trajectory_id, chunk, now)
+                accepted += self._append_chunk(tenant_id, trajectory_id, chunk, now, max_events)
         return AppendResult(accepted=len(accepted), duplicates=len(events) - len(accepted), accepted_ids=tuple(accepted))
 
     def _open_item(self, tenant_id: str, trajectory_id: str) -> Any:
@@ -159,12 +169,27 @@ class DynamoTrajectoryStore:
         return item
 
     def _stored_ids(self, tenant_id: str, trajectory_id: str, event_ids: list[str]) -> set[str]:
+        return set(self._seqs(tenant_id, trajectory_id, event_ids))
+
+    def _seqs(self, tenant_id: str, trajectory_id: str, event_ids: list[str]) -> dict[str, int]:
+        """event id -> seq of the listed events that are stored (from their idempotency markers)."""
         pk = events_pk(tenant_id, trajectory_id)
-        keys = [(pk, marker_sk(i)) for i in event_ids]
-        return {m.event_id for m in self.Event.batch_get(keys, consistent_read=True)}
+        keys = [(pk, marker_sk(i)) for i in dict.fromkeys(event_ids)]
+        return {m.event_id: int(m.seq) for m in self.Event.batch_get(keys, consistent_read=True)}
+
+    def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
+        pk = events_pk(tenant_id, trajectory_id)
+        with boundary("events_around"):
+            seqs = self._seqs(tenant_id, trajectory_id, list(event_ids)).values()
+            out: list[Event] = []
+            for lo, hi in seq_windows(list(seqs), before):
+                items = self.Event.query(pk, self.Event.sk.between(seq_sk(lo), seq_sk(hi)), consistent_read=True)
+                out += [event_from_doc(json.loads(i.doc)) for i in items]
+            return out
 
     def _append_chunk(
-        self, tenant_id: str, trajectory_id: str, chunk: list[tuple[Event, dict[str, Any]]], now: datetime
+        self, tenant_id: str, trajectory_id: str, chunk: list[tuple[Event, dict[str, Any]]], now: datetime,
+        max_events: int | None = None,
     ) -> list[str]:
         pk = events_pk(tenant_id, trajectory_id)
         E, T = self.Event, self.Traj
@@ -175,6 +200,8 @@ class DynamoTrajectoryStore:
             if not new:
                 return []
             count = int(item.event_count)
+            if max_events is not None and count + len(new) > max_events:
+                raise TrajectoryFull(trajectory_id, count, len(new), max_events)
             try:
                 with TransactWrite(connection=self.tables.connection) as tx:
                     for offset, (event, doc) in enumerate(new, start=1):

@@ -19,12 +19,12 @@ class InProcessRateLimiter:
         self._tat: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, tenant_id: str, now: datetime) -> float:
+    def acquire(self, tenant_id: str, now: datetime, cost: int = 1) -> float:
         if not self.policy.enabled:
             return 0.0
         now_us = epoch_us(now)
         with self._lock:
-            decision = decide(self.policy, self._tat.get(tenant_id), now_us)
+            decision = decide(self.policy, self._tat.get(tenant_id), now_us, cost)
             if not decision.admitted:
                 return decision.wait_us / 1_000_000
             self._tat[tenant_id] = decision.tat_us

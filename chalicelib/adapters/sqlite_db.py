@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
+from ..domain.errors import Unavailable
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
     tenant_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_us INTEGER NOT NULL);
@@ -36,7 +38,7 @@ CREATE INDEX IF NOT EXISTS experiences_active ON experiences(status, tenant_id, 
 CREATE TABLE IF NOT EXISTS review_jobs (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, kind TEXT NOT NULL,
     state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, due_us INTEGER NOT NULL,
-    last_error TEXT, PRIMARY KEY (tenant_id, trajectory_id, kind));
+    last_error TEXT, triggers TEXT, PRIMARY KEY (tenant_id, trajectory_id, kind));
 CREATE INDEX IF NOT EXISTS review_jobs_due ON review_jobs(state, due_us);
 CREATE TABLE IF NOT EXISTS recalls (
     tenant_id TEXT NOT NULL, recall_id TEXT NOT NULL, expires_us INTEGER NOT NULL, doc TEXT NOT NULL,
@@ -46,6 +48,8 @@ CREATE TABLE IF NOT EXISTS credits (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, experience_id TEXT NOT NULL, expires_us INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, trajectory_id, experience_id));
 CREATE INDEX IF NOT EXISTS credits_expiry ON credits(expires_us);
+CREATE TABLE IF NOT EXISTS review_turns (
+    tenant_id TEXT PRIMARY KEY, served INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, vec BLOB NOT NULL, meta TEXT NOT NULL,
     PRIMARY KEY (tenant_id, experience_id));
@@ -64,6 +68,15 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), default=str)
 
 
+class DatabaseBusy(Unavailable):
+    """Another writer held the database longer than the busy timeout."""
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
 class SqliteDatabase:
     """Thread-local connections to one database file (or a shared in-memory database)."""
 
@@ -78,7 +91,7 @@ class SqliteDatabase:
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
-        added = {("experiences", "situation_key"): "TEXT"}
+        added = {("experiences", "situation_key"): "TEXT", ("review_jobs", "triggers"): "TEXT"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             if cols and column not in cols:
@@ -97,15 +110,26 @@ class SqliteDatabase:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction taken up front, so concurrent writers queue instead of deadlocking."""
+        """A write transaction taken up front, so concurrent writers queue instead of deadlocking.
+
+        Raises DatabaseBusy (503, retry) when the lock is not had within the busy timeout: the
+        write did not happen, and nothing about it is left half done."""
         conn = self.connection()
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise DatabaseBusy("the database is busy; retry shortly") from exc
+            raise
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if _is_busy(exc):
+                raise DatabaseBusy("the database is busy; retry shortly") from exc
             raise
-        conn.execute("COMMIT")
 
     def read(self) -> sqlite3.Connection:
         return self.connection()

@@ -7,9 +7,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Sequence
 
-from ..domain.errors import Conflict, NotFound, TenantNameTaken
+from ..domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from ..domain.models import Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
-from ..ports import AppendResult, DeadJob, Page, ReviewJob
+from ..ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob
+from ..domain.anomaly import seq_windows
+from .fair_claim import in_turns
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
 from .cursors import decode_parts, encode_cursor
 from .sqlite_db import SqliteDatabase, dumps, from_us, to_us
@@ -73,6 +75,18 @@ def _count_by_status(db: SqliteDatabase, table: str, tenant_id: str) -> dict[str
     return {r["status"]: r["n"] for r in rows}
 
 
+def _stored_ids(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str, event_ids: list[str]) -> set[str]:
+    ids = list(dict.fromkeys(event_ids))
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        found.update(r["event_id"] for r in conn.execute(
+            f"SELECT event_id FROM events WHERE tenant_id=? AND trajectory_id=? AND event_id IN ({','.join('?' * len(chunk))})",
+            (tenant_id, trajectory_id, *chunk),
+        ))
+    return found
+
+
 class SqliteTrajectoryStore:
     def __init__(self, db: SqliteDatabase) -> None:
         self.db = db
@@ -109,13 +123,20 @@ class SqliteTrajectoryStore:
     def get(self, tenant_id: str, trajectory_id: str) -> Trajectory:
         return self._row(self.db.read(), tenant_id, trajectory_id)
 
-    def append_events(self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime) -> AppendResult:
+    def append_events(
+        self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime, max_events: int | None = None
+    ) -> AppendResult:
         with self.db.write() as conn:
             traj = self._row(conn, tenant_id, trajectory_id)
             if traj.status is not TrajectoryStatus.OPEN:
                 raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
             seq = traj.event_count
             accepted: list[str] = []
+            if max_events is not None and seq + len(events) > max_events:
+                stored = _stored_ids(conn, tenant_id, trajectory_id, [e.event_id for e in events])
+                new = len({e.event_id for e in events} - stored)
+                if seq + new > max_events:
+                    raise TrajectoryFull(trajectory_id, seq, new, max_events)
             for event in events:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO events(tenant_id, trajectory_id, seq, event_id, doc) VALUES (?,?,?,?,?)",
@@ -133,6 +154,25 @@ class SqliteTrajectoryStore:
             "SELECT doc FROM events WHERE tenant_id=? AND trajectory_id=? ORDER BY seq", (tenant_id, trajectory_id)
         ).fetchall()
         return [event_from_doc(json.loads(r["doc"])) for r in rows]
+
+    def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
+        conn = self.db.read()
+        seqs: list[int] = []
+        ids = list(dict.fromkeys(event_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            seqs += [r["seq"] for r in conn.execute(
+                f"SELECT seq FROM events WHERE tenant_id=? AND trajectory_id=? AND event_id IN ({','.join('?' * len(chunk))})",
+                (tenant_id, trajectory_id, *chunk),
+            )]
+        out: list[Event] = []
+        for lo, hi in seq_windows(seqs, before):
+            rows = conn.execute(
+                "SELECT doc FROM events WHERE tenant_id=? AND trajectory_id=? AND seq BETWEEN ? AND ? ORDER BY seq",
+                (tenant_id, trajectory_id, lo, hi),
+            )
+            out += [event_from_doc(json.loads(r["doc"])) for r in rows]
+        return out
 
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
         with self.db.write() as conn:
@@ -301,22 +341,78 @@ class SqliteReviewQueue:
                 (tenant_id, trajectory_id, kind, to_us(now)),
             )
 
-    def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
-        now_us = to_us(now)
+    def enqueue_local(
+        self, tenant_id: str, trajectory_id: str, triggers: Sequence[str], now: datetime, max_jobs: int,
+        max_triggers: int = MAX_TRIGGERS,
+    ) -> bool:
+        if not triggers:
+            return False
         with self.db.write() as conn:
             rows = conn.execute(
-                "SELECT tenant_id, trajectory_id, kind, attempts FROM review_jobs"
-                " WHERE state IN ('pending', 'leased') AND due_us <= ? ORDER BY due_us LIMIT ?",
+                "SELECT kind, state, attempts, triggers FROM review_jobs"
+                " WHERE tenant_id=? AND trajectory_id=? AND kind LIKE 'local:%'",
+                (tenant_id, trajectory_id),
+            ).fetchall()
+            pending = next((r for r in rows if r["state"] == "pending" and r["attempts"] == 0), None)
+            if pending is not None:  # not claimed yet: the new triggers join it
+                known = json.loads(pending["triggers"] or "[]")
+                merged = list(dict.fromkeys([*known, *triggers]))[:max_triggers]
+                conn.execute(
+                    "UPDATE review_jobs SET triggers=? WHERE tenant_id=? AND trajectory_id=? AND kind=?",
+                    (json.dumps(merged), tenant_id, trajectory_id, pending["kind"]),
+                )
+                return len(merged) > len(known)
+            if len(rows) >= max_jobs:
+                return False
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO review_jobs(tenant_id, trajectory_id, kind, state, due_us, triggers)"
+                " VALUES (?,?,?,'pending',?,?)",
+                (tenant_id, trajectory_id, f"local:{triggers[0]}", to_us(now), json.dumps(list(dict.fromkeys(triggers))[:max_triggers])),
+            )
+            return cur.rowcount == 1
+
+    def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
+        now_us = to_us(now)
+        if limit <= 0:
+            return []
+        with self.db.write() as conn:
+            # each tenant's oldest due jobs (at most ``limit``), tenants by their oldest due job
+            rows = conn.execute(
+                "SELECT tenant_id, trajectory_id, kind, attempts, triggers FROM ("
+                " SELECT *, ROW_NUMBER() OVER (PARTITION BY tenant_id ORDER BY due_us, trajectory_id, kind) AS n,"
+                " MIN(due_us) OVER (PARTITION BY tenant_id) AS first_due"
+                " FROM review_jobs WHERE state IN ('pending', 'leased') AND due_us <= ?)"
+                " WHERE n <= ? ORDER BY first_due, tenant_id, n",
                 (now_us, limit),
             ).fetchall()
-            jobs = []
+            due: dict[str, list] = {}
             for r in rows:
+                due.setdefault(r["tenant_id"], []).append(r)
+            tenants = list(due)
+            served = {
+                r["tenant_id"]: r["served"]
+                for start in range(0, len(tenants), 500)
+                for r in conn.execute(
+                    f"SELECT tenant_id, served FROM review_turns WHERE tenant_id IN ({','.join('?' * len(tenants[start:start + 500]))})",
+                    tenants[start : start + 500],
+                )
+            }
+            turn = conn.execute("SELECT COALESCE(MAX(served), 0) AS n FROM review_turns").fetchone()["n"]
+            jobs = []
+            for r in in_turns(due, served, limit):
                 conn.execute(
                     "UPDATE review_jobs SET state='leased', attempts=attempts+1, due_us=?"
                     " WHERE tenant_id=? AND trajectory_id=? AND kind=?",
                     (now_us + int(lease_seconds * 1_000_000), r["tenant_id"], r["trajectory_id"], r["kind"]),
                 )
-                jobs.append(ReviewJob(r["tenant_id"], r["trajectory_id"], r["kind"], r["attempts"] + 1))
+                turn += 1
+                conn.execute(
+                    "INSERT INTO review_turns(tenant_id, served) VALUES (?, ?)"
+                    " ON CONFLICT(tenant_id) DO UPDATE SET served=excluded.served",
+                    (r["tenant_id"], turn),
+                )
+                triggers = tuple(json.loads(r["triggers"])) if r["triggers"] else ()
+                jobs.append(ReviewJob(r["tenant_id"], r["trajectory_id"], r["kind"], r["attempts"] + 1, triggers))
             return jobs
 
     def _set(self, job: ReviewJob, state: str, error: str | None, due_us: int | None = None) -> None:

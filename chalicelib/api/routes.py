@@ -117,10 +117,13 @@ class Router:
         uses_dependencies: bool = True,
         check: Callable[[Any], None] | None = None,
         media_type: str = "application/json",
+        cost: Callable[[Any], int] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Response]]:
         """Register ``view`` for ``method path``. The view gets the path parameters, then
         ``tenant_id`` (auth="tenant"), ``body`` and ``query`` (validated models) by keyword.
-        ``check`` sees the parsed JSON body before validation (limits that answer 413)."""
+        ``check`` sees the parsed JSON body before validation (limits that answer 413).
+        ``cost``: the tokens of the tenant's rate limit the validated body takes (one was taken
+        when the key was checked, the rest once the body says what work it asks for)."""
         declared = Route(method.lower(), path, summary, body, query, response, status, auth, errors,
                          repeat_status, uses_dependencies, media_type)
         if auth == "tenant" and "tenant_id" in declared.path_parameters:
@@ -139,6 +142,8 @@ class Router:
                     if check is not None:
                         check(data)
                     values["body"] = validate(body, data)
+                    if cost is not None and auth == "tenant":
+                        tenants.admit(get_deps(), values["tenant_id"], cost(values["body"]) - 1)
                 if query is not None:
                     values["query"] = validate(query, dict(self.app.current_request.query_params or {}))
                 return self.answer(declared, view(**values))

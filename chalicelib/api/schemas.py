@@ -425,12 +425,16 @@ class AdviseOut(Model):
 
 
 class DecayIn(Strict):
-    as_of: Time | None = None
+    as_of: Time | None = Field(default=None, description="Decay as of this time: at most 1 day before now, 366 days after")
+    tenant_id: Id | None = Field(default=None, description="Only this tenant's lessons (default: every tenant's)")
+    dry_run: Annotated[bool, Field(strict=True)] = Field(default=False, description="Write nothing; answer what would be decayed and archived")
 
 
 class DecayOut(Model):
     decayed: int
     archived: int
+    archived_ids: list[str] = Field(description="The lessons archived (or, in a dry run, that would be), the first 1,000")
+    dry_run: bool
 
 
 class ReindexOut(Model):

@@ -8,6 +8,10 @@ from .attribution import call_key
 from .models import Event, ReviewKind
 
 WINDOW = 8  # events of context reviewed before the anomaly's last event
+# events before a batch that ingest reads back to find the anomalies the batch completes: an
+# append costs what it carries, not the whole trajectory (a call repeated for the third time
+# counts within this reach)
+CONTEXT = 64
 
 
 @dataclass(frozen=True)
@@ -20,9 +24,17 @@ class Anomaly:
         return ReviewKind.local(self.trigger.event_id)
 
 
-def window(events: Sequence[Event], trigger: Event) -> list[Event]:
-    """What a local review reviews: the anomaly's last event and the WINDOW events before it."""
-    return [e for e in events if trigger.seq - WINDOW <= e.seq <= trigger.seq]
+def seq_windows(seqs: Sequence[int], before: int) -> list[tuple[int, int]]:
+    """The seq ranges [seq - before, seq] of the listed events, overlapping ones merged, in order:
+    what ``TrajectoryStore.events_around`` reads."""
+    out: list[tuple[int, int]] = []
+    for seq in sorted(set(seqs)):
+        lo = max(1, seq - before)
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], seq)
+        else:
+            out.append((lo, seq))
+    return out
 
 
 def may_complete_anomaly(event: Event) -> bool:

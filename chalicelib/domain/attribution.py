@@ -7,6 +7,7 @@ worked, a *contrast* records the pair. Deterministic, no LLM: the same events gi
 """
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -16,6 +17,10 @@ from .models import Event
 # labels of tool calls
 EFFECTIVE, RECOVERY, FAILED, REPEATED, OBJECTED = "effective", "recovery", "failed", "repeated", "objected"
 _VALUE = {EFFECTIVE: 1.0, RECOVERY: 1.0, FAILED: -1.0, REPEATED: -0.5, OBJECTED: -1.0}
+# How many later calls may hold the fix of a failed call. A fix is what the agent did next: a call
+# a few hundred steps on is another episode, and looking at every later call for every failure
+# made a long trajectory's review quadratic.
+FIX_HORIZON = 64
 
 
 def params_of(event: Event) -> dict[str, Any]:
@@ -127,18 +132,27 @@ def _scalars(value: Any) -> list[str]:
     return [str(value).strip().lower()]
 
 
-def _supplies(source: Event, before: dict[str, Any], after: dict[str, Any]) -> bool:
+def _produced(source: Event, cache: dict[str, list[str]]) -> list[str]:
+    """The values a call's result holds (at least two characters), read once per review."""
+    if source.event_id not in cache:
+        cache[source.event_id] = [s for s in _scalars(source.content.get("result")) if len(s) >= 2]
+    return cache[source.event_id]
+
+
+def _supplies(produced: list[str], used: list[str]) -> bool:
     """Data flow: the source call's result holds a value the successful retry used and the failed
     call did not (``lookup_airport`` -> "CDG" -> ``search_flights(from="CDG")``; ``get_token`` ->
     "t0k" -> ``headers={"Authorization": "Bearer t0k"}``)."""
-    produced = [s for s in _scalars(source.content.get("result")) if len(s) >= 2]
-    if not produced:
-        return False
-    used = [s for key, value in after.items() if before.get(key) != value for s in _scalars(value)]
     return any(p in u or (len(u) >= 2 and u in p) for p in produced for u in used if len(p) >= 3 or p == u)
 
 
-def _fix_for(failed: Event, after: Sequence[Event], objected: set[str]) -> Contrast | None:
+def _fix_for(
+    failed: Event,
+    after: Sequence[Event],
+    objected: set[str],
+    produced: dict[str, list[str]] | None = None,
+    ok: Sequence[Event] | None = None,
+) -> Contrast | None:
     """The choice that made the difference after a failed call, or None (a transient failure).
 
     * the same tool succeeded later: a parameter fed by a call in between makes that call a
@@ -147,13 +161,16 @@ def _fix_for(failed: Event, after: Sequence[Event], objected: set[str]) -> Contr
     * it never did: the first call to succeed after its last failure replaced it (swap).
     A call the user objected to right after it does not count as a success.
     """
-    ok = [e for e in after if e.succeeded and e.event_id not in objected]
+    produced = {} if produced is None else produced
+    if ok is None:  # the calls of ``after`` that worked, unless the caller knows them
+        ok = [e for e in after if e.succeeded and e.event_id not in objected]
     same = next((e for e in ok if e.tool == failed.tool), None)
     if same is not None:
         between = [e for e in ok if e.seq < same.seq and e.tool != failed.tool]
         before, now = params_of(failed), params_of(same)
         changed = tuple(sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
-        source = next((e for e in reversed(between) if _supplies(e, before, now)), None)
+        used = [s for key, value in now.items() if before.get(key) != value for s in _scalars(value)]
+        source = next((e for e in reversed(between) if used and _supplies(_produced(e, produced), used)), None)
         if source is not None:
             return Contrast(failed, same, "order", changed, prerequisite=source.tool)
         if changed:
@@ -195,10 +212,12 @@ def attribute(events: Sequence[Event]) -> Attribution:
     paired: set[str] = set()
     for siblings in children.values():
         worked = [c for c in siblings if c.succeeded and c.event_id not in objected]
+        worked_seqs = [c.seq for c in worked]  # siblings come in seq order
         for f in (c for c in siblings if c.failed):
             if not worked or f.event_id in paired:
                 continue
-            w = next((x for x in worked if x.seq > f.seq), worked[0])
+            later = bisect.bisect_right(worked_seqs, f.seq)
+            w = worked[later] if later < len(worked) else worked[0]
             if w.tool == f.tool:
                 contrast = _fix_for(f, [w], objected)
             else:
@@ -209,6 +228,8 @@ def attribute(events: Sequence[Event]) -> Attribution:
 
     # Sequential retries: the first failure of a (tool, error) and what fixed it.
     first_of: set[tuple[str | None, str]] = set()
+    produced: dict[str, list[str]] = {}
+    worked_at = [i for i, c in enumerate(calls) if c.succeeded and c.event_id not in objected]
     for i, c in enumerate(calls):
         if not c.failed or c.event_id in paired:
             continue
@@ -216,7 +237,9 @@ def attribute(events: Sequence[Event]) -> Attribution:
         if error_key in first_of:
             continue
         first_of.add(error_key)
-        contrast = _fix_for(c, calls[i + 1 :], objected)
+        lo, hi = bisect.bisect_right(worked_at, i), bisect.bisect_right(worked_at, i + FIX_HORIZON)
+        ok = [calls[j] for j in worked_at[lo:hi]]
+        contrast = _fix_for(c, calls[i + 1 : i + 1 + FIX_HORIZON], objected, produced, ok)
         if contrast is not None:
             result.contrasts.append(contrast)
             paired.add(c.event_id)

@@ -56,6 +56,18 @@ class TenantNameTaken(Conflict):
         self.tenant_id = tenant_id
 
 
+class TrajectoryFull(Conflict):
+    """An append would take a trajectory past the events it may hold (``max_events_per_trajectory``)."""
+
+    code = "trajectory_full"
+
+    def __init__(self, trajectory_id: str, stored: int, new: int, max_events: int) -> None:
+        super().__init__(
+            f"trajectory {trajectory_id} holds {stored} events and may hold {max_events}: these {new} new events"
+            " are refused (none stored); finalize it and record the rest of the task in a new trajectory"
+        )
+
+
 class RateLimited(HindsightError):
     code = "rate_limited"
 

@@ -19,11 +19,54 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 _PLACEHOLDER_NAME = re.compile(r"[^a-z0-9_]+")
 
 
+_WORD = re.compile(r"\w+")
+
+
+class LiteralValues(dict):
+    """A trajectory's literal values (value -> placeholder), indexed by their words.
+
+    A long trajectory has thousands of literals and each of its lessons' texts is generalized:
+    trying every literal's pattern on every text made a review quadratic. A whole-word match of a
+    literal means the text holds the literal's words in a row, so a text is matched only against
+    the literals whose word sequence it holds: its cost is its own length, whatever the number of
+    literals. Build it whole, then use it (the index is made on first use)."""
+
+    _index: dict[str, list[int]] | None = None
+    _order: list[str]
+    _always: list[int]  # literals without a word character: tried on every text
+    _lengths: list[int]  # how many words the literals have
+
+    def _build(self) -> dict[str, list[int]]:
+        self._order = sorted(self, key=len, reverse=True)
+        index: dict[str, list[int]] = {}
+        self._always = []
+        for rank, literal in enumerate(self._order):
+            words = _WORD.findall(literal.casefold())
+            if words:
+                index.setdefault(" ".join(words), []).append(rank)
+            else:
+                self._always.append(rank)
+        self._lengths = sorted({key.count(" ") + 1 for key in index})
+        self._index = index
+        return index
+
+    def candidates(self, text: str) -> list[str]:
+        """The literals that may occur in ``text``, longest first (as ``generalize`` tries them)."""
+        index = self._index if self._index is not None else self._build()
+        words = _WORD.findall(text.casefold())
+        found = set(self._always)
+        for n in self._lengths:
+            for i in range(len(words) - n + 1):
+                found.update(index.get(" ".join(words[i : i + n]), ()))
+        return [self._order[rank] for rank in sorted(found)]
+
+
 def generalize(text: str, values: Mapping[str, str] | None = None) -> str:
     """Replace known literal values (value -> placeholder) and then ids, urls, paths, dates, numbers."""
     if values:
+        literals = values if isinstance(values, LiteralValues) else LiteralValues(values)
         # longest first, so "New York City" wins over "York"
-        for literal in sorted(values, key=len, reverse=True):
+        for literal in literals.candidates(text):
             text = _literal(literal).sub(values[literal], text)
     for pattern, placeholder in _PATTERNS:
         text = pattern.sub(placeholder, text)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence, Union
 
 from .attribution import params_of
-from .generalize import describe_value, generalize, literal_digest, literal_digests, literal_values
+from .generalize import LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values
 from .models import Event, Trajectory
 
 _MAX_VALUE = 80
@@ -78,7 +78,7 @@ def drafted(wording: Mapping[str, Wording], values: Mapping[str, str], salt: str
         **{name: write(pieces, values) for name, pieces in wording.items()},
         **identity,
         literals=literal_digests(values, salt),
-        values=dict(values),
+        values=values if isinstance(values, LiteralValues) else LiteralValues(values),
         wording=dict(wording),
     )
 
@@ -139,18 +139,20 @@ def trajectory_literals(events: Sequence[Event]) -> dict[str, str]:
     """The literal values of a trajectory's tool calls (value -> placeholder), and the answers
     that gave them ("Which city?" -> "Lyon")."""
     values = literal_values(params_of(e) for e in events if e.is_tool_call)
+    by_lower: dict[str, str] = {}
+    for v, p in values.items():
+        by_lower.setdefault(v.lower(), p)
     for e in events:
-        if e.is_tool_call and isinstance(e.content.get("result"), str):
-            for v, p in list(values.items()):
-                if v.lower() == str(e.content["result"]).strip().lower():
-                    values.setdefault(e.content["result"].strip(), p)
-    return values
+        result = e.content.get("result") if e.is_tool_call else None
+        if isinstance(result, str) and (p := by_lower.get(result.strip().lower())) is not None:
+            values.setdefault(result.strip(), p)
+    return LiteralValues(values)
 
 
 def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) -> dict[str, str]:
     """``values`` less the literals to keep as they are (given by digest)."""
     keep = set(keep)
-    return {v: p for v, p in values.items() if literal_digest(v, salt) not in keep}
+    return LiteralValues({v: p for v, p in values.items() if literal_digest(v, salt) not in keep})
 
 
 def goal_wording(traj: Trajectory) -> Wording:

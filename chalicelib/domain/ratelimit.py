@@ -49,8 +49,9 @@ class Decision:
     wait_us: int  # 0 when admitted; else how long until one request would be
 
 
-def decide(policy: RatePolicy, tat_us: int | None, now_us: int) -> Decision:
-    """Admit one request at ``now_us`` given the stored ``tat_us`` (None: a full bucket).
+def decide(policy: RatePolicy, tat_us: int | None, now_us: int, cost: int = 1) -> Decision:
+    """Admit a request of ``cost`` tokens at ``now_us`` given the stored ``tat_us`` (None: a full
+    bucket). A cost above the burst is charged as the burst (a full bucket admits it).
 
     ``tat`` never runs more than the horizon ahead of a clock that only moves forward. Further
     ahead, the clock went back (an NTP step, another instance's skew, a test's time travel): the
@@ -59,10 +60,35 @@ def decide(policy: RatePolicy, tat_us: int | None, now_us: int) -> Decision:
     if tat_us is not None and tat_us > now_us + policy.horizon_us:
         tat_us = now_us + policy.horizon_us - policy.interval_us
     start = now_us if tat_us is None else max(tat_us, now_us)
-    new_tat = start + policy.interval_us
+    new_tat = start + charged(policy, cost) * policy.interval_us
     if new_tat - now_us <= policy.horizon_us:
         return Decision(True, new_tat, 0)
     return Decision(False, start, new_tat - policy.horizon_us - now_us)
+
+
+def charged(policy: RatePolicy, cost: int) -> int:
+    """The tokens a request of ``cost`` takes: at least one, at most a full bucket."""
+    return max(1, min(int(cost), policy.burst))
+
+
+@dataclass(frozen=True)
+class CostPolicy:
+    """What a request costs, in tokens of its tenant's bucket: the work it asks for, not 1.
+
+    1,200 recalls of top_k 50 with long queries in 77 s drew no 429 and made another tenant's
+    recalls 6 times slower: a recall costs one token plus one per ``hits_per_token`` hits asked
+    and one per ``query_chars_per_token`` characters of query; an append one per
+    ``events_per_token`` events (rounded up)."""
+
+    hits_per_token: int = 10
+    query_chars_per_token: int = 500
+    events_per_token: int = 20
+
+    def recall(self, top_k: int, query_chars: int) -> int:
+        return 1 + top_k // self.hits_per_token + query_chars // self.query_chars_per_token
+
+    def append(self, events: int) -> int:
+        return max(1, -(-events // self.events_per_token))
 
 
 def retry_after_seconds(wait_seconds: float) -> int:

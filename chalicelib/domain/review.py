@@ -78,6 +78,20 @@ class _Context:
         return drafted(wording, self.values, self.traj.tenant_id, **identity)
 
 
+def _contrast_key(c: Contrast) -> str:
+    """The fingerprint of the lesson a contrast teaches: same situation, fix naming the same tools
+    and parameters. Known before the lesson is worded, so a contrast repeated along a long
+    trajectory is worded once."""
+    tool = c.failed.tool or "?"
+    if c.kind == "param":
+        names: tuple[str, ...] = (tool, *c.changed_params)
+    elif c.kind == "order":
+        names = (tool, c.prerequisite or "?")
+    else:
+        names = (tool, c.worked.tool or "?")
+    return fix_fingerprint(situation_key(tool, error_class(c.failed)), names)
+
+
 def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     tool, cls = c.failed.tool or "?", error_class(c.failed)
     err = Raw(error_text(c.failed))
@@ -89,20 +103,17 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
         action, fix_tools = f"Called `{tool}` again with {names} changed.", (tool,)
         lesson = f"`{tool}` fails with {cls} when {names} is wrong or missing; it worked once you {change}."
         advice: Wording = (f"When you call `{tool}`, {change}: otherwise it fails with ", err, ".")
-        key = fix_fingerprint(situation_key(tool, cls), (tool, *c.changed_params))
     elif c.kind == "order":
         pre = c.prerequisite or "?"
         fed = f" and pass what it returns as {', '.join(f'`{n}`' for n in c.changed_params)}" if c.changed_params else ""
         action, fix_tools = f"Called `{pre}` first{fed}, then `{tool}` succeeded.", (tool, pre)
         lesson = f"`{tool}` fails with {cls} unless `{pre}` is called before it{fed}."
         advice = (f"Call `{pre}` before `{tool}`{fed}: calling `{tool}` first fails with ", err, ".")
-        key = fix_fingerprint(situation_key(tool, cls), (tool, pre))
     else:
         fix = c.worked.tool or "?"
         action, fix_tools = f"Used `{fix}` instead of `{tool}`, which worked.", (tool, fix)
         lesson = f"`{tool}` fails with {cls} for this kind of task, and `{fix}` works."
         advice = (f"Use `{fix}` instead of `{tool}` for this: `{tool}` fails with ", err, ".")
-        key = fix_fingerprint(situation_key(tool, cls), (tool, fix))
     return ctx.draft(
         situation,
         (action,),
@@ -111,7 +122,7 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
         advice,
         tools=fix_tools,
         kind="recovery",
-        fingerprint=key,
+        fingerprint=_contrast_key(c),
         situation_key=situation_key(tool, cls),
         error_class=cls,
     )
@@ -188,7 +199,8 @@ def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_
             review.lessons.append(draft)
 
     for contrast in attribution.contrasts:
-        add(_from_contrast(ctx, contrast))
+        if _contrast_key(contrast) not in seen:
+            add(_from_contrast(ctx, contrast))
     fixed = {(d.tools[0], d.error_class) for d in review.lessons}
 
     by_call: dict[str, list[Event]] = {}

@@ -48,6 +48,8 @@ class Deps:
     local_reviews: bool  # anomalies during ingest start a review of the events around them
     recall_ttl_days: float  # how long a recall id can still be credited
     advise_candidates: int  # lessons naming the tool that advise holds a call against
+    max_local_reviews: int  # per trajectory; anomalies while one is queued join it
+    max_events_per_trajectory: int
     admin_key: str | None = None
     rate_limiter: RateLimiter | None = None  # None: tenants are not limited
     # told when a review job is queued (the embedded worker waits on it); None: nobody to wake,
@@ -81,6 +83,8 @@ def policies(settings: Settings) -> dict[str, Any]:
         review_lease_seconds=settings.review_lease_seconds,
         review_min_events=settings.review_min_events,
         local_reviews=settings.local_reviews,
+        max_local_reviews=settings.max_local_reviews_per_trajectory,
+        max_events_per_trajectory=settings.max_events_per_trajectory,
         merge_threshold=settings.merge_threshold,
         supersede_threshold=settings.supersede_threshold,
         recall_ttl_days=settings.recall_ttl_days,

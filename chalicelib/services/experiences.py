@@ -35,11 +35,15 @@ def write_experience(
 ) -> tuple[Experience, bool]:
     """Store a manual lesson (the lesson and the advice stand for each other when one is missing;
     the confidence defaults to the source's). A client-chosen id makes it idempotent:
-    a repeat returns the stored one."""
+    a repeat returns the stored one, indexed again if active: the first attempt may have stored
+    it and failed before indexing it (a lock timeout, the index down), and the retry is what
+    makes it recallable."""
     now = deps.clock.now()
     if experience_id:
         existing = deps.experiences.get_many(tenant_id, [experience_id]).get(experience_id)
         if existing is not None:
+            if existing.status is ExperienceStatus.ACTIVE:
+                index_experiences(deps, tenant_id, [existing])
             return existing, False
     origin = Source(source)
     exp = Experience(

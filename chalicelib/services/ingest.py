@@ -5,7 +5,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
-from ..domain.anomaly import detect, may_complete_anomaly
+from ..domain.anomaly import CONTEXT, detect, may_complete_anomaly
 from ..domain.attribution import Attribution, attribute
 from ..domain.errors import Conflict
 from ..domain.models import FULL_REVIEW, Event, Trajectory, TrajectoryStatus
@@ -50,18 +50,20 @@ def append_events(
     deps: Deps, tenant_id: str, trajectory_id: str, events: Sequence[Mapping[str, Any]]
 ) -> AppendResult:
     """Never waits on a review: ingest writes the events and, if they complete an anomaly (two failed
-    calls in a row, negative feedback, a call repeated three times), queues a local review.
+    calls in a row, negative feedback, a call repeated three times), queues a local review, or
+    adds them to the one queued (at most ``max_local_reviews`` per trajectory). It reads back only
+    the batch and the ``CONTEXT`` events before it. Raises TrajectoryFull past
+    ``max_events_per_trajectory``.
 
     ``events`` hold the fields of ``Event`` but ``seq``; without an ``event_id`` or a ``timestamp``
     an event gets a new id and the time of arrival."""
     now = deps.clock.now()
     built = [_event(e, now) for e in events]
-    result = deps.trajectories.append_events(tenant_id, trajectory_id, built, now)
-    if deps.local_reviews and result.accepted_ids and any(may_complete_anomaly(e) for e in built):
-        anomalies = detect(deps.trajectories.events(tenant_id, trajectory_id), set(result.accepted_ids))
-        for anomaly in anomalies:
-            deps.queue.enqueue(tenant_id, trajectory_id, str(anomaly.review_kind), now)
-        if anomalies:
+    result = deps.trajectories.append_events(tenant_id, trajectory_id, built, now, deps.max_events_per_trajectory)
+    if deps.local_reviews and deps.max_local_reviews and result.accepted_ids and any(may_complete_anomaly(e) for e in built):
+        recent = deps.trajectories.events_around(tenant_id, trajectory_id, result.accepted_ids, CONTEXT)
+        triggers = [a.trigger.event_id for a in detect(recent, set(result.accepted_ids))]
+        if triggers and deps.queue.enqueue_local(tenant_id, trajectory_id, triggers, now, deps.max_local_reviews):
             _notify(deps)
     return result
 

@@ -8,9 +8,9 @@ runs again rewrites the same experiences instead of adding new ones.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Collection
+from typing import Any, Collection, Sequence
 
-from ..domain.anomaly import qualifies_for_full_review, window
+from ..domain.anomaly import WINDOW, qualifies_for_full_review
 from ..domain.distill import (
     draft_to_experience, literals_to_keep, merge_into, passes_quality_gate, should_supersede, specialized_experience,
     supersede,
@@ -149,13 +149,16 @@ def _findings(review: Review, result: Distilled) -> dict[str, Any]:
     }
 
 
-def review_and_learn(deps: Deps, tenant_id: str, trajectory_id: str, kind: ReviewKind) -> Trajectory:
-    """Review the trajectory (all of it, or the window of a local review), store what it teaches
-    and record the review on it. Raises NotFound for an unknown trajectory."""
+def review_and_learn(
+    deps: Deps, tenant_id: str, trajectory_id: str, kind: ReviewKind, triggers: Sequence[str] = ()
+) -> Trajectory:
+    """Review the trajectory (all of it, or for a local review the windows of its trigger and the
+    ``triggers`` coalesced into it), store what it teaches and record the review on it. Raises
+    NotFound for an unknown trajectory."""
     traj = deps.trajectories.get(tenant_id, trajectory_id)
-    events = deps.trajectories.events(tenant_id, trajectory_id)
     if not kind.is_full:
-        return _learn_locally(deps, traj, events, kind)
+        return _learn_locally(deps, traj, kind, triggers)
+    events = deps.trajectories.events(tenant_id, trajectory_id)
     if traj.status is TrajectoryStatus.REVIEWED:
         return traj
     local = ReviewSummary.local_reviews(traj)
@@ -178,14 +181,17 @@ def review_and_learn(deps: Deps, tenant_id: str, trajectory_id: str, kind: Revie
     )
 
 
-def _learn_locally(deps: Deps, traj: Trajectory, events: list[Event], kind: ReviewKind) -> Trajectory:
-    trigger = next((e for e in events if e.event_id == kind.trigger), None)
-    if trigger is None:
+def _learn_locally(deps: Deps, traj: Trajectory, kind: ReviewKind, triggers: Sequence[str]) -> Trajectory:
+    """Reads only the windows of the triggers (``anomaly.WINDOW`` events before each)."""
+    wanted = list(dict.fromkeys([kind.trigger or "", *triggers]))
+    events = deps.trajectories.events_around(traj.tenant_id, traj.trajectory_id, wanted, WINDOW)
+    if not any(e.event_id == kind.trigger for e in events):
         return traj
-    review = deps.reviewer.review(traj, without_recalls(window(events, trigger)), kind.scope)
+    review = deps.reviewer.review(traj, without_recalls(events), kind.scope)
     result = distill(deps, traj, review)
     _persist(deps, traj.tenant_id, result)
-    summary = ReviewSummary(findings=_findings(review, result), trigger=kind.trigger, llm_lessons=review.llm_lessons)
+    findings = _findings(review, result) | ({"triggers": wanted} if len(wanted) > 1 else {})
+    summary = ReviewSummary(findings=findings, trigger=kind.trigger, llm_lessons=review.llm_lessons)
     return deps.trajectories.add_local_review(
         traj.tenant_id, traj.trajectory_id, result.experience_ids, summary.as_dict(), deps.clock.now()
     )

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from ..domain.errors import InvalidInput
 from ..domain.models import ExperienceStatus, TrajectoryStatus
 from ..domain.scoring import current_freshness, decay
 from .deps import Deps
@@ -14,28 +15,61 @@ from .indexing import index_experiences
 class DecayReport:
     decayed: int
     archived: int
+    archived_ids: tuple[str, ...] = ()  # the first MAX_LISTED of them
+    dry_run: bool = False
 
 
-def run_decay(deps: Deps, as_of: datetime | None = None, page_size: int = 500) -> DecayReport:
-    """Safe to run twice: the result depends only on the stored state and ``as_of``."""
-    now = as_of or deps.clock.now()
+MAX_LISTED = 1000
+# How far ``as_of`` may be from the clock: decay at a date years ahead archived every tenant's
+# lessons in one call. A day back covers a rerun of a missed run; a year ahead, a rehearsal.
+AS_OF_PAST = timedelta(days=1)
+AS_OF_FUTURE = timedelta(days=366)
+
+
+def run_decay(
+    deps: Deps,
+    as_of: datetime | None = None,
+    page_size: int = 500,
+    *,
+    tenant_id: str | None = None,
+    dry_run: bool = False,
+) -> DecayReport:
+    """Decay every tenant's active lessons (or one tenant's) as of ``as_of`` (default: now, at most
+    a day back or 366 days ahead, else InvalidInput). ``dry_run``: nothing is written; the report
+    says what would be archived. Safe to run twice: the result depends only on the stored state
+    and ``as_of``."""
+    clock = deps.clock.now()
+    if as_of is not None and not clock - AS_OF_PAST <= as_of <= clock + AS_OF_FUTURE:
+        raise InvalidInput(
+            f"as_of must be between {(clock - AS_OF_PAST).isoformat()} and {(clock + AS_OF_FUTURE).isoformat()}"
+        )
+    now = as_of or clock
     decayed = archived = 0
+    listed: list[str] = []
     cursor = None
     while True:
-        page = deps.experiences.scan_active(limit=page_size, cursor=cursor)
+        if tenant_id is None:
+            page = deps.experiences.scan_active(limit=page_size, cursor=cursor)
+        else:
+            page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
         for exp in page.items:
             updated = decay(exp, now, deps.decay)
             if updated == exp:
                 continue
-            deps.experiences.put(updated)
             decayed += 1
-            if updated.status is ExperienceStatus.ARCHIVED:
-                deps.index.delete(exp.tenant_id, [exp.experience_id])
+            gone = updated.status is ExperienceStatus.ARCHIVED
+            if not dry_run:
+                deps.experiences.put(updated)
+                if gone:
+                    deps.index.delete(exp.tenant_id, [exp.experience_id])
+            if gone:
                 archived += 1
+                if len(listed) < MAX_LISTED:
+                    listed.append(exp.experience_id)
         if page.cursor is None:
-            if deps.recalls is not None:
+            if deps.recalls is not None and not dry_run:
                 deps.recalls.purge_expired(deps.clock.now())  # not as_of: a decay "as of" later must not drop live ids
-            return DecayReport(decayed, archived)
+            return DecayReport(decayed, archived, tuple(listed), dry_run)
         cursor = page.cursor
 
 

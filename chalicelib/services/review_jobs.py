@@ -20,9 +20,12 @@ from .learning import review_and_learn
 log = logging.getLogger(__name__)
 
 
-def process_review_jobs(deps: Deps, limit: int = 10) -> int:
+def process_review_jobs(deps: Deps, limit: int = 1) -> int:
     """Claim due jobs and run them; failures back off and, after the last attempt, are dead-lettered
-    and the trajectory shows ``review_failed`` with the reason. Returns how many jobs ran."""
+    and the trajectory shows ``review_failed`` with the reason. Returns how many jobs ran.
+
+    One at a time by default: jobs claimed together run one after the other, so a batch of one
+    tenant's jobs would make another tenant's job, queued meanwhile, wait for all of them."""
     now = deps.clock.now()
     jobs = deps.queue.claim(now, deps.review_lease_seconds, limit)
     for job in jobs:
@@ -56,12 +59,14 @@ def _run(deps: Deps, job: ReviewJob) -> None:
         return
     started = time.perf_counter()
     try:
-        traj = review_and_learn(deps, job.tenant_id, job.trajectory_id, kind)
+        traj = review_and_learn(deps, job.tenant_id, job.trajectory_id, kind, job.triggers)
     except NotFound:
         log.warning("review %s of %s (tenant %s): the trajectory is gone; dropped", job.kind, job.trajectory_id, job.tenant_id)
         deps.queue.dead(job, "trajectory not found")
         return
     except Exception as exc:  # any failure of a dependency: retry, never lose the job
+        # the operator's dead-job list (admin only) gets the text; the tenant only the class: an
+        # exception's text can hold paths, hosts, queries or another system's data
         reason = f"{type(exc).__name__}: {exc}"[:500]
         if job.attempts >= deps.review_max_attempts:
             log.error("review %s of %s (tenant %s) failed on its last attempt (%d), given up: %s",
@@ -69,7 +74,7 @@ def _run(deps: Deps, job: ReviewJob) -> None:
             now = deps.clock.now()
             deps.queue.dead(job, reason, now)
             if kind.is_full:  # a failed local review leaves the full one to come
-                _mark_failed(deps, job, reason, now)
+                _mark_failed(deps, job, f"review failed: {type(exc).__name__}", now)
         else:
             log.warning("review %s of %s (tenant %s) failed (attempt %d), will retry: %s",
                         job.kind, job.trajectory_id, job.tenant_id, job.attempts, reason)  # fmt: skip

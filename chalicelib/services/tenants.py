@@ -75,11 +75,12 @@ def authenticate(deps: Deps, authorization: str | None) -> str:
     return tenant_id
 
 
-def admit(deps: Deps, tenant_id: str) -> None:
-    """Take one request from the tenant's rate limit; RateLimited (with retry_after) when it is spent."""
-    if deps.rate_limiter is None:
+def admit(deps: Deps, tenant_id: str, cost: int = 1) -> None:
+    """Take ``cost`` tokens from the tenant's rate limit; RateLimited (with retry_after) when it
+    has not that many."""
+    if deps.rate_limiter is None or cost <= 0:
         return
-    wait = deps.rate_limiter.acquire(tenant_id, deps.clock.now())
+    wait = deps.rate_limiter.acquire(tenant_id, deps.clock.now(), cost)
     if wait > 0:
         retry_after = retry_after_seconds(wait)
         raise RateLimited(f"too many requests for this tenant; retry in {retry_after} s", retry_after=retry_after)

@@ -114,3 +114,19 @@ def test_instances_over_the_same_storage_share_a_tenants_bucket(limiters):
     assert take(first, "t1", 3) == [0.0] * 3
     assert take(second, "t1", 2) == [0.0] * 2
     assert first.acquire("t1", T0) > 0 and second.acquire("t1", T0) > 0
+
+
+def test_a_request_takes_as_many_tokens_as_it_costs(limiters):
+    limiter = limiters.limiter(POLICY)
+    assert limiter.acquire("t1", T0, cost=3) == 0.0
+    assert limiter.acquire("t1", T0, cost=3) == pytest.approx(0.1)  # 2 left: one more interval
+    assert limiter.acquire("t1", T0, cost=2) == 0.0
+    assert limiter.acquire("t1", T0) > 0
+    assert limiter.acquire("t1", T0 + 4 * INTERVAL, cost=4) == 0.0  # four came back
+
+
+def test_a_cost_above_the_burst_takes_a_full_bucket_and_never_waits_forever(limiters):
+    limiter = limiters.limiter(POLICY)
+    assert limiter.acquire("t1", T0, cost=50) == 0.0
+    assert limiter.acquire("t1", T0) == pytest.approx(0.1)
+    assert limiter.acquire("t1", T0 + 5 * INTERVAL, cost=50) == 0.0

@@ -260,3 +260,63 @@ def test_dead_jobs_survive_a_restart(durable_backend):
     assert (dead.trajectory_id, dead.error, dead.attempts) == ("tr1", "boom", 1)
     assert again.redrive([dead], at(1)) == 1
     assert keys(again.claim(at(1), LEASE)) == [("t1", "tr1", "full")]
+
+
+def test_local_reviews_coalesce_while_one_is_pending_and_stop_at_the_cap(review_queue):
+    assert review_queue.enqueue_local("t1", "tr1", ["e2"], at(0), max_jobs=2)
+    assert review_queue.enqueue_local("t1", "tr1", ["e4", "e2"], at(1), max_jobs=2)  # joins the pending one
+    assert not review_queue.enqueue_local("t1", "tr1", ["e4"], at(1), max_jobs=2)  # nothing new
+    assert review_queue.pending() == 1
+    (first,) = review_queue.claim(at(2), LEASE)
+    assert (first.kind, first.triggers) == ("local:e2", ("e2", "e4"))
+    assert review_queue.enqueue_local("t1", "tr1", ["e9"], at(3), max_jobs=2)  # the first is leased: a new job
+    assert review_queue.enqueue_local("t1", "tr2", ["e1"], at(3), max_jobs=2)  # another trajectory, its own count
+    review_queue.complete(first)
+    (second, other) = sorted(review_queue.claim(at(4), LEASE), key=lambda j: j.trajectory_id)
+    assert (second.kind, second.triggers) == ("local:e9", ("e9",)) and other.trajectory_id == "tr2"
+    review_queue.complete(second)
+    assert not review_queue.enqueue_local("t1", "tr1", ["e20"], at(5), max_jobs=2)  # two had: the cap
+    assert review_queue.claim(at(6), LEASE) == []
+
+
+def test_a_local_job_keeps_at_most_max_triggers(review_queue):
+    review_queue.enqueue_local("t1", "tr1", [f"e{i}" for i in range(10)], at(0), max_jobs=5, max_triggers=4)
+    review_queue.enqueue_local("t1", "tr1", ["e99"], at(0), max_jobs=5, max_triggers=4)
+    (job,) = review_queue.claim(at(1), LEASE)
+    assert job.triggers == ("e0", "e1", "e2", "e3")
+
+
+def test_a_retried_local_job_keeps_its_triggers(review_queue):
+    review_queue.enqueue_local("t1", "tr1", ["e1", "e2"], at(0), max_jobs=5)
+    (job,) = review_queue.claim(at(0), LEASE)
+    review_queue.retry_later(job, "boom", at(1), delay_seconds=5)
+    (again,) = review_queue.claim(at(10), LEASE)
+    assert (again.kind, again.triggers, again.attempts) == ("local:e1", ("e1", "e2"), 2)
+
+
+def test_tenants_take_turns_whatever_one_tenant_queued_before(review_queue):
+    for i in range(30):
+        review_queue.enqueue("flood", f"tr{i:02d}", "full", at(i))
+    review_queue.enqueue("quiet", "tr1", "full", at(100))
+    review_queue.enqueue("other", "tr1", "full", at(101))
+    first = review_queue.claim(at(200), LEASE, limit=1)
+    second = review_queue.claim(at(200), LEASE, limit=1)
+    third = review_queue.claim(at(200), LEASE, limit=1)
+    # each of the three tenants is served once before any is served twice, the oldest due first
+    assert sorted(j.tenant_id for j in first + second + third) == ["flood", "other", "quiet"]
+    assert [j.trajectory_id for j in first + second + third if j.tenant_id == "flood"] == ["tr00"]
+    batch = review_queue.claim(at(200), LEASE, limit=4)
+    assert [j.tenant_id for j in batch] == ["flood"] * 4  # only one tenant left with due jobs
+    review_queue.enqueue("quiet", "tr2", "full", at(200))
+    nxt = review_queue.claim(at(200), LEASE, limit=2)
+    assert [j.tenant_id for j in nxt] == ["quiet", "flood"]  # served less recently than the flood
+    assert review_queue.pending() == 33
+
+
+def test_a_claim_of_several_interleaves_the_tenants(review_queue):
+    for i in range(5):
+        review_queue.enqueue("a", f"tr{i}", "full", at(i))
+    review_queue.enqueue("b", "tr1", "full", at(50))
+    review_queue.enqueue("b", "tr2", "full", at(51))
+    claimed = review_queue.claim(at(60), LEASE, limit=4)
+    assert sorted(j.tenant_id for j in claimed) == ["a", "a", "b", "b"]

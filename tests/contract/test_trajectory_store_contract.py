@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from chalicelib.domain.errors import Conflict, NotFound
+from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull
 from chalicelib.domain.models import Event, Trajectory, TrajectoryStatus
 
 from .conftest import T0
@@ -322,3 +322,27 @@ def test_a_local_review_is_appended_without_changing_the_status(trajectory_store
     assert trajectory_store.get("t1", "tr1") == after
     with pytest.raises(NotFound):
         trajectory_store.add_local_review("t2", "tr1", [], {}, at(3))
+
+
+def test_an_append_past_max_events_stores_none_of_the_batch_and_duplicates_do_not_count(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev(f"e{i}") for i in range(3)], T0, max_events=4)
+    with pytest.raises(TrajectoryFull):
+        trajectory_store.append_events("t1", "tr1", [ev("e3"), ev("e4")], T0, max_events=4)
+    assert trajectory_store.get("t1", "tr1").event_count == 3
+    assert [e.event_id for e in trajectory_store.events("t1", "tr1")] == ["e0", "e1", "e2"]
+    result = trajectory_store.append_events("t1", "tr1", [ev("e0"), ev("e1"), ev("e3")], T0, max_events=4)
+    assert (result.accepted, result.duplicates) == (1, 2)
+    with pytest.raises(TrajectoryFull, match="may hold 4"):
+        trajectory_store.append_events("t1", "tr1", [ev("e9")], T0, max_events=4)
+
+
+def test_events_around_reads_the_windows_of_the_listed_events(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev(f"e{i}") for i in range(1, 31)], T0)
+    around = trajectory_store.events_around("t1", "tr1", ["e10", "e12", "e25", "unknown"], 3)
+    assert [e.event_id for e in around] == [f"e{i}" for i in (7, 8, 9, 10, 11, 12, 22, 23, 24, 25)]
+    assert [e.seq for e in around] == [7, 8, 9, 10, 11, 12, 22, 23, 24, 25]
+    assert [e.event_id for e in trajectory_store.events_around("t1", "tr1", ["e2"], 8)] == ["e1", "e2"]
+    assert trajectory_store.events_around("t1", "tr1", [], 8) == []
+    assert trajectory_store.events_around("t2", "tr1", ["e10"], 3) == []  # another tenant's: nothing

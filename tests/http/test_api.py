@@ -1,6 +1,8 @@
 """The HTTP API (docs/api.md), route by route, through the real app."""
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 WEATHER_EVENTS = [
@@ -268,14 +270,37 @@ def test_decay_is_admin_only_and_archives_stale_lessons(api):
     assert api.call("POST", "/v1/maintenance/decay", key, {}).status_code == 401
     soon = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {}).json_body
     assert soon["archived"] == 0
-    later = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": "2031-01-01T00:00:00Z"}).json_body
-    assert later == {"decayed": 1, "archived": 1}
+    year = datetime.now(timezone.utc) + timedelta(days=365)
+    later = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": year.isoformat()}).json_body
+    assert later == {"decayed": 1, "archived": 1, "archived_ids": ids, "dry_run": False}
     exp = api.call("GET", f"/v1/experiences/{ids[0]}", key).json_body
     assert exp["status"] == "archived" and exp["freshness"] < 0.01
     assert api.call("POST", "/v1/recall", key, {"query": "Will it rain tomorrow?", "agent_id": "agent-1"}).json_body["hits"] == []
     # epoch milliseconds are accepted too, and a second run finds nothing left to archive
-    again = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": 1924992000000}).json_body
-    assert again == {"decayed": 0, "archived": 0}
+    again = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": int(year.timestamp() * 1000)}).json_body
+    assert again == {"decayed": 0, "archived": 0, "archived_ids": [], "dry_run": False}
+
+
+def test_decay_is_bounded_in_time_rehearsed_by_a_dry_run_and_scoped_to_a_tenant(api):
+    """One admin decay with as_of in the year 9999 archived every tenant's lessons."""
+    a, b = api.tenant("a"), api.tenant("b")
+    ids_a, ids_b = learn_weather_lesson(api, a), learn_weather_lesson(api, b)
+    far = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": "9998-01-01T00:00:00Z"})
+    assert far.status_code == 422 and "as_of must be between" in far.json_body["error"]["message"]
+    past = (datetime.now(timezone.utc) - timedelta(days=3)).isoformat()
+    assert api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": past}).status_code == 422
+
+    year = (datetime.now(timezone.utc) + timedelta(days=365)).isoformat()
+    tenant_a = next(t["tenant_id"] for t in api.call("GET", "/v1/tenants", "admin-test-key").json_body["tenants"] if t["name"] == "a")
+    rehearsal = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": year, "dry_run": True}).json_body
+    assert rehearsal["dry_run"] and rehearsal["archived"] == 2 and sorted(rehearsal["archived_ids"]) == sorted(ids_a + ids_b)
+    assert api.call("GET", f"/v1/experiences/{ids_a[0]}", a).json_body["status"] == "active"  # nothing written
+
+    scoped = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": year, "tenant_id": tenant_a}).json_body
+    assert scoped["archived_ids"] == ids_a
+    assert api.call("GET", f"/v1/experiences/{ids_a[0]}", a).json_body["status"] == "archived"
+    assert api.call("GET", f"/v1/experiences/{ids_b[0]}", b).json_body["status"] == "active"
+    assert api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"dry_run": "yes"}).status_code == 422
 
 
 def test_the_admin_lists_tenants_and_rotates_keys(api):
@@ -340,7 +365,7 @@ def test_get_recall_and_stats_agree_on_freshness_at_any_decay_time(api):
     key = api.tenant()
     ids = learn_weather_lesson(api, key)
     now = datetime.now(timezone.utc)
-    for as_of, expected in ((now + timedelta(days=30), 0.5), (now + timedelta(days=60), 0.25), (now - timedelta(days=1), 1.0)):
+    for as_of, expected in ((now + timedelta(days=30), 0.5), (now + timedelta(days=60), 0.25), (now - timedelta(hours=23), 1.0)):  # the past: at most a day back
         decayed = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": as_of.isoformat()})
         assert decayed.status_code == 200
         shown = api.call("GET", f"/v1/experiences/{ids[0]}", key).json_body["freshness"]

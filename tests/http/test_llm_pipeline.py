@@ -62,7 +62,9 @@ def test_an_llm_outage_fails_the_review_visibly_and_a_redrive_recovers_it(llm_ap
     _fail_review(api, key)
     traj = api.call("GET", "/v1/trajectories/tr1", key).json_body
     assert traj["status"] == "review_failed"
-    assert "stub failure" in traj["review"]["error"] and traj["review"]["attempts"] == 2
+    # the tenant sees the kind of failure, never its text (the operator's list below has it)
+    assert traj["review"]["error"].startswith("review failed: ") and "stub failure" not in str(traj["review"])
+    assert traj["review"]["attempts"] == 2
     assert datetime.fromisoformat(traj["review"]["failed_at"]) > datetime.now(timezone.utc) - timedelta(minutes=5)
     tenant_id = api.call("GET", "/v1/tenants", ADMIN).json_body["tenants"][0]["tenant_id"]
     (failed,) = api.call("GET", "/v1/maintenance/failed-reviews", ADMIN).json_body["failed"]
@@ -72,7 +74,7 @@ def test_an_llm_outage_fails_the_review_visibly_and_a_redrive_recovers_it(llm_ap
     stub.faults()
     assert api.call("POST", "/v1/maintenance/redrive", ADMIN, {"tenant_id": tenant_id}).json_body == {"redriven": 1}
     redriven = api.call("GET", "/v1/trajectories/tr1", key).json_body
-    assert redriven["status"] == "finalized" and "stub failure" in redriven["review"]["redriven"]["previous"]["error"]
+    assert redriven["status"] == "finalized" and redriven["review"]["redriven"]["previous"]["error"] == traj["review"]["error"]
     assert api.call("GET", "/v1/maintenance/failed-reviews", ADMIN).json_body == {"failed": []}
     assert api.run_reviews() == 1
     reviewed = api.call("GET", "/v1/trajectories/tr1", key).json_body

@@ -129,3 +129,25 @@ def test_a_limit_of_zero_turns_limiting_off(limited):
 def test_the_default_limit_is_generous():
     settings = Settings()
     assert settings.rate_limit_per_second >= 100 and settings.rate_limit_burst >= 200
+
+
+def test_recall_and_ingest_are_charged_by_the_work_they_ask_for(limited):
+    """1,200 recalls of top_k 50 with long queries in 77 s drew no 429 (one token each)."""
+    deps = limited(per_second=1, burst=12)
+    with Client(app_module.app) as client:
+        api = Api(client, deps)
+        key = api.tenant()
+        heavy = {"query": "word " * 400 + "end", "top_k": 50}  # 1 + 50 / 10 + 2003 / 500 = 10 tokens
+        assert api.call("POST", "/v1/recall", key, heavy).status_code == 200
+        refused = api.call("POST", "/v1/recall", key, heavy)
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 8
+        assert api.call("POST", "/v1/recall", key, {"query": "light"}).status_code == 200  # 1 token: 1 left
+
+        other = api.tenant("other")
+        assert api.call("POST", "/v1/trajectories", other, {"trajectory_id": "t", "agent_id": "a", "goal": "g"}).status_code == 201
+        def batch(n):  # 100 events: 5 tokens
+            return {"events": [{"event_id": f"{n}-{i}", "type": "user_input", "content": {"text": str(i)}} for i in range(100)]}
+
+        assert api.call("POST", "/v1/trajectories/t/events", other, batch(1)).status_code == 202
+        assert api.call("POST", "/v1/trajectories/t/events", other, batch(2)).status_code == 202
+        assert api.call("POST", "/v1/trajectories/t/events", other, batch(3)).status_code == 429

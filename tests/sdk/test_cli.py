@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -175,7 +176,13 @@ def test_decay_as_of_a_later_date_archives_stale_lessons_and_import_skips_them(l
     with tenant_client(lonely_server, key) as c:
         exp = c.write_experience("Stale", lesson="old", advice="Do the old thing.")
     assert "archived 0" in hindsight(lonely_server, "decay").stdout  # today nothing is stale yet
-    result = hindsight(lonely_server, "decay", "--as-of", "2031-01-01T00:00:00")
+    year = (datetime.now(timezone.utc) + timedelta(days=365)).replace(tzinfo=None).isoformat()
+    assert "as_of must be between" in hindsight(lonely_server, "decay", "--as-of", "2031-01-01T00:00:00").output
+    rehearsal = hindsight(lonely_server, "decay", "--as-of", year, "--dry-run")
+    assert "dry run: would decay 1, archive 1" in rehearsal.stdout and exp.experience_id in rehearsal.stdout
+    with tenant_client(lonely_server, key) as c:
+        assert c.get_experience(exp.experience_id).status == "active"
+    result = hindsight(lonely_server, "decay", "--as-of", year)
     assert result.exit_code == 0, result.output
     assert "archived 1" in result.stdout
     backup = tmp_path / "b.jsonl"

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from chalicelib.domain.errors import TrajectoryFull
 from chalicelib.domain.models import ExperienceStatus
 from chalicelib.domain.lesson import situation_key
 from chalicelib.ports import IndexFilter
@@ -93,9 +94,69 @@ def test_a_call_repeated_three_times_is_an_anomaly_once(deps, clock):
     same = {"month": "may"}
     for _ in range(5):
         ingest.append_events(deps, "t1", "tr1", [call(clock, "export_report", same, ok=False, error="Timeout: slow")])
-    # calls 2..5 each follow a failure (consecutive failures) and call 3 is also the third repeat
-    kinds = {j.kind for j in deps.queue.claim(clock.now(), 60, limit=100)}
-    assert len(kinds) == 4
+    # calls 2..5 each follow a failure (consecutive failures) and call 3 is also the third repeat:
+    # four triggers, coalesced into the one local review queued while none was claimed
+    (job,) = deps.queue.claim(clock.now(), 60, limit=100)
+    assert job.kind == f"local:{job.triggers[0]}" and len(job.triggers) == 4
+
+
+def test_anomalies_while_a_local_review_is_queued_join_it_and_a_trajectory_gets_at_most_the_cap(deps, clock):
+    deps.max_local_reviews = 2
+    start(deps)
+
+    def two_failures():
+        return [call(clock, "export_report", {"n": next(counter)}, ok=False, error="Timeout: slow") for _ in range(2)]
+
+    counter = iter(range(1000))
+    for _ in range(3):
+        ingest.append_events(deps, "t1", "tr1", two_failures())
+    (first,) = deps.queue.claim(clock.now(), 60, limit=100)  # one job, the later triggers in it
+    assert len(first.triggers) == 5
+    for _ in range(3):
+        ingest.append_events(deps, "t1", "tr1", two_failures())
+    (second,) = deps.queue.claim(clock.now(), 60, limit=100)  # the first is claimed: a second one
+    assert second.kind != first.kind
+    for _ in range(3):
+        ingest.append_events(deps, "t1", "tr1", two_failures())
+    assert deps.queue.claim(clock.now(), 60, limit=100) == []  # the cap: no third one
+    assert deps.queue.pending() == 2
+
+
+def test_a_flood_of_failures_queues_a_bounded_number_of_jobs(deps, clock):
+    start(deps)
+    for batch in range(20):
+        ingest.append_events(deps, "t1", "tr1", [
+            call(clock, f"tool_{i % 7}", {"n": batch * 100 + i}, ok=False, error=f"E{i}: no") for i in range(100)
+        ])
+    assert deps.queue.pending() == 1  # 2,000 failures, one coalesced local review pending
+    run_all(deps)
+    assert len(ingest.get_trajectory(deps, "t1", "tr1").review["local"]) == 1
+
+
+def test_a_local_review_reads_only_the_windows_of_its_triggers(deps, clock):
+    start(deps)
+    ingest.append_events(deps, "t1", "tr1", [call(clock, "noop", {"n": i}) for i in range(500)])
+    ingest.append_events(deps, "t1", "tr1", [
+        call(clock, "render_pdf", {"doc": "r1"}, ok=False, error="FontError: missing font"),
+        call(clock, "render_pdf", {"doc": "r1", "font": "x"}, ok=False, error="FontError: missing font"),
+    ])
+    seen = []
+    review = deps.reviewer.review
+    deps.reviewer.review = lambda traj, events, kind: seen.append(len(events)) or review(traj, events, kind)
+    deps.trajectories.events = None  # reading the whole trajectory would fail
+    run_all(deps)
+    assert seen == [9]  # the trigger and the 8 events before it
+
+
+def test_an_append_past_the_events_cap_is_refused_whole_and_duplicates_still_pass(deps, clock):
+    deps.max_events_per_trajectory = 5
+    start(deps)
+    batch = [call(clock, "noop", {"n": i}) for i in range(4)]
+    assert ingest.append_events(deps, "t1", "tr1", batch).accepted == 4
+    with pytest.raises(TrajectoryFull, match="holds 4 events and may hold 5"):
+        ingest.append_events(deps, "t1", "tr1", [call(clock, "noop", {"n": 9}), call(clock, "noop", {"n": 10})])
+    assert ingest.get_trajectory(deps, "t1", "tr1").event_count == 4
+    assert ingest.append_events(deps, "t1", "tr1", [*batch, call(clock, "noop", {"n": 11})]).accepted == 1
 
 
 def test_negative_feedback_starts_a_local_review_that_learns_from_it(deps, clock):
@@ -250,7 +311,7 @@ def test_a_failed_full_review_keeps_the_local_lessons_and_a_redrive_reviews_it_o
         clock.advance(minutes=10)
     traj = ingest.get_trajectory(deps, "t1", "tr1")
     assert traj.status.value == "review_failed"
-    assert traj.review["error"] == "ConnectionError: LLM endpoint down" and traj.review["attempts"] == 2
+    assert traj.review["error"] == "review failed: ConnectionError" and traj.review["attempts"] == 2
     assert traj.experience_ids == local_ids and len(traj.review["local"]) >= 1  # what the local reviews learned stays
     (dead,) = review_jobs.failed_reviews(deps)
     assert (dead.trajectory_id, dead.kind, dead.attempts) == ("tr1", "full", 2)

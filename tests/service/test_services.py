@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
 
-from chalicelib.domain.errors import Conflict, NotFound, Unauthorized
+from chalicelib.domain.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from chalicelib.domain.models import ExperienceStatus
 from chalicelib.services import experiences, ingest, maintenance, recall, review_jobs, tenants
 from tests.support.fakes import FakeClock, fake_deps
@@ -93,7 +94,8 @@ def test_a_failing_dependency_is_retried_then_dead_lettered_with_the_reason(deps
         review_jobs.process_review_jobs(deps)
         clock.advance(minutes=10)
     traj = ingest.get_trajectory(deps, "t1", "tr1")
-    assert traj.status.value == "review_failed" and "embedding service down" in traj.review["error"]
+    assert traj.status.value == "review_failed" and traj.review["error"] == "review failed: ConnectionError"
+    assert "embedding service down" in review_jobs.failed_reviews(deps)[0].error  # the operator sees the text
     assert calls["n"] == 3
     # the experience row was written before the index failed: the store stays the truth, and a
     # redrive by an operator finishes the job without a second experience
@@ -205,6 +207,24 @@ def test_decay_with_time_archives_unused_lessons_and_keeps_used_ones(deps, clock
     assert deps.experiences.get("t1", a).status is ExperienceStatus.ARCHIVED
     assert deps.experiences.get("t1", b).status is ExperienceStatus.ACTIVE
     assert maintenance.run_decay(deps).archived == 0  # safe to run twice
+
+
+def test_decay_refuses_a_time_far_from_the_clock_and_a_dry_run_writes_nothing(deps, clock):
+    a = record_flight_lesson(deps, clock, "tr1").experience_ids[0]
+    b = record_flight_lesson(deps, clock, "tr2", tenant="t2").experience_ids[0]
+    with pytest.raises(InvalidInput):
+        maintenance.run_decay(deps, clock.now() + timedelta(days=367))
+    with pytest.raises(InvalidInput):
+        maintenance.run_decay(deps, clock.now() - timedelta(days=2))
+    later = clock.now() + timedelta(days=200)
+    rehearsal = maintenance.run_decay(deps, later, dry_run=True)
+    assert (rehearsal.archived, sorted(rehearsal.archived_ids), rehearsal.dry_run) == (2, sorted([a, b]), True)
+    assert deps.experiences.get("t1", a).status is ExperienceStatus.ACTIVE
+    assert deps.index.count("t1") == 1
+    report = maintenance.run_decay(deps, later, tenant_id="t2")
+    assert report.archived_ids == (b,)
+    assert deps.experiences.get("t2", b).status is ExperienceStatus.ARCHIVED
+    assert deps.experiences.get("t1", a).status is ExperienceStatus.ACTIVE
 
 
 def test_reindex_rebuilds_a_lost_index_from_the_store(deps, clock):

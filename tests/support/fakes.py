@@ -18,11 +18,12 @@ import numpy as np
 
 from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer
 from chalicelib.adapters.hash_embedder import HashEmbedder
-from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
+from chalicelib.adapters.fair_claim import in_turns
+from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.domain.lexical import K1, B, idf, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, ReviewSummary, match_key, match_keys
-from chalicelib.ports import AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
+from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
 from chalicelib.services.deps import Deps, policies
 from chalicelib.settings import Settings
 
@@ -138,13 +139,18 @@ class InMemoryTrajectoryStore:
         with self._lock:
             return copy.deepcopy(self._stored(tenant_id, trajectory_id))
 
-    def append_events(self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime) -> AppendResult:
+    def append_events(
+        self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime, max_events: int | None = None
+    ) -> AppendResult:
         key = (tenant_id, trajectory_id)
         with self._lock:
             traj = self._stored(tenant_id, trajectory_id)
             if traj.status is not TrajectoryStatus.OPEN:
                 raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
             stored, seen = self._events[key], self._event_ids[key]
+            new = {e.event_id for e in events if e.event_id not in seen}
+            if max_events is not None and len(stored) + len(new) > max_events:
+                raise TrajectoryFull(trajectory_id, len(stored), len(new), max_events)
             accepted: list[str] = []
             for event in events:
                 if event.event_id in seen:
@@ -160,6 +166,13 @@ class InMemoryTrajectoryStore:
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
         with self._lock:
             return copy.deepcopy(self._events.get((tenant_id, trajectory_id), []))
+
+    def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
+        with self._lock:
+            stored = self._events.get((tenant_id, trajectory_id), [])
+            wanted = set(event_ids)
+            seqs = {s for e in stored if e.event_id in wanted for s in range(e.seq - before, e.seq + 1)}
+            return copy.deepcopy([e for e in stored if e.seq in seqs])
 
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
         with self._lock:
@@ -398,6 +411,8 @@ class InMemoryReviewQueue:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._jobs: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._served: dict[str, int] = {}  # tenant -> the turn it was last served
+        self._turn = 0
 
     def enqueue(self, tenant_id: str, trajectory_id: str, kind: str, now: datetime) -> None:
         key = (tenant_id, trajectory_id, kind)
@@ -409,19 +424,46 @@ class InMemoryReviewQueue:
                 job.update(state="pending", due=now, attempts=0)  # a redrive starts a fresh set of retries
             # pending or leased: already on its way, nothing to do
 
+    def enqueue_local(
+        self, tenant_id: str, trajectory_id: str, triggers: Sequence[str], now: datetime, max_jobs: int,
+        max_triggers: int = MAX_TRIGGERS,
+    ) -> bool:
+        if not triggers:
+            return False
+        with self._lock:
+            local = {k: j for k, j in self._jobs.items() if k[:2] == (tenant_id, trajectory_id) and k[2].startswith("local:")}
+            pending = next((j for j in local.values() if j["state"] == "pending" and j["attempts"] == 0), None)
+            if pending is not None:
+                merged = list(dict.fromkeys([*pending["triggers"], *triggers]))[:max_triggers]
+                added = len(merged) > len(pending["triggers"])
+                pending["triggers"] = merged
+                return added
+            if len(local) >= max_jobs:
+                return False
+            key = (tenant_id, trajectory_id, f"local:{triggers[0]}")
+            if key in local:
+                return False
+            self._jobs[key] = {"state": "pending", "attempts": 0, "due": now, "error": None,
+                               "triggers": list(dict.fromkeys(triggers))[:max_triggers]}
+            return True
+
     def claim(self, now: datetime, lease_seconds: float, limit: int = 10) -> list[ReviewJob]:
         with self._lock:
-            due = [
-                (job["due"], key)
-                for key, job in self._jobs.items()
-                if job["state"] in ("pending", "leased") and job["due"] <= now
-            ]
-            due.sort(key=lambda pair: pair[0])
+            due_jobs = sorted(
+                ((job["due"], key) for key, job in self._jobs.items()
+                 if job["state"] in ("pending", "leased") and job["due"] <= now),
+                key=lambda pair: pair[0],
+            )
+            by_tenant: dict[str, list[tuple[str, str, str]]] = {}
+            for _, key in due_jobs:
+                by_tenant.setdefault(key[0], []).append(key)
             claimed = []
-            for _, key in due[: max(limit, 0)]:
+            for key in in_turns(by_tenant, self._served, max(limit, 0)):
                 job = self._jobs[key]
                 job.update(state="leased", attempts=job["attempts"] + 1, due=now + timedelta(seconds=lease_seconds))
-                claimed.append(ReviewJob(key[0], key[1], key[2], job["attempts"]))
+                claimed.append(ReviewJob(key[0], key[1], key[2], job["attempts"], tuple(job.get("triggers", ()))))
+                self._turn += 1
+                self._served[key[0]] = self._turn
             return claimed
 
     def _set(self, job: ReviewJob, state: str, error: str | None, due: datetime | None = None) -> None:

@@ -79,9 +79,13 @@ def rotate_key(tenant_id: str, *, revoke_old: bool = True) -> Call[KeyRotated]:
                 json={"revoke_old": revoke_old}, auth="admin", idempotent=False)  # fmt: skip
 
 
-def decay(as_of: datetime | str | int | None = None) -> Call[DecayReport]:
-    return Call("POST", "/v1/maintenance/decay", DecayReport.from_json, json=_drop_none({"as_of": _time(as_of)}),
-                auth="admin", idempotent=False)  # fmt: skip
+def decay(
+    as_of: datetime | str | int | None = None, tenant_id: str | None = None, dry_run: bool = False
+) -> Call[DecayReport]:
+    """Decay freshness and archive stale lessons (admin): every tenant's or ``tenant_id``'s;
+    ``dry_run`` writes nothing and reports what would be archived."""
+    body = _drop_none({"as_of": _time(as_of), "tenant_id": tenant_id}) | ({"dry_run": True} if dry_run else {})
+    return Call("POST", "/v1/maintenance/decay", DecayReport.from_json, json=body, auth="admin", idempotent=dry_run)
 
 
 def failed_reviews(tenant_id: str | None = None, limit: int = 100) -> Call[list[FailedReview]]:

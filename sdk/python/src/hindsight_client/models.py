@@ -269,10 +269,15 @@ class AdviseResult:
 class DecayReport:
     decayed: int
     archived: int
+    archived_ids: tuple[str, ...] = ()  # archived, or in a dry run to be archived (the first 1,000)
+    dry_run: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DecayReport:
-        return cls(decayed=data["decayed"], archived=data["archived"])
+        return cls(
+            decayed=data["decayed"], archived=data["archived"],
+            archived_ids=tuple(data.get("archived_ids") or ()), dry_run=bool(data.get("dry_run", False)),
+        )
 
 
 @dataclass(frozen=True)

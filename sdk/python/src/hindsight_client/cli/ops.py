@@ -132,15 +132,22 @@ def reindex(ctx: typer.Context) -> None:
 def decay(
     ctx: typer.Context,
     as_of: Optional[str] = typer.Option(None, "--as-of", help="Decay as if it were this time (ISO-8601; naive = UTC)."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="Only this tenant's lessons."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Write nothing; show what would be archived."),
 ) -> None:
-    """Run freshness decay and archiving now, for every tenant (admin key)."""
+    """Run freshness decay and archiving now, for every tenant or one (admin key)."""
     try:
         when = datetime.fromisoformat(as_of) if as_of else None
     except ValueError as exc:
         raise typer.BadParameter(f"not an ISO-8601 time: {as_of!r}", param_hint="--as-of") from exc
     with client(ctx) as hs, err().status("decaying…"):
-        report = hs.decay(when)
-    out().print(f"decayed {report.decayed}, archived {report.archived}")
+        report = hs.decay(when, tenant_id=tenant, dry_run=dry_run)
+    if report.dry_run:
+        out().print(f"dry run: would decay {report.decayed}, archive {report.archived}")
+        for experience_id in report.archived_ids:
+            out().print(f"  {experience_id}")
+    else:
+        out().print(f"decayed {report.decayed}, archived {report.archived}")
 
 
 @handles_errors

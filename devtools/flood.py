@@ -1,0 +1,74 @@
+"""The flood of issue 12, over HTTP: tenant A records one trajectory of thousands of tool calls,
+most failing with varied errors, and finalizes it; tenant B finalizes a 3-event trajectory right
+after. ``tenant_b_delay`` measures how long B waits for its review. Used by the fairness test and
+by ``bench/tenant_fairness.py``."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import httpx
+
+ERRORS = ("VendorMissing", "RateLimited", "InvalidAirport", "Timeout", "PermissionDenied", "NotFound", "BadRequest")
+
+
+def flood_events(start: int, n: int) -> list[dict]:
+    """Tool calls over 12 tools, 4 in 5 failing, with varied errors and literal values."""
+    out = []
+    for i in range(start, start + n):
+        content: dict = {"tool": f"tool_{i % 12}", "params": {"vendor": f"v{i % 211}", "order": f"ord-{i * 7919 % 100003}"}}
+        if i % 5 == 4:
+            content["result"] = f"paid {i}"
+        else:
+            content |= {"status": "error", "error": f"{ERRORS[i % len(ERRORS)]}: vendor v{i % 211} refused order ord-{i * 7919 % 100003}"}
+        out.append({"event_id": f"e{i}", "type": "tool_call", "content": content})
+    return out
+
+
+@dataclass
+class FloodResult:
+    events: int
+    flood_seconds: float  # A's appends and finalize
+    b_delay_seconds: float | None  # B's finalize -> B reviewed; None: not within the wait
+    a_reviewed_after_seconds: float | None  # A's finalize -> A reviewed (None: not within the wait)
+
+
+def tenant(url: str, admin_key: str, name: str) -> httpx.Client:
+    key = httpx.post(f"{url}/v1/tenants", json={"name": name}, headers={"Authorization": f"Bearer {admin_key}"}).json()["api_key"]
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+
+
+def tenant_b_delay(url: str, admin_key: str, events: int = 6000, batch: int = 100, wait: float = 120.0) -> FloodResult:
+    a, b = tenant(url, admin_key, "flooder"), tenant(url, admin_key, "bystander")
+    try:
+        a.post("/v1/trajectories", json={"trajectory_id": "flood", "agent_id": "payer", "goal": "Pay this week's vendors"}).raise_for_status()
+        b.post("/v1/trajectories", json={"trajectory_id": "small", "agent_id": "bot", "goal": "Will it rain tomorrow?"}).raise_for_status()
+        b.post("/v1/trajectories/small/events", json={"events": [
+            {"event_id": "1", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow"},
+                                                               "status": "error", "error": "MissingParameter: city is required"}},
+            {"event_id": "2", "type": "tool_call", "content": {"tool": "ask_user", "params": {"question": "Which city?"}, "result": "Lyon"}},
+            {"event_id": "3", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow", "city": "Lyon"}, "result": "rain"}},
+        ]}).raise_for_status()
+        started = time.monotonic()
+        for first in range(0, events, batch):
+            body = {"events": flood_events(first, min(batch, events - first))}
+            while (resp := a.post("/v1/trajectories/flood/events", json=body)).status_code == 429:
+                time.sleep(float(resp.headers.get("Retry-After", "1")))  # within the permitted rate, as the probe was
+            resp.raise_for_status()
+        a.post("/v1/trajectories/flood/finalize", json={"outcome": "failure"}).raise_for_status()
+        a_final = time.monotonic()
+        b.post("/v1/trajectories/small/finalize", json={"outcome": "success"}).raise_for_status()
+        b_final = time.monotonic()
+        b_delay = a_delay = None
+        deadline = b_final + wait
+        while time.monotonic() < deadline and (b_delay is None or a_delay is None):
+            now = time.monotonic()
+            if b_delay is None and b.get("/v1/trajectories/small").json()["status"] in ("reviewed", "review_failed"):
+                b_delay = now - b_final
+            if a_delay is None and a.get("/v1/trajectories/flood").json()["status"] in ("reviewed", "review_failed"):
+                a_delay = now - a_final
+            time.sleep(0.05)
+        return FloodResult(events, a_final - started, b_delay, a_delay)
+    finally:
+        a.close()
+        b.close()

@@ -1,0 +1,81 @@
+"""The embedded server's own limits, over real sockets: idle connections cannot shut others out,
+and waitress's own refusals answer in the contract's error shape."""
+from __future__ import annotations
+
+import json
+import select
+import socket
+import time
+
+import httpx
+import pytest
+
+from devtools.net import HOST
+
+pytestmark = pytest.mark.e2e
+
+
+def _raw(port: int, request: bytes, timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+    with socket.create_connection((HOST, port), timeout=timeout) as sock:
+        sock.sendall(request)
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def test_150_idle_connections_do_not_keep_a_request_waiting(start_server):
+    server = start_server()
+    idle = [socket.create_connection((HOST, server.port), timeout=5) for _ in range(150)]
+    try:
+        started = time.monotonic()
+        resp = httpx.get(f"{server.url}/v1/health", timeout=10)
+        assert resp.status_code == 200
+        assert time.monotonic() - started < 5
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_an_idle_connection_is_closed_after_the_channel_timeout(start_server):
+    server = start_server(env={"HINDSIGHT_CHANNEL_TIMEOUT_SECONDS": "2"})
+    with socket.create_connection((HOST, server.port), timeout=15) as sock:
+        started = time.monotonic()
+        assert sock.recv(1) == b""  # the server hung up
+        assert time.monotonic() - started < 10
+
+
+def test_a_malformed_request_line_answers_400_in_the_error_shape(server):
+    status, headers, body = _raw(server.port, b"GARBAGE\r\n\r\n")
+    assert status == 400
+    assert headers["content-type"].startswith("application/json")
+    assert json.loads(body)["error"]["code"] == "malformed_request"
+
+
+def test_a_body_over_the_limit_answers_413_in_the_error_shape_before_it_is_read(server):
+    request = b"POST /v1/recall HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 900000000\r\n\r\n"
+    status, headers, body = _raw(server.port, request)
+    assert status == 413
+    assert headers["content-type"].startswith("application/json")
+    error = json.loads(body)["error"]
+    assert error["code"] == "payload_too_large" and "1048576" in error["message"]
+
+
+def test_a_chunked_body_over_the_limit_answers_413_in_the_error_shape(server):
+    chunk = b"x" * 65536
+    with socket.create_connection((HOST, server.port), timeout=10) as sock:
+        sock.sendall(b"POST /v1/recall HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in range(40):  # 2.5 MiB at most; stop sending as soon as the server has answered
+            if select.select([sock], [], [], 0.05)[0]:
+                break
+            sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+        answer = sock.recv(65536)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split()[1] == b"413"
+    assert json.loads(body)["error"]["code"] == "payload_too_large"
