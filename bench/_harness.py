@@ -8,7 +8,6 @@ import io
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from devtools.net import HOST, free_port  # noqa: E402,F401 -- re-exported to the benchmarks
+from devtools.process import terminate  # noqa: E402,F401 -- re-exported to the benchmarks
 
 
 def pct(values: list[float], q: float) -> float:
@@ -50,17 +50,6 @@ def proc_rss_mb(pid: int) -> float | None:
     except (OSError, ValueError):
         pass
     return None
-
-
-def terminate(proc: subprocess.Popen | None, timeout: float = 10) -> None:
-    """SIGTERM a child process if it still runs; SIGKILL it when it does not stop in time."""
-    if proc is not None and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=timeout)
 
 
 class Server:

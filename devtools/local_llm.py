@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools.net import HOST, free_port, wait_http
+from devtools.process import terminate
 
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -87,13 +88,7 @@ class LocalLLM:
             return ""
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate(self.proc)
         self.proc = None
         self.log_path.unlink(missing_ok=True)
 

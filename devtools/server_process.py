@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools.net import HOST, free_port, wait_http
+from devtools.process import terminate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,13 +61,7 @@ class ServerProcess:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
         """Send ``sig`` (SIGKILL to simulate a crash) and wait; SIGKILL if it does not stop in time."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(sig)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout)
+        terminate(proc, timeout, sig)
         if self._log is not None:
             self._log.close()
             self._log = None

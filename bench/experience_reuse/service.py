@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from typing import Any
 import httpx
 
 from devtools.net import HOST, free_port
+from devtools.process import terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,13 +67,7 @@ class LocalServer:
     def stop(self) -> None:
         if self.keep:
             return
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        terminate(self.proc)
         if getattr(self, "_log", None):
             self._log.close()
         shutil.rmtree(self.root, ignore_errors=True)
