@@ -180,7 +180,7 @@ DROPPED = {
 }
 DUPLICATE = "duplicate"  # the same lesson twice in one answer
 QUALITY_GATE = "quality_gate"  # ``distill.passes_quality_gate`` said no
-WEAKER_THAN_RULES = "weaker_than_rules"  # same situation as a rule lesson, naming fewer of its tools
+WEAKER_THAN_RULES = "weaker_than_rules"  # same situation as a rule lesson, naming fewer of its tools or parameters
 
 _IDENT = re.compile(r"`([A-Za-z_][\w.-]*)`")
 
@@ -339,7 +339,7 @@ class LLMReviewer:
         """The model's lessons that pass the grounding checks and the quality gate, and never say
         less than the rules' lesson of the same situation; the others, with their reasons."""
         evidence = grounding.evidence(traj, events)
-        rule_tools = {d.situation_key: d.tools for d in rules if d.situation_key}
+        rule_of = {d.situation_key: d for d in rules if d.situation_key}
         accepted: list[LessonDraft] = []
         rejected: list[RejectedLesson] = []
         for lesson, draft in zip(lessons, self._drafts(traj, events, lessons)):
@@ -351,7 +351,10 @@ class LLMReviewer:
                 reason = None if ok else QUALITY_GATE
             if reason is None and any(d.fingerprint == draft.fingerprint for d in accepted):
                 reason = DUPLICATE
-            if reason is None and draft.situation_key in rule_tools and not grounding.covers(draft.tools, rule_tools[draft.situation_key]):
+            rule = rule_of.get(draft.situation_key) if draft.situation_key else None
+            if reason is None and rule is not None and not grounding.covers(
+                draft.tools, rule.tools, f"{draft.lesson} {draft.advice}", rule.advice
+            ):
                 reason = WEAKER_THAN_RULES
             if reason is None:
                 accepted.append(draft)

@@ -190,8 +190,16 @@ def _placeholdered_known(quoted: str, ev: Evidence) -> bool:
     return all(p in ev.text for p in (p.strip() for p in _PLACEHOLDER.split(q)) if p)
 
 
-def covers(tools: Sequence[str], rule_tools: Sequence[str]) -> bool:
+_NAMED = re.compile(r"`([A-Za-z_][\w.-]*)`")
+
+
+def covers(tools: Sequence[str], rule_tools: Sequence[str], text: str = "", rule_advice: str = "") -> bool:
     """A model's lesson may take the place of the rules' lesson for the same situation only if it
-    names every tool the rules' fix names: otherwise it says less than what it replaces."""
+    says at least as much: it names every tool the rules' fix names, and its ``text`` names every
+    tool or parameter the rules' advice names (`city`, `ask_user`). A grounded but vaguer wording
+    ("ask for the city") would otherwise replace the precise one."""
     have = {t.lower() for t in tools}
-    return all(t.lower() in have for t in rule_tools)
+    if not all(t.lower() in have for t in rule_tools):
+        return False
+    words = {w.strip(".-") for w in re.findall(r"[\w.-]+", text.lower())}
+    return all(name.lower() in words for name in _NAMED.findall(rule_advice))

@@ -114,10 +114,11 @@ def test_what_a_real_small_model_writes_is_stored_only_when_grounded_and_the_rul
             assert reason is None, (reason, exp)
             assert not any(grounding.is_vacuous(exp[f], 3) for f in ("situation", "lesson", "advice")), exp
         # the rules' lessons: stored as the rules wrote them, or replaced by a model's lesson that
-        # names every tool they name
+        # names every tool and parameter they name
         for rule in review_by_rules(traj, evs).lessons:
             same = [e for e in stored if e["advice"] == rule.advice]
-            covering = [e for e in stored if e["advice"] != rule.advice and grounding.covers(e["tools"], rule.tools)]
+            covering = [e for e in stored if e["advice"] != rule.advice
+                        and grounding.covers(e["tools"], rule.tools, f"{e['lesson']} {e['advice']}", rule.advice)]
             assert same or (llm["accepted"] and covering), (rule.advice, stored)
 
     # the model really answered (within its schema) for at least one trajectory: this test is about it

@@ -132,3 +132,13 @@ def test_a_lesson_may_replace_the_rules_only_naming_every_tool_they_name():
     assert g.covers(("get_weather", "ask_user"), ("ask_user", "get_weather"))
     assert g.covers(("Get_Weather", "ask_user", "x"), ("get_weather",))
     assert not g.covers(("get_weather",), ("get_weather", "ask_user"))
+
+
+def test_a_lesson_replacing_the_rules_names_every_tool_and_parameter_their_advice_names():
+    rule = "Call `ask_user` before `get_weather` and pass what it returns as `city`."
+    tools = ("get_weather", "ask_user")
+    assert g.covers(tools, tools, "Ask the user with ask_user, then call get_weather with the city.", rule)
+    assert g.covers(tools, tools, "Use `ask_user` first; give `get_weather` its `City`.", rule)
+    # grounded, names both tools, but drops the parameter the rules' fix is about
+    assert not g.covers(tools, tools, "Call ask_user before get_weather.", rule)
+    assert not g.covers(tools, tools, "Ask for the cities first with ask_user, then get_weather.", rule)
