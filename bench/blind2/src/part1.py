@@ -181,7 +181,7 @@ FAMILIES = [
          U("#4412 in payments/api has two approvals, please merge it."),
          E("repo_pr_merge", {"repo": "payments/api", "pr": 4412, "method": "squash"}, "Merge blocked: required status checks have not succeeded"),
          OK("repo_pr_checks", {"repo": "payments/api", "pr": 4412}, {"checks": [{"name": "build", "state": "completed", "conclusion": "success"}, {"name": "integration", "state": "in_progress"}]}),
-         R("Integration is still running on a branch of the same repo. Wait and poll."),
+         R("Integration is still pending (in progress) on a branch of the same repo. Wait and poll."),
          OK("repo_pr_checks", {"repo": "payments/api", "pr": 4412}, {"checks": [{"name": "build", "conclusion": "success"}, {"name": "integration", "conclusion": "success"}]}),
          OK("repo_pr_merge", {"repo": "payments/api", "pr": 4412, "method": "squash"}, {"merged": True, "sha": "9f1c2ab"}),
          FB("merged, ty")),
