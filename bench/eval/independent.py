@@ -19,6 +19,7 @@ import numpy as np
 from . import offline
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "independent" / "families.json"
+BLIND2_PATH = Path(__file__).resolve().parents[1] / "blind2" / "families.json"
 PREFIX = "ind"
 
 

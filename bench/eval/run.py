@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.eval [--sets reuse,independent,locomo] [--out results.json]
         [--independent PATH] [--locomo PATH] [--url URL --admin-key KEY]
 
-Dev sets (changes are decided on them): experience_reuse dev, LoCoMo. Held-out sets (report only,
-run rarely, never tuned on): experience_reuse held-out, the independent set.
+Dev sets (changes are decided on them): experience_reuse dev, the second blind set (bench/blind2),
+LoCoMo. Held-out sets (report only, run rarely, never tuned on): experience_reuse held-out, the
+independent set (bench/independent).
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from bench.experience_reuse.service import Api, LocalServer, create_tenant
 
 from . import independent, locomo, offline, reuse
 
-SETS = ("reuse", "independent", "locomo")
-LABELS = {"reuse": "experience_reuse", "independent": "independent", "locomo": "LoCoMo"}
+SETS = ("reuse", "blind2", "independent", "locomo")
+LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "independent": "independent", "locomo": "LoCoMo"}
+BLIND_SETS = {"blind2": "dev", "independent": "held-out"}  # sets in the blind-set format, and their role
 COLUMNS = (  # key, header, as percent
     ("n", "n", False), ("hit@1", "hit@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
     ("sibling@1", "sib1st", True), ("same_tool_sibling@1", "stsib1st", True), ("unknown_hit@3", "unk@3", False),
@@ -61,6 +63,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated subset of {','.join(SETS)}")
     p.add_argument("--independent", default=str(independent.DEFAULT_PATH), help="the independent set's families.json")
+    p.add_argument("--blind2", default=str(independent.BLIND2_PATH), help="the second blind set's families.json (dev)")
     p.add_argument("--locomo", default=os.environ.get("HINDSIGHT_LOCOMO"),
                    help="locomo10.json (default: $HINDSIGHT_LOCOMO; skipped when unset)")
     p.add_argument("--url", help="an existing server instead of a fresh one")
@@ -82,8 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     nonce = secrets.token_hex(3)
     started = time.monotonic()
     res: dict[str, Any] = {"nonce": nonce, "server": "none started", "sets": {}, "skipped": {}, "timings": {}}
-    if "independent" in args.sets and not Path(args.independent).exists():
-        res["skipped"]["independent"] = f"{args.independent} not found"
+    for name in BLIND_SETS:
+        if name in args.sets and not Path(getattr(args, name)).exists():
+            res["skipped"][name] = f"{getattr(args, name)} not found"
     if "locomo" in args.sets and not args.locomo:
         res["skipped"]["locomo"] = "HINDSIGHT_LOCOMO not set"
     elif "locomo" in args.sets and not Path(args.locomo).exists():
@@ -116,16 +120,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 api.close()
             res["timings"]["reuse_s"] = time.monotonic() - t0
-        if "independent" in args.sets and "independent" not in res["skipped"]:
+        for name in BLIND_SETS:
+            if name not in args.sets or name in res["skipped"]:
+                continue
             t0 = time.monotonic()
-            fams = independent.load(args.independent)
-            api = Api(url, create_tenant(url, admin, f"eval-independent-{nonce}"))
+            fams = independent.load(getattr(args, name))
+            api = Api(url, create_tenant(url, admin, f"eval-{name}-{nonce}"))
             try:
-                res["sets"]["independent"] = independent.run(api, fams, nonce, embed, args.top_k, args.review_timeout, log)
+                res["sets"][name] = independent.run(api, fams, nonce, embed, args.top_k, args.review_timeout, log)
             finally:
                 api.close()
-            res["sets"]["independent"]["path"] = args.independent
-            res["timings"]["independent_s"] = time.monotonic() - t0
+            res["sets"][name]["path"] = getattr(args, name)
+            res["timings"][f"{name}_s"] = time.monotonic() - t0
         if "locomo" in args.sets and "locomo" not in res["skipped"]:
             t0 = time.monotonic()
             turns, questions = locomo.load(args.locomo)
@@ -154,10 +160,10 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
         for which, role in (("dev", "dev"), ("heldout", "held-out")):
             out.append((f"experience_reuse {role}", role, "hindsight", sets["reuse"][which]["hindsight"]))
             out.append((f"experience_reuse {role}", role, "raw trajectories, dense", sets["reuse"][which]["raw"]))
-    if "independent" in sets:
-        s = sets["independent"]
-        out.append(("independent", "held-out", "hindsight", s["hindsight"]))
-        out.append(("independent", "held-out", "raw trajectories, dense", s["raw"]))
+    for name, role in BLIND_SETS.items():
+        if name in sets:
+            out.append((name, role, "hindsight", sets[name]["hindsight"]))
+            out.append((name, role, "raw trajectories, dense", sets[name]["raw"]))
     if "locomo" in sets:
         s = sets["locomo"]
         out.append(("LoCoMo", "dev", "hindsight (HTTP)", s["hindsight"]))
@@ -202,9 +208,9 @@ def print_table(res: dict[str, Any]) -> None:
         cats = "  ".join(f"cat{c} n={h[f'cat{c}']['n']} {h[f'cat{c}']['turn_any@10']:.3f}/{h[f'cat{c}']['session_r@10']:.3f}"
                          for c in locomo.CATEGORIES if f"cat{c}" in h)
         p(f"LoCoMo hindsight by category (turn@10/sessR@10): {cats}")
-    if "independent" in res["sets"]:
-        s = res["sets"]["independent"]
-        p(f"independent: {s['families']} families ({s['same_tool_sibling_families']} with a same-tool sibling), "
+    for name in (n for n in BLIND_SETS if n in res["sets"]):
+        s = res["sets"][name]
+        p(f"{name}: {s['families']} families ({s['same_tool_sibling_families']} with a same-tool sibling), "
           f"{s['tests']} tests, {s['trajectories']} trajectories, {s['experiences']} lessons learned, "
           f"{s['review_failed']} reviews failed")
     t = res["timings"]

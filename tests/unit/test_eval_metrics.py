@@ -96,3 +96,13 @@ def test_rrf_rewards_documents_ranked_well_by_both():
 
 def test_top_breaks_ties_by_index():
     assert offline.top(np.array([0.5, 0.9, 0.5]), 3) == [1, 0, 2]
+
+
+def test_the_second_blind_set_is_a_dev_set_and_the_independent_one_held_out():
+    from bench.eval import run
+
+    m = {"hit@1": 1.0}
+    res = {"sets": {"blind2": {"hindsight": m, "raw": m}, "independent": {"hindsight": m, "raw": m}}}
+    roles = {(name, system): role for name, role, system, _ in run.rows(res)}
+    assert roles[("blind2", "hindsight")] == "dev" and roles[("independent", "hindsight")] == "held-out"
+    assert run.parse_args(["--sets", "blind2"]).blind2.endswith("bench/blind2/families.json")
