@@ -1,6 +1,10 @@
 """HTTP entry point (AWS Chalice). Each route is declared once (``chalicelib/api/routes.py``): its
 models, status and errors make both the Chalice route and its OpenAPI entry; the view calls one
-service function with validated plain values."""
+service function with validated plain values.
+
+The services and presenters are imported in the views that call them: a cold start (one Lambda
+instance, one first request) loads the domain code that request needs and no other.
+"""
 from __future__ import annotations
 
 import json
@@ -14,8 +18,6 @@ from chalicelib.api import schemas as s
 from chalicelib.api.routes import Repeat, Router
 from chalicelib.container import get_deps, get_settings
 from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
-from chalicelib.domain.ratelimit import CostPolicy
-from chalicelib.services import advise, experiences, ingest, maintenance, recall_ids, review_jobs, tenants
 from chalicelib.settings import Settings
 
 app = Chalice(app_name="hindsight", configure_logs=False)
@@ -31,6 +33,8 @@ def api_key_authorizer(auth_request) -> AuthResponse:
     own denial cannot (a missing header is refused by API Gateway itself; infra/ gives that
     response the same shape).
     """
+    from chalicelib.services import tenants
+
     context: "dict[str, str]" = {}  # a string: chalice's policy analyzer cannot read a bare generic here
     try:
         context["tenant_id"] = tenants.authenticate(get_deps(), auth_request.token)
@@ -65,24 +69,32 @@ def docs_page() -> str:
 @api.route("POST", "/v1/tenants", "Create a tenant and its first API key",
            body=s.TenantIn, response=s.TenantOut, status=201, auth="admin", errors=(409,))
 def create_tenant(body: s.TenantIn) -> s.TenantOut:
+    from chalicelib.services import tenants
+
     tenant, key = tenants.create_tenant(get_deps(), body.name)
     return s.TenantOut(tenant_id=tenant.tenant_id, name=tenant.name, api_key=key)
 
 
 @api.route("GET", "/v1/tenants", "List tenants", response=s.TenantList, auth="admin")
 def list_tenants() -> s.TenantList:
+    from chalicelib.services import tenants
+
     return s.TenantList(tenants=[out.tenant_summary(t) for t in tenants.list_tenants(get_deps())])
 
 
 @api.route("POST", "/v1/tenants/{tenant_id}/keys", "Issue a new API key (and revoke the old ones)",
            body=s.KeyRotateIn, response=s.KeyOut, status=201, auth="admin", errors=(404,))
 def rotate_key(tenant_id: str, body: s.KeyRotateIn) -> s.KeyOut:
+    from chalicelib.services import tenants
+
     return s.KeyOut(tenant_id=tenant_id, api_key=tenants.rotate_key(get_deps(), tenant_id, revoke_old=body.revoke_old))
 
 
 @api.route("POST", "/v1/trajectories", "Start recording a task; a repeated trajectory_id answers 200 with the existing one",
            body=s.TrajectoryIn, response=s.TrajectoryOut, status=201, repeat_status=200)
 def start_trajectory(tenant_id: str, body: s.TrajectoryIn) -> s.TrajectoryOut | Repeat:
+    from chalicelib.services import ingest
+
     traj, created = ingest.start_trajectory(get_deps(), tenant_id, **body.model_dump())
     return out.trajectory_out(traj) if created else Repeat(out.trajectory_out(traj))
 
@@ -90,6 +102,8 @@ def start_trajectory(tenant_id: str, body: s.TrajectoryIn) -> s.TrajectoryOut | 
 @api.route("GET", "/v1/trajectories/{trajectory_id}", "A trajectory and its review",
            response=s.TrajectoryOut, errors=(404,))
 def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
+    from chalicelib.services import ingest
+
     return out.trajectory_out(ingest.get_trajectory(get_deps(), tenant_id, trajectory_id))
 
 
@@ -97,6 +111,8 @@ def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
            "Its events in order, as a decision graph with the attribution of each step",
            response=s.TrajectoryEventsOut, errors=(404,))
 def trajectory_events(trajectory_id: str, tenant_id: str) -> s.TrajectoryEventsOut:
+    from chalicelib.services import ingest
+
     events, attribution = ingest.trajectory_graph(get_deps(), tenant_id, trajectory_id)
     return out.trajectory_events_out(trajectory_id, events, attribution)
 
@@ -113,7 +129,9 @@ def _event_limits(data: object) -> None:
                 raise PayloadTooLarge(f"events.{i} is larger than {settings.max_event_bytes} bytes")
 
 
-def _costs() -> CostPolicy:
+def _costs() -> "CostPolicy":
+    from chalicelib.domain.ratelimit import CostPolicy
+
     settings = get_settings()
     return CostPolicy(settings.rate_cost_hits_per_token, settings.rate_cost_query_chars_per_token, settings.rate_cost_events_per_token)
 
@@ -123,6 +141,8 @@ def _costs() -> CostPolicy:
            body=s.EventsIn, response=s.EventsOut, status=202, errors=(404, 409), check=_event_limits,
            cost=lambda body: _costs().append(len(body.events)))
 def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.EventsOut:
+    from chalicelib.services import ingest
+
     events = [e.model_dump() | {"context": e.context.model_dump(exclude_none=True)} for e in body.events]
     result = ingest.append_events(get_deps(), tenant_id, trajectory_id, events)
     return s.EventsOut(accepted=result.accepted, duplicates=result.duplicates)
@@ -131,48 +151,64 @@ def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.Eve
 @api.route("POST", "/v1/trajectories/{trajectory_id}/finalize", "End the task; its review runs asynchronously",
            body=s.FinalizeIn, response=s.TrajectoryOut, status=202, errors=(404, 409))
 def finalize(trajectory_id: str, tenant_id: str, body: s.FinalizeIn) -> s.TrajectoryOut:
+    from chalicelib.services import ingest
+
     return out.trajectory_out(ingest.finalize(get_deps(), tenant_id, trajectory_id, body.outcome, body.feedback))
 
 
 @api.route("POST", "/v1/experiences", "Write a lesson by hand; a repeated experience_id answers 200 with the stored one",
            body=s.ExperienceIn, response=s.ExperienceOut, status=201, repeat_status=200)
 def write_experience(tenant_id: str, body: s.ExperienceIn) -> s.ExperienceOut | Repeat:
+    from chalicelib.services import experiences
+
     exp, created = experiences.write_experience(get_deps(), tenant_id, **body.model_dump())
     return out.experience_out(exp) if created else Repeat(out.experience_out(exp))
 
 
 @api.route("GET", "/v1/experiences", "List lessons, newest first", query=s.ListQuery, response=s.ExperienceList)
 def list_experiences(tenant_id: str, query: s.ListQuery) -> s.ExperienceList:
+    from chalicelib.services import experiences
+
     page = experiences.list_experiences(get_deps(), tenant_id, **query.model_dump())
     return s.ExperienceList(items=[out.experience_out(e) for e in page.items], cursor=page.cursor)
 
 
 @api.route("GET", "/v1/experiences/{experience_id}", "One lesson", response=s.ExperienceOut, errors=(404,))
 def get_experience(experience_id: str, tenant_id: str) -> s.ExperienceOut:
+    from chalicelib.services import experiences
+
     return out.experience_out(experiences.get_experience(get_deps(), tenant_id, experience_id))
 
 
 @api.route("DELETE", "/v1/experiences/{experience_id}", "Forget a lesson (kept as a tombstone)",
            body=s.ForgetIn, response=s.ExperienceOut, errors=(404,))
 def forget_experience(experience_id: str, tenant_id: str, body: s.ForgetIn) -> s.ExperienceOut:
+    from chalicelib.services import experiences
+
     return out.experience_out(experiences.forget(get_deps(), tenant_id, experience_id, body.reason))
 
 
 @api.route("POST", "/v1/experiences/{experience_id}/restore", "Bring an archived lesson back (a forgotten one: 409)",
            response=s.ExperienceOut, errors=(404, 409))
 def restore_experience(experience_id: str, tenant_id: str) -> s.ExperienceOut:
+    from chalicelib.services import experiences
+
     return out.experience_out(experiences.restore(get_deps(), tenant_id, experience_id))
 
 
 @api.route("POST", "/v1/experiences/{experience_id}/feedback", "Report whether a lesson helped",
            body=s.FeedbackIn, response=s.ExperienceOut, errors=(404, 409))
 def experience_feedback(experience_id: str, tenant_id: str, body: s.FeedbackIn) -> s.ExperienceOut:
+    from chalicelib.services import experiences
+
     return out.experience_out(experiences.feedback(get_deps(), tenant_id, experience_id, body.signal))
 
 
 @api.route("POST", "/v1/recall", "Lessons for the situation at hand, with advice text", body=s.RecallIn, response=s.RecallOut,
            cost=lambda body: _costs().recall(body.top_k, len(body.query)))
 def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
+    from chalicelib.services import recall_ids
+
     answer = recall_ids.recall(get_deps(), tenant_id, **body.model_dump())
     return s.RecallOut(recall_id=answer.recall_id, hits=[out.hit_out(h) for h in answer.hits], advice=answer.advice,
                        advice_placement=get_deps().advice_placement)
@@ -181,6 +217,8 @@ def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
 @api.route("POST", "/v1/advise", "Before a tool call: what past runs say about this call (no LLM)",
            body=s.AdviseIn, response=s.AdviseOut)
 def advise_route(tenant_id: str, body: s.AdviseIn) -> s.AdviseOut:
+    from chalicelib.services import advise
+
     fields = body.model_dump()
     fields["recent_events"] = [e.model_dump() for e in body.recent_events]
     return out.advise_out(advise.advise(get_deps(), tenant_id, **fields))
@@ -188,17 +226,23 @@ def advise_route(tenant_id: str, body: s.AdviseIn) -> s.AdviseOut:
 
 @api.route("POST", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store", response=s.ReindexOut)
 def reindex(tenant_id: str) -> s.ReindexOut:
+    from chalicelib.services import maintenance
+
     return s.ReindexOut(reindexed=maintenance.reindex_tenant(get_deps(), tenant_id))
 
 
 @api.route("GET", "/v1/stats", "Counts by status and a freshness histogram", response=s.StatsOut)
 def stats(tenant_id: str) -> s.StatsOut:
+    from chalicelib.services import maintenance
+
     return s.StatsOut.model_validate(maintenance.tenant_stats(get_deps(), tenant_id))
 
 
 @api.route("POST", "/v1/maintenance/decay", "Decay freshness and archive stale lessons",
            body=s.DecayIn, response=s.DecayOut, auth="admin")
 def decay(body: s.DecayIn) -> s.DecayOut:
+    from chalicelib.services import maintenance
+
     report = maintenance.run_decay(get_deps(), body.as_of, tenant_id=body.tenant_id, dry_run=body.dry_run)
     return s.DecayOut(decayed=report.decayed, archived=report.archived, archived_ids=list(report.archived_ids), dry_run=report.dry_run)
 
@@ -206,6 +250,8 @@ def decay(body: s.DecayIn) -> s.DecayOut:
 @api.route("GET", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason",
            query=s.FailedReviewsQuery, response=s.FailedReviewList, auth="admin")
 def failed_reviews(query: s.FailedReviewsQuery) -> s.FailedReviewList:
+    from chalicelib.services import review_jobs
+
     jobs = review_jobs.failed_reviews(get_deps(), query.tenant_id, query.limit)
     return s.FailedReviewList(failed=[out.failed_review_out(j) for j in jobs])
 
@@ -213,6 +259,8 @@ def failed_reviews(query: s.FailedReviewsQuery) -> s.FailedReviewList:
 @api.route("POST", "/v1/maintenance/redrive", "Send failed reviews round again (all, a tenant's, or listed trajectories)",
            body=s.RedriveIn, response=s.RedriveOut, auth="admin")
 def redrive(body: s.RedriveIn) -> s.RedriveOut:
+    from chalicelib.services import review_jobs
+
     return s.RedriveOut(redriven=review_jobs.redrive_failed(get_deps(), body.tenant_id, body.trajectory_ids))
 
 

@@ -19,7 +19,8 @@ class Settings(BaseModel):
     directories, CLI) nothing here uses.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    # its validator is built when the settings are first read (the first request), not at import
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**{**from_environment(type(self).model_fields), **values})

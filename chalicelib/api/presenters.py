@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..domain.attribution import Attribution
-from ..domain.credit import rates
-from ..domain.models import Event, Experience, Hit, Tenant, Trajectory
-from ..ports import DeadJob
 from . import schemas as s
+
+if TYPE_CHECKING:  # the domain types only annotate: importing the app loads no domain module
+    from ..domain.attribution import Attribution
+    from ..domain.models import Event, Experience, Hit, Tenant, Trajectory
+    from ..ports import DeadJob
 
 
 def _fields(obj: Any) -> dict[str, Any]:
@@ -18,6 +19,8 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 
 def experience_out(exp: Experience) -> s.ExperienceOut:
+    from ..domain.credit import rates
+
     # Only the fields the answer has: asdict would deep-copy the examples, literals and anchors of
     # every lesson first, most of the cost of a page of 200. The credit rates are derived.
     kept = {name: getattr(exp, name) for name in s.ExperienceOut.model_fields if hasattr(exp, name)}

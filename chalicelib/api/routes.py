@@ -22,7 +22,6 @@ from pydantic import BaseModel
 from .. import access_log
 from ..container import get_deps, get_settings
 from ..domain.errors import HindsightError, Unauthorized
-from ..services import tenants
 from .http import INTERNAL, answer_for, body_required, error_answer, error_response, json_response, parse_json, to_json, validate
 
 log = logging.getLogger("hindsight.api")
@@ -136,6 +135,8 @@ class Router:
                 if auth == "tenant":
                     values["tenant_id"] = self.tenant()
                 elif auth == "admin":
+                    from ..services import tenants
+
                     tenants.require_admin(get_deps(), self.app.current_request.headers.get("authorization"))
                 if body is not None:
                     data = parse_json(self.app.current_request.raw_body, get_settings().max_body_bytes, body_required(body))
@@ -143,6 +144,8 @@ class Router:
                         check(data)
                     values["body"] = validate(body, data)
                     if cost is not None and auth == "tenant":
+                        from ..services import tenants
+
                         tenants.admit(get_deps(), values["tenant_id"], cost(values["body"]) - 1)
                 if query is not None:
                     values["query"] = validate(query, dict(self.app.current_request.query_params or {}))
@@ -176,6 +179,8 @@ class Router:
         The authorizer resolved it; without one (a direct invocation), it is resolved here. The limit
         is taken here, not in the authorizer, whose answer API Gateway may cache per key.
         """
+        from ..services import tenants
+
         request = self.app.current_request
         resolved = (request.context or {}).get("authorizer") or {}
         if resolved.get("tenant_id"):

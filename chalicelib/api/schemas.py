@@ -1,5 +1,4 @@
 """Request and response models of HTTP API v1. They validate input and generate /v1/openapi.json."""
-from __future__ import annotations
 
 import json
 from datetime import datetime, timezone

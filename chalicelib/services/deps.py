@@ -1,23 +1,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..domain.scoring import DecayPolicy, ScoringWeights
-from ..settings import Settings
-from ..ports import (
-    Clock,
-    Embedder,
-    ExperienceStore,
-    RateLimiter,
-    RecallLedger,
-    ReviewQueue,
-    Reviewer,
-    ReviewNotifier,
-    TenantStore,
-    TrajectoryStore,
-    VectorIndex,
-)
+if TYPE_CHECKING:  # annotations only: the composition root imports this module before any request
+    from ..domain.scoring import DecayPolicy, ScoringWeights
+    from ..ports import (
+        Clock,
+        Embedder,
+        ExperienceStore,
+        RateLimiter,
+        RecallLedger,
+        ReviewQueue,
+        Reviewer,
+        ReviewNotifier,
+        TenantStore,
+        TrajectoryStore,
+        VectorIndex,
+    )
+    from ..settings import Settings
 
 
 @dataclass
@@ -60,6 +61,8 @@ class Deps:
 
 def policies(settings: Settings) -> dict[str, Any]:
     """The Deps fields that come straight from settings, whatever the backend."""
+    from ..domain.scoring import DecayPolicy, ScoringWeights
+
     return dict(
         weights=ScoringWeights(
             semantic=settings.weight_semantic,
