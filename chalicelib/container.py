@@ -202,7 +202,8 @@ def build_aws(settings: Settings) -> Deps:
         # are ~300 ms of a cold start's imports)
         index=_Lazy(lambda: opensearch_index(settings, embedder.dim)),
         embedder=embedder,
-        reviewer=build_reviewer(settings),
+        # built on first use too: the API's requests never review
+        reviewer=_Lazy(lambda: build_reviewer(settings)),
         queue=DynamoReviewQueue(tables),
         clock=SystemClock(),
         admin_key=settings.admin_key,

@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, Sequence
 
-from .domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory
-from .domain.review import Review
-
-if TYPE_CHECKING:  # numpy only for typing: keep cold starts short
+if TYPE_CHECKING:  # types of annotations only: the DynamoDB stores import this module on the first request
     import numpy as np
 
+    from .domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory
+    from .domain.review import Review
     from .domain.vectors import Vector
 
 

@@ -1,11 +1,27 @@
 """What a Lambda cold start pays for, checked in fresh interpreters: importing the app builds no
-validator and skips pydantic-settings; building the aws wiring connects to nothing and leaves
-opensearch-py, numpy and the openai SDK unimported until a request searches, reviews or embeds."""
+validator, loads no SDK and none of the domain code a request has not asked for yet; building the
+aws wiring connects to nothing and leaves opensearch-py, numpy, the openai SDK and the reviewer
+unimported until a request searches, reviews or embeds."""
+import json
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Never needed by importing the app: the SDKs and clients are built with the Deps on the first
+# request that needs them (DynamoDB: any authenticated request; OpenSearch, openai: search, review,
+# embedding; Powertools: the event handlers); numpy and ONNX are the embedded backend's.
+HEAVY = ("boto3", "botocore", "pynamodb", "urllib3", "requests", "httpx", "openai", "opensearchpy", "numpy",
+         "onnxruntime", "tokenizers", "aws_lambda_powertools", "aws_xray_sdk", "pydantic_settings")
+# Our own modules a request imports when it needs them: the services and the domain behind them,
+# the adapters, the ports, the OpenAPI document.
+OWN_LATER = ("chalicelib.services.", "chalicelib.domain.", "chalicelib.adapters.", "chalicelib.ports",
+             "chalicelib.api.openapi", "chalicelib.lambda_handlers", "chalicelib.observability")
+OWN_AT_IMPORT = ("chalicelib.services.deps", "chalicelib.domain.errors", "chalicelib.adapters.review_signal")
+
+LOADED = ("import json, sys; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy} "
+          "or (m.startswith({own}) and m not in {at_import}))))").format(heavy=set(HEAVY), own=OWN_LATER, at_import=OWN_AT_IMPORT)
 
 
 def run(code: str, **env: str) -> str:
@@ -22,9 +38,35 @@ def test_importing_the_app_builds_no_validator_and_skips_pydantic_settings():
     assert run(code) == "False []"
 
 
-def test_the_aws_wiring_imports_the_index_client_on_first_use():
+def test_importing_the_app_loads_no_sdk_and_no_service_until_a_request_needs_it():
+    code = "import app; print(len(app.api.routes))\n" + LOADED
+    routes, loaded = run(code).splitlines()
+    assert int(routes) > 20  # every route was declared
+    assert json.loads(loaded) == []
+
+
+HEALTH = """
+import json, app
+event = {"resource": "/v1/health", "path": "/v1/health", "httpMethod": "GET", "headers": {}, "multiValueHeaders": {},
+         "queryStringParameters": None, "multiValueQueryStringParameters": None, "pathParameters": None,
+         "stageVariables": None, "body": None, "isBase64Encoded": False,
+         "requestContext": {"resourcePath": "/v1/health", "httpMethod": "GET", "path": "/v1/v1/health", "stage": "v1",
+                            "requestId": "r", "identity": {"sourceIp": "127.0.0.1"}}}
+response = app.app(event, None)  # as Lambda calls it
+print(response["statusCode"], json.loads(response["body"])["backend"])
+"""
+
+
+def test_a_request_that_touches_no_store_loads_none_of_them_either():
+    status, loaded = run(HEALTH + LOADED).splitlines()
+    assert status == "200 aws"
+    assert json.loads(loaded) == []
+
+
+def test_the_aws_wiring_imports_the_index_client_and_the_reviewer_on_first_use():
     code = ("import sys; from chalicelib import container; deps = container.get_deps(); "
-            "print(*(m in sys.modules for m in ('opensearchpy', 'openai', 'numpy'))); "
-            "deps.index.spec; print('opensearchpy' in sys.modules, type(deps.index._target()).__name__)")
+            "print(*(m in sys.modules for m in ('opensearchpy', 'openai', 'numpy', 'chalicelib.adapters.llm_reviewer'))); "
+            "deps.index.spec; print('opensearchpy' in sys.modules, type(deps.index._target()).__name__); "
+            "deps.reviewer.review; print(type(deps.reviewer._target()).__name__)")
     lines = run(code, HINDSIGHT_EMBEDDER="openai", HINDSIGHT_OPENAI_BASE_URL="http://127.0.0.1:9/v1").splitlines()
-    assert lines == ["False False False", "True OpenSearchVectorIndex"]
+    assert lines == ["False False False False", "True OpenSearchVectorIndex", "LLMReviewer"]
