@@ -11,6 +11,7 @@ import time
 
 from chalicelib.adapters.review_signal import ReviewSignal
 from chalicelib.services.deps import Deps
+from chalicelib.services.indexing import VectorCache
 from chalicelib.services.maintenance import run_decay
 from chalicelib.services.review_jobs import process_review_jobs, requeue_unreviewed
 
@@ -30,6 +31,7 @@ class BackgroundWorker:
         self.decay_interval_seconds = decay_interval_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.vectors = VectorCache(deps.review_vector_cache)
 
     def start(self) -> "BackgroundWorker":
         released = self.deps.queue.release_leases(self.deps.clock.now())  # held by a process that died
@@ -52,7 +54,7 @@ class BackgroundWorker:
         next_decay = time.monotonic() + self.decay_interval_seconds
         while not self._stop.is_set():
             try:
-                while process_review_jobs(self.deps) and not self._stop.is_set():
+                while process_review_jobs(self.deps, self.deps.review_batch_size, self.vectors) and not self._stop.is_set():
                     pass
                 if time.monotonic() >= next_decay:
                     report = run_decay(self.deps)
