@@ -492,22 +492,26 @@ class Stack:
 @dataclass(frozen=True)
 class Reviews:
     """How the server's review worker runs: jobs claimed and embedded together, texts whose vectors
-    it keeps between reviews. ``1:0`` is the worker as it was: one job at a time, nothing kept."""
+    it keeps between reviews, threads a batch is split over by tenant. ``1:0:1`` is the worker as
+    it was: one job at a time, nothing kept, one thread."""
 
     batch: int
     cache: int
+    workers: int
 
     @classmethod
     def parse(cls, text: str) -> "Reviews":
-        batch, _, cache = text.partition(":")
-        return cls(int(batch), int(cache or 4096))
+        parts = [int(x) for x in text.split(":")]
+        batch, cache, workers = (parts + [8, 4096, 2][len(parts):])[:3]
+        return cls(batch, cache, workers)
 
     @property
     def label(self) -> str:
-        return f"{self.batch}:{self.cache}"
+        return f"{self.batch}:{self.cache}:{self.workers}"
 
     def env(self) -> dict[str, str]:
-        return {"HINDSIGHT_REVIEW_BATCH_SIZE": str(self.batch), "HINDSIGHT_REVIEW_VECTOR_CACHE": str(self.cache)}
+        return {"HINDSIGHT_REVIEW_BATCH_SIZE": str(self.batch), "HINDSIGHT_REVIEW_VECTOR_CACHE": str(self.cache),
+                "HINDSIGHT_REVIEW_WORKERS": str(self.workers)}
 
 
 def start_stack(backend: str, tmp: str, args: argparse.Namespace, stub_url: str | None, reviews: Reviews,
@@ -519,7 +523,7 @@ def start_stack(backend: str, tmp: str, args: argparse.Namespace, stub_url: str 
     cleanup: list = []
     pids: dict[str, int] = {}
     note = (f"embedder {args.embedder}, reviewer {'LLM on the local stub' if stub_url else 'deterministic'},"
-            f" review batch {reviews.batch}, vector cache {reviews.cache}")
+            f" review batch {reviews.batch}, vector cache {reviews.cache}, review threads {reviews.workers}")
     if backend == "aws":
         moto = Moto(args.moto, os.path.join(tmp, "moto.log")).start()
         cleanup.append(moto.stop)
@@ -776,7 +780,7 @@ def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str 
                 "load": load, "wall": wall, "cpu": cpu, "ddb": ddb, "ddb_ops": ddb_ops,
                 "client_cpu": client_cpu, "at_end": at_end, "drained": drained, "drain_s": drain_s, "check": check,
                 "alive": alive, "log": log_problems(server.log_path), "log_path": server.log_path,
-                "before": before, "pending_max": max(pending_samples), "reviews": reviews,
+                "before": before, "pending_max": max(pending_samples), "pending": pending_samples, "reviews": reviews,
                 "rss": {name: {"start": sampler.at(name, "start"), "warm": sampler.at(name, "warm"),
                                "peak": max((r for _, r in sampler.between(name, "warm", "end")), default=float("nan")),
                                "end": sampler.at(name, "end"), "drained": sampler.at(name, "drained"),
@@ -858,8 +862,9 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
         print(f"{r['backend']}: end of load: {fmt(r['at_end'])} (finalized = review pending)")
         print(f"{'':<{len(r['backend'])}}  after {r['drain_s']:.1f} s of drain: {fmt(r['drained'])}")
 
-    print(f"\nReview throughput during the load (batch:cache = jobs claimed and embedded together : texts whose"
-          f" vectors the worker keeps; 1:0 is the single one-job worker as it was). Pending = finalized, not yet"
+    print(f"\nReview throughput during the load (batch:cache:threads = jobs claimed and embedded together : texts"
+          f" whose vectors the worker keeps : threads a batch is split over by tenant; 1:0:1 is the single one-job"
+          f" worker as it was). Pending = finalized, not yet"
           f" reviewed, sampled every 2 s; latency = from the finalize's answer to the review, for the trajectories"
           f" finalized during the load")
     print(f"{'backend':<{W}} | {'finalized/s':>11} | {'reviewed/s':>10} | {'max pending':>11} | {'pending end':>11} |"
@@ -872,6 +877,8 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
         print(f"{r['backend']:<{W}} | {len(r['load'].finalized) / r['wall']:11.2f} | {reviewed / r['wall']:10.2f} |"
               f" {r['pending_max']:>11} | {r['at_end'].get('finalized', 0):>11} | {drained:>10} |"
               f" {pct(lat, 50):9.1f} s | {pct(lat, 99):5.1f} s | {c['unreviewed']:>10}")
+    for r in results:
+        print(f"{r['backend']}: pending every 10 s of the load: {' '.join(str(n) for n in r['pending'][4::5])}")
 
     print("\nMemory, VmRSS MiB (warm = after seeding and the baseline; growth = least-squares slope over the load)")
     print(f"{'backend':<{W}} | {'process':<7} | {'start':>7} | {'warm':>7} | {'peak':>7} | {'end':>7} | {'drained':>7} |"
@@ -913,9 +920,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="atomic: one request at a time; -fast: and one rollback copy per table per transaction")
     parser.add_argument("--moto-backup-once", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--opensearch-url", default=None, help="default: OPENSEARCH_URL, else a private node")
-    parser.add_argument("--reviews", default="1:0,8:4096", type=lambda v: [Reviews.parse(x) for x in v.split(",")],
-                        help="review worker settings, one run of each backend per entry: BATCH:CACHE (jobs claimed"
-                             " and embedded together : texts whose vectors are kept); 1:0 is the worker as it was")
+    parser.add_argument("--reviews", default="1:0:1,8:4096:2", type=lambda v: [Reviews.parse(x) for x in v.split(",")],
+                        help="review worker settings, one run of each backend per entry: BATCH:CACHE:THREADS (jobs"
+                             " claimed and embedded together : texts whose vectors are kept : threads a batch is split"
+                             " over by tenant); 1:0:1 is the worker as it was")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, SQLite)")
     parser.add_argument("--moto-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

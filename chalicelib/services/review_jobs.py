@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Executor
 from datetime import datetime
 from typing import Callable, Sequence, TypeVar
 
@@ -22,20 +23,45 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def process_review_jobs(deps: Deps, limit: int = 1, vectors: VectorCache | None = None) -> int:
+def process_review_jobs(
+    deps: Deps, limit: int = 1, vectors: VectorCache | None = None, pool: Executor | None = None, workers: int = 1
+) -> int:
     """Claim up to ``limit`` due jobs (tenants in turns) and run them; failures back off and, after
     the last attempt, are dead-lettered and the trajectory shows ``review_failed`` with the reason.
     Returns how many jobs were claimed.
 
     Jobs claimed together are reviewed first, then the texts of all their new lessons are embedded
-    in one call, then each is stored in claim order. Embedding is most of a review's cost and a
-    batch of texts costs far less than each text alone, so a batch of ``limit`` jobs takes little
-    longer than one job, and a tenant whose job is claimed next waits one batch, not ``limit`` jobs.
-    A second job of a trajectory already in the batch runs after the first is stored, as it would
-    alone: it must see what the first one wrote. ``vectors``: a worker's cache of embedded texts,
-    kept across calls (trimmed to its size after each)."""
+    in one call (one request to a remote embedder instead of one per review), then each is stored
+    in claim order, so that a tenant whose job is claimed next waits one batch. A second job of a
+    trajectory already in the batch runs after the first is stored, as it would alone: it must see
+    what the first one wrote. ``vectors``: a worker's cache of embedded texts, kept across calls
+    (trimmed to its size after each). With a ``pool``, the batch is split by tenant into up to
+    ``workers`` parts run at once: one tenant's jobs always run one after the other, in one part,
+    so each one's merges see what the previous one stored."""
     now = deps.clock.now()
     jobs = deps.queue.claim(now, deps.review_lease_seconds, limit)
+    known: dict = vectors if vectors is not None else {}
+    parts = _by_tenant(jobs, workers if pool is not None else 1)
+    if len(parts) > 1:
+        for future in [pool.submit(_run_batch, deps, part, known) for part in parts]:  # type: ignore[union-attr]
+            future.result()
+    elif jobs:
+        _run_batch(deps, jobs, known)
+    if vectors is not None:
+        vectors.trim()
+    return len(jobs)
+
+
+def _by_tenant(jobs: list[ReviewJob], parts: int) -> list[list[ReviewJob]]:
+    """At most ``parts`` lists of jobs, each tenant's in one of them, claim order kept."""
+    slot: dict[str, int] = {}
+    out: list[list[ReviewJob]] = [[] for _ in range(max(1, parts))]
+    for job in jobs:
+        out[slot.setdefault(job.tenant_id, len(slot) % len(out))].append(job)
+    return [p for p in out if p]
+
+
+def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict) -> None:
     drafted: list[tuple[ReviewJob, DraftedReview, float]] = []
     later: list[ReviewJob] = []
     seen: set[tuple[str, str]] = set()
@@ -51,7 +77,6 @@ def process_review_jobs(deps: Deps, limit: int = 1, vectors: VectorCache | None 
             drafted.append((job, step, started))
         elif step is not None:
             _done(deps, job, step, started)
-    known: dict = vectors if vectors is not None else {}
     texts = [t for _, d, _ in drafted for t in d.texts]
     if len(drafted) > 1 and texts:
         try:
@@ -64,9 +89,6 @@ def process_review_jobs(deps: Deps, limit: int = 1, vectors: VectorCache | None 
             _done(deps, job, traj, started)
     for job in later:
         _run(deps, job, known)
-    if vectors is not None:
-        vectors.trim()
-    return len(jobs)
 
 
 def _kind(job: ReviewJob | DeadJob) -> ReviewKind | None:

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.e2e
 def test_a_short_soak_has_no_errors_and_stores_every_accepted_event(capsys):
     (result,) = soak.main(["--backend", "embedded", "--clients", "8", "--duration", "3", "--tenants", "2",
                            "--baseline-duration", "1", "--seed-per-tenant", "3", "--drain-timeout", "20",
-                           "--reviews", "8:4096"])
+                           "--reviews", "8:4096:2"])
     load, base = result["load"], result["base"]
     assert dict(load.errors) == {} and dict(base.errors) == {}, capsys.readouterr().out[-3000:]
     assert load.events > 0 and load.lat["recall"] and load.recall_hits > 0  # the mix really ran

@@ -273,3 +273,46 @@ def test_several_workers_on_one_sqlite_queue_run_every_job_exactly_once(tmp_path
     for n in range(32):
         traj = deps.trajectories.get(f"t{n % 8}", f"tr{n}")
         assert traj.status.value == "reviewed" and len(traj.experience_ids) == len(set(traj.experience_ids))
+
+
+class OverlapReviewer(CountingReviewer):
+    """Holds each review a moment and records which tenants were under review at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active: Counter = Counter()
+        self.same_tenant_overlap = 0
+        self.tenants_at_once = 0
+
+    def review(self, traj, events, kind):
+        import time
+
+        with self._lock:
+            self.active[traj.tenant_id] += 1
+            self.same_tenant_overlap += self.active[traj.tenant_id] > 1
+            self.tenants_at_once = max(self.tenants_at_once, sum(1 for n in self.active.values() if n))
+        try:
+            time.sleep(0.01)
+            return super().review(traj, events, kind)
+        finally:
+            with self._lock:
+                self.active[traj.tenant_id] -= 1
+
+
+def test_a_batch_split_over_threads_runs_tenants_at_once_and_each_tenant_in_order():
+    from concurrent.futures import ThreadPoolExecutor
+
+    one, split = deps_with(), deps_with(reviewer=OverlapReviewer())
+    run_workload(one)
+    run_workload(split)
+    jobs = drain(one, 1)
+    ran = 0
+    with ThreadPoolExecutor(3) as pool:
+        while n := review_jobs.process_review_jobs(split, 8, VectorCache(4096), pool, 3):
+            ran += n
+    assert ran == jobs
+    assert split.reviewer.tenants_at_once > 1 and split.reviewer.same_tenant_overlap == 0
+    assert all(n == 1 for n in split.reviewer.calls.values())
+    assert lessons(split) == lessons(one)
+    for tenant, tid, *_ in WORKLOAD:
+        assert split.trajectories.get(tenant, tid).review == one.trajectories.get(tenant, tid).review
