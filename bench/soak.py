@@ -693,14 +693,16 @@ class PendingSampler:
 
     def __init__(self, url: str, keys: list[str], period: float = 2.0) -> None:
         self.url, self.keys, self.period = url, keys, period
-        self.samples: list[int] = []
+        self.samples: list[tuple[float, int]] = []  # (seconds into the load, pending)
+        self.t0 = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="soak-pending")
 
     def _loop(self) -> None:
         while not self._stop.wait(self.period):
             try:
-                self.samples.append(review_counts(self.url, self.keys).get("finalized", 0))
+                n = review_counts(self.url, self.keys).get("finalized", 0)
+                self.samples.append((time.monotonic() - self.t0, n))
             except Exception:  # noqa: BLE001 -- a missed sample under load; the next one counts
                 pass
 
@@ -708,7 +710,7 @@ class PendingSampler:
         self._thread.start()
         return self
 
-    def stop(self) -> list[int]:
+    def stop(self) -> list[tuple[float, int]]:
         self._stop.set()
         self._thread.join(timeout=70)
         return self.samples
@@ -769,7 +771,7 @@ def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str 
         key_of |= load.key_of
         print(f"{backend}: load {args.clients} clients: {load.requests() / wall:.1f} req/s", flush=True)
         at_end = review_counts(url, keys)
-        pending_samples.append(at_end.get("finalized", 0))
+        pending_samples.append((wall, at_end.get("finalized", 0)))
         drained, drain_s = wait_reviews(url, keys, args.drain_timeout)
         sampler.mark("drained")
         alive = server.proc.poll() is None
@@ -780,7 +782,7 @@ def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str 
                 "load": load, "wall": wall, "cpu": cpu, "ddb": ddb, "ddb_ops": ddb_ops,
                 "client_cpu": client_cpu, "at_end": at_end, "drained": drained, "drain_s": drain_s, "check": check,
                 "alive": alive, "log": log_problems(server.log_path), "log_path": server.log_path,
-                "before": before, "pending_max": max(pending_samples), "pending": pending_samples, "reviews": reviews,
+                "before": before, "pending_max": max(n for _, n in pending_samples), "pending": pending_samples, "reviews": reviews,
                 "rss": {name: {"start": sampler.at(name, "start"), "warm": sampler.at(name, "warm"),
                                "peak": max((r for _, r in sampler.between(name, "warm", "end")), default=float("nan")),
                                "end": sampler.at(name, "end"), "drained": sampler.at(name, "drained"),
@@ -878,7 +880,13 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
               f" {r['pending_max']:>11} | {r['at_end'].get('finalized', 0):>11} | {drained:>10} |"
               f" {pct(lat, 50):9.1f} s | {pct(lat, 99):5.1f} s | {c['unreviewed']:>10}")
     for r in results:
-        print(f"{r['backend']}: pending every 10 s of the load: {' '.join(str(n) for n in r['pending'][4::5])}")
+        marks, shown = [], -10.0
+        for t, n in r["pending"]:  # the first sample past each 10 s
+            if t >= shown + 10:
+                marks.append(f"{t:.0f}s:{n}")
+                shown = t - t % 10
+        marks.append(f"end:{r['pending'][-1][1]}")
+        print(f"{r['backend']}: pending during the load (s: n): {' '.join(marks)}")
 
     print("\nMemory, VmRSS MiB (warm = after seeding and the baseline; growth = least-squares slope over the load)")
     print(f"{'backend':<{W}} | {'process':<7} | {'start':>7} | {'warm':>7} | {'peak':>7} | {'end':>7} | {'drained':>7} |"
