@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import Executor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Callable, Sequence, TypeVar
 
 from ..domain.errors import NotFound
@@ -21,6 +21,7 @@ from .learning import DraftedReview, prepare_review
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+LEASE_SHARE = 0.5  # of the lease, past which a batch starts no more of its jobs
 
 
 def process_review_jobs(
@@ -37,16 +38,21 @@ def process_review_jobs(
     what the first one wrote. ``vectors``: a worker's cache of embedded texts, kept across calls
     (trimmed to its size after each). With a ``pool``, the batch is split by tenant into up to
     ``workers`` parts run at once: one tenant's jobs always run one after the other, in one part,
-    so each one's merges see what the previous one stored."""
+    so each one's merges see what the previous one stored.
+
+    The batch shares one lease. A job not started when most of it is gone (slow reviews: an LLM)
+    is left leased, to be claimed again when the lease runs out, rather than run while another
+    worker may have claimed it."""
     now = deps.clock.now()
     jobs = deps.queue.claim(now, deps.review_lease_seconds, limit)
     known: dict = vectors if vectors is not None else {}
+    until = now + timedelta(seconds=deps.review_lease_seconds * LEASE_SHARE)
     parts = _by_tenant(jobs, workers if pool is not None else 1)
     if len(parts) > 1:
-        for future in [pool.submit(_run_batch, deps, part, known) for part in parts]:  # type: ignore[union-attr]
+        for future in [pool.submit(_run_batch, deps, part, known, until) for part in parts]:  # type: ignore[union-attr]
             future.result()
     elif jobs:
-        _run_batch(deps, jobs, known)
+        _run_batch(deps, jobs, known, until)
     if vectors is not None:
         vectors.trim()
     return len(jobs)
@@ -61,11 +67,21 @@ def _by_tenant(jobs: list[ReviewJob], parts: int) -> list[list[ReviewJob]]:
     return [p for p in out if p]
 
 
-def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict) -> None:
+def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict, until: datetime) -> None:
     drafted: list[tuple[ReviewJob, DraftedReview, float]] = []
     later: list[ReviewJob] = []
     seen: set[tuple[str, str]] = set()
+
+    def lease_left(job: ReviewJob) -> bool:
+        if deps.clock.now() <= until:
+            return True
+        log.info("review %s of %s (tenant %s): its batch's lease is running out; left for the next claim",
+                 job.kind, job.trajectory_id, job.tenant_id)  # fmt: skip
+        return False
+
     for job in jobs:
+        if not lease_left(job):
+            continue
         key = (job.tenant_id, job.trajectory_id)
         if key in seen:
             later.append(job)
@@ -88,7 +104,8 @@ def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict) -> None:
         if traj is not None:
             _done(deps, job, traj, started)
     for job in later:
-        _run(deps, job, known)
+        if lease_left(job):
+            _run(deps, job, known)
 
 
 def _kind(job: ReviewJob | DeadJob) -> ReviewKind | None:

@@ -316,3 +316,26 @@ def test_a_batch_split_over_threads_runs_tenants_at_once_and_each_tenant_in_orde
     assert lessons(split) == lessons(one)
     for tenant, tid, *_ in WORKLOAD:
         assert split.trajectories.get(tenant, tid).review == one.trajectories.get(tenant, tid).review
+
+
+def test_a_batch_whose_lease_runs_out_starts_no_more_jobs_and_they_are_claimed_again_later():
+    clock = FakeClock()
+
+    class SlowReviewer(CountingReviewer):
+        def review(self, traj, events, kind):
+            clock.advance(seconds=20)  # an LLM taking its time
+            return super().review(traj, events, kind)
+
+    deps = deps_with(reviewer=SlowReviewer(), clock=clock)
+    for n in range(6):
+        record(deps, f"t{n % 3}", f"tr{n}", n % len(FAMILIES))
+    assert review_jobs.process_review_jobs(deps, 6, VectorCache(64)) == 6
+    # 60 s lease, half of it for starting jobs: the first two reviews took 40 s
+    assert sum(c for c in deps.reviewer.calls.values()) == 2
+    assert sum(deps.trajectories.get(f"t{n % 3}", f"tr{n}").status.value == "reviewed" for n in range(6)) == 2
+    assert review_jobs.process_review_jobs(deps, 6, VectorCache(64)) == 0  # still leased
+    clock.advance(seconds=deps.review_lease_seconds)
+    while review_jobs.process_review_jobs(deps, 6, VectorCache(64)):
+        clock.advance(seconds=deps.review_lease_seconds)
+    assert all(deps.trajectories.get(f"t{n % 3}", f"tr{n}").status.value == "reviewed" for n in range(6))
+    assert all(n == 1 for n in deps.reviewer.calls.values()) and len(deps.reviewer.calls) == 6
