@@ -502,7 +502,7 @@ class Reviews:
     @classmethod
     def parse(cls, text: str) -> "Reviews":
         parts = [int(x) for x in text.split(":")]
-        batch, cache, workers = (parts + [8, 4096, 2][len(parts):])[:3]
+        batch, cache, workers = (parts + [8, 4096, 4][len(parts):])[:3]
         return cls(batch, cache, workers)
 
     @property
@@ -928,7 +928,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="atomic: one request at a time; -fast: and one rollback copy per table per transaction")
     parser.add_argument("--moto-backup-once", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--opensearch-url", default=None, help="default: OPENSEARCH_URL, else a private node")
-    parser.add_argument("--reviews", default="1:0:1,8:4096:2", type=lambda v: [Reviews.parse(x) for x in v.split(",")],
+    parser.add_argument("--reviews", default="1:0:1,8:4096:4", type=lambda v: [Reviews.parse(x) for x in v.split(",")],
                         help="review worker settings, one run of each backend per entry: BATCH:CACHE:THREADS (jobs"
                              " claimed and embedded together : texts whose vectors are kept : threads a batch is split"
                              " over by tenant); 1:0:1 is the worker as it was")

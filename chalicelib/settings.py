@@ -67,7 +67,7 @@ class Settings(BaseModel):
     # again); 4,096 MiniLM vectors are about 6 MB. 0: none kept
     review_vector_cache: int = Field(default=4096, ge=0)
     # embedded worker: threads a batch is split over, by tenant (one tenant's jobs stay in order)
-    review_workers: int = Field(default=2, ge=1, le=16)
+    review_workers: int = Field(default=4, ge=1, le=16)
     review_max_attempts: int = 5
     review_min_events: int = 3
     local_reviews: bool = True
