@@ -179,8 +179,8 @@ def review_and_learn(
 class DraftedReview:
     """A review whose lessons are drafted and nothing of it stored yet. ``texts`` are what its new
     lessons need embedded: a worker running several reviews embeds all their texts in one call
-    (embedding is most of a review's cost, and a batch costs far less than its texts one by one),
-    then finishes each in turn, so each one's merges see the lessons the previous ones stored."""
+    (one request to a remote embedder instead of one per review), then finishes each in turn, so
+    each one's merges see the lessons the previous ones stored."""
 
     traj: Trajectory
     kind: ReviewKind
