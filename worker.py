@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 
 from chalicelib.adapters.review_signal import ReviewSignal
 from chalicelib.services.deps import Deps
+from chalicelib.services.indexing import VectorCache
 from chalicelib.services.maintenance import run_decay
 from chalicelib.services.review_jobs import process_review_jobs, requeue_unreviewed
 
@@ -30,6 +32,11 @@ class BackgroundWorker:
         self.decay_interval_seconds = decay_interval_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.vectors = VectorCache(deps.review_vector_cache)
+        # a batch's tenants split over these threads: the worker's share of the GIL and the
+        # cores grows with them while the request threads are busy
+        self.pool = (ThreadPoolExecutor(deps.review_workers, thread_name_prefix="hindsight-review")
+                     if deps.review_workers > 1 else None)
 
     def start(self) -> "BackgroundWorker":
         released = self.deps.queue.release_leases(self.deps.clock.now())  # held by a process that died
@@ -47,12 +54,16 @@ class BackgroundWorker:
         self.signal.notify()
         if self._thread is not None:
             self._thread.join(timeout)
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
     def _loop(self) -> None:
         next_decay = time.monotonic() + self.decay_interval_seconds
         while not self._stop.is_set():
             try:
-                while process_review_jobs(self.deps) and not self._stop.is_set():
+                while process_review_jobs(
+                    self.deps, self.deps.review_batch_size, self.vectors, self.pool, self.deps.review_workers
+                ) and not self._stop.is_set():
                     pass
                 if time.monotonic() >= next_decay:
                     report = run_decay(self.deps)

@@ -163,6 +163,7 @@ class Stats:
     samples: list[str] = field(default_factory=list)
     accepted: dict[str, int] = field(default_factory=dict)  # trajectory id -> events accepted
     key_of: dict[str, str] = field(default_factory=dict)  # trajectory id -> the API key that started it
+    finalized: dict[str, float] = field(default_factory=dict)  # trajectory id -> time.time() of its finalize's 202
 
     def merge(self, other: "Stats") -> None:
         for op in OPS:
@@ -175,6 +176,7 @@ class Stats:
         self.samples += other.samples[: max(0, 8 - len(self.samples))]
         self.accepted.update(other.accepted)
         self.key_of.update(other.key_of)
+        self.finalized.update(other.finalized)
 
     def requests(self) -> int:
         return sum(len(v) for v in self.lat.values())
@@ -241,7 +243,8 @@ def run_client(url: str, key: str, tag: str, seconds: float, recall_share: float
                     st.accepted[tid] += doc["accepted"]
                     st.events += doc["accepted"]
             else:
-                send("finalize", f"/v1/trajectories/{tid}/finalize", {"outcome": task["outcome"]}, 202)
+                if send("finalize", f"/v1/trajectories/{tid}/finalize", {"outcome": task["outcome"]}, 202) is not None:
+                    st.finalized[tid] = time.time()
                 task = None
                 continue
             step += 1
@@ -486,14 +489,41 @@ class Stack:
     moto_url: str | None = None
 
 
-def start_stack(backend: str, tmp: str, args: argparse.Namespace, stub_url: str | None) -> Stack:
-    env = {"HINDSIGHT_WORKER": "true", "HINDSIGHT_EMBEDDER": args.embedder}
+@dataclass(frozen=True)
+class Reviews:
+    """How the server's review worker runs: jobs claimed and embedded together, texts whose vectors
+    it keeps between reviews, threads a batch is split over by tenant. ``1:0:1`` is the worker as
+    it was: one job at a time, nothing kept, one thread."""
+
+    batch: int
+    cache: int
+    workers: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Reviews":
+        parts = [int(x) for x in text.split(":")]
+        batch, cache, workers = (parts + [8, 4096, 4][len(parts):])[:3]
+        return cls(batch, cache, workers)
+
+    @property
+    def label(self) -> str:
+        return f"{self.batch}:{self.cache}:{self.workers}"
+
+    def env(self) -> dict[str, str]:
+        return {"HINDSIGHT_REVIEW_BATCH_SIZE": str(self.batch), "HINDSIGHT_REVIEW_VECTOR_CACHE": str(self.cache),
+                "HINDSIGHT_REVIEW_WORKERS": str(self.workers)}
+
+
+def start_stack(backend: str, tmp: str, args: argparse.Namespace, stub_url: str | None, reviews: Reviews,
+                run_name: str) -> Stack:
+    env = {"HINDSIGHT_WORKER": "true", "HINDSIGHT_EMBEDDER": args.embedder, **reviews.env()}
     if stub_url:
         env["HINDSIGHT_OPENAI_BASE_URL"] = stub_url
         env["HINDSIGHT_LLM_MAX_RETRIES"] = "0"
     cleanup: list = []
     pids: dict[str, int] = {}
-    note = f"embedder {args.embedder}, reviewer {'LLM on the local stub' if stub_url else 'deterministic'}"
+    note = (f"embedder {args.embedder}, reviewer {'LLM on the local stub' if stub_url else 'deterministic'},"
+            f" review batch {reviews.batch}, vector cache {reviews.cache}, review threads {reviews.workers}")
     if backend == "aws":
         moto = Moto(args.moto, os.path.join(tmp, "moto.log")).start()
         cleanup.append(moto.stop)
@@ -521,9 +551,9 @@ def start_stack(backend: str, tmp: str, args: argparse.Namespace, stub_url: str 
 
         cleanup.append(drop_index)
         note += f"; moto {args.moto} at {moto.url}; OpenSearch {os_url} index {index}"
-    data = os.path.join(tmp, f"data-{backend}")
+    data = os.path.join(tmp, f"data-{run_name}")
     os.makedirs(data, exist_ok=True)
-    server = Server(data, env, log_path=os.path.join(tmp, f"server-{backend}.log"))
+    server = Server(data, env, log_path=os.path.join(tmp, f"server-{run_name}.log"))
     try:
         server.start(timeout=180)
     except Exception:
@@ -559,12 +589,18 @@ def review_counts(url: str, keys: list[str]) -> Counter:
     return total
 
 
-def verify_events(url: str, key_of: dict[str, str], accepted: dict[str, int], threads: int = 4) -> dict:
-    """Read back every trajectory: the events it holds against the events the server accepted."""
+def verify_events(url: str, key_of: dict[str, str], accepted: dict[str, int], threads: int = 4,
+                  timed: dict[str, float] | None = None) -> dict:
+    """Read back every trajectory: the events it holds against the events the server accepted; for
+    the ``timed`` ones (id -> when the client had its finalize's answer, ``time.time()``), the
+    review latency (the ``updated_at`` its review set, the server being on this machine's clock) or
+    that it is still unreviewed."""
     import httpx
+    from datetime import datetime
 
     items = list(accepted.items())
-    out = {"checked": 0, "missing_events": 0, "extra_events": 0, "trajectories_short": 0, "unreadable": 0}
+    out = {"checked": 0, "missing_events": 0, "extra_events": 0, "trajectories_short": 0, "unreadable": 0,
+           "latency_s": [], "unreviewed": 0}
     lock = threading.Lock()
 
     def work(chunk: list[tuple[str, int]]) -> None:
@@ -576,7 +612,13 @@ def verify_events(url: str, key_of: dict[str, str], accepted: dict[str, int], th
                     if r.status_code != 200:
                         out["unreadable"] += 1
                         continue
-                    got = r.json()["event_count"]
+                    doc = r.json()
+                    got = doc["event_count"]
+                    if timed and tid in timed:
+                        if doc["status"] == "reviewed":
+                            out["latency_s"].append(datetime.fromisoformat(doc["updated_at"]).timestamp() - timed[tid])
+                        else:
+                            out["unreviewed"] += 1
                     out["missing_events"] += max(0, n - got)
                     out["extra_events"] += max(0, got - n)
                     out["trajectories_short"] += got < n
@@ -645,6 +687,35 @@ def seed(url: str, keys: list[str], per_tenant: int, tag: str) -> tuple[dict[str
     return accepted, key_of
 
 
+class PendingSampler:
+    """Reviews pending (trajectories ``finalized``, over every tenant) every ``period`` seconds while
+    the load runs, in a daemon thread."""
+
+    def __init__(self, url: str, keys: list[str], period: float = 2.0) -> None:
+        self.url, self.keys, self.period = url, keys, period
+        self.samples: list[tuple[float, int]] = []  # (seconds into the load, pending)
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="soak-pending")
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            try:
+                n = review_counts(self.url, self.keys).get("finalized", 0)
+                self.samples.append((time.monotonic() - self.t0, n))
+            except Exception:  # noqa: BLE001 -- a missed sample under load; the next one counts
+                pass
+
+    def start(self) -> "PendingSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[tuple[float, int]]:
+        self._stop.set()
+        self._thread.join(timeout=70)
+        return self.samples
+
+
 def wait_reviews(url: str, keys: list[str], timeout: float) -> tuple[Counter, float]:
     t0 = time.monotonic()
     while True:
@@ -654,9 +725,10 @@ def wait_reviews(url: str, keys: list[str], timeout: float) -> tuple[Counter, fl
         time.sleep(0.5)
 
 
-def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str | None) -> dict:
-    print(f"\n=== {backend}: starting the stack", flush=True)
-    stack = start_stack(backend, tmp, args, stub_url)
+def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str | None, reviews: Reviews,
+                name: str) -> dict:
+    print(f"\n=== {name}: starting the stack", flush=True)
+    stack = start_stack(backend, tmp, args, stub_url, reviews, name.replace(" ", "-").replace(":", "_"))
     sampler = RssSampler(stack.pids).start()
     try:
         server = stack.server
@@ -683,7 +755,10 @@ def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str 
         cpu0 = {name: proc_cpu_seconds(pid) for name, pid in stack.pids.items()}
         ccpu0 = time.process_time()
         ddb0, ops0 = moto_requests(stack.moto_url), moto_operations(stack.moto_url)
+        before = review_counts(url, keys)
+        pending = PendingSampler(url, keys).start()
         load, wall = run_level(url, keys, args.clients, args.duration, args.recall_share, "L")
+        pending_samples = pending.stop()
         cpu1 = {name: proc_cpu_seconds(pid) for name, pid in stack.pids.items()}
         client_cpu = (time.process_time() - ccpu0) / wall
         ddb1 = moto_requests(stack.moto_url)
@@ -696,16 +771,18 @@ def run_backend(backend: str, args: argparse.Namespace, tmp: str, stub_url: str 
         key_of |= load.key_of
         print(f"{backend}: load {args.clients} clients: {load.requests() / wall:.1f} req/s", flush=True)
         at_end = review_counts(url, keys)
+        pending_samples.append((wall, at_end.get("finalized", 0)))
         drained, drain_s = wait_reviews(url, keys, args.drain_timeout)
         sampler.mark("drained")
         alive = server.proc.poll() is None
         all_accepted = {**seeded, **(base.accepted if base else {}), **load.accepted}
-        check = verify_events(url, key_of, all_accepted)
+        check = verify_events(url, key_of, all_accepted, timed=load.finalized)
         load_avg = os.getloadavg()
-        return {"backend": backend, "note": stack.note, "base": base, "base_wall": base_wall if base else None,
+        return {"backend": name, "note": stack.note, "base": base, "base_wall": base_wall if base else None,
                 "load": load, "wall": wall, "cpu": cpu, "ddb": ddb, "ddb_ops": ddb_ops,
                 "client_cpu": client_cpu, "at_end": at_end, "drained": drained, "drain_s": drain_s, "check": check,
                 "alive": alive, "log": log_problems(server.log_path), "log_path": server.log_path,
+                "before": before, "pending_max": max(n for _, n in pending_samples), "pending": pending_samples, "reviews": reviews,
                 "rss": {name: {"start": sampler.at(name, "start"), "warm": sampler.at(name, "warm"),
                                "peak": max((r for _, r in sampler.between(name, "warm", "end")), default=float("nan")),
                                "end": sampler.at(name, "end"), "drained": sampler.at(name, "drained"),
@@ -730,9 +807,10 @@ def rate(st: Stats | None, wall: float | None) -> dict[str, float]:
 
 
 def report(results: list[dict], args: argparse.Namespace) -> None:
+    W = max(9, *(len(r["backend"]) for r in results))
     print(f"\nSoak: {args.clients} clients x {args.duration:g} s over {args.tenants} tenants, "
           f"~{args.recall_share:.0%} of requests are recalls; baseline: 1 client x {args.baseline_duration:g} s, same mix")
-    print(f"{'backend':<9} | {'run':<10} | {'req/s':>7} | {'events/s':>8} | {'recalls/s':>9} | {'requests':>8} |"
+    print(f"{'backend':<{W}} | {'run':<10} | {'req/s':>7} | {'events/s':>8} | {'recalls/s':>9} | {'requests':>8} |"
           f" {'errors':>6} | {'429s':>5} | {'hits/recall':>11}")
     for r in results:
         for name, st, wall in (("1 client", r["base"], r["base_wall"]), (f"{args.clients} clients", r["load"], r["wall"])):
@@ -740,15 +818,15 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
                 continue
             rt = rate(st, wall)
             recalls = len(st.lat["recall"])
-            print(f"{r['backend']:<9} | {name:<10} | {rt['req']:7.1f} | {rt['events']:8.1f} | {rt['recalls']:9.1f} |"
+            print(f"{r['backend']:<{W}} | {name:<10} | {rt['req']:7.1f} | {rt['events']:8.1f} | {rt['recalls']:9.1f} |"
                   f" {st.requests():>8} | {sum(st.errors.values()):>6} | {sum(st.throttled.values()):>5} |"
                   f" {st.recall_hits / max(recalls, 1):11.2f}")
         b, lo = rate(r["base"], r["base_wall"]), rate(r["load"], r["wall"])
-        print(f"{r['backend']:<9} | {'ratio':<10} | {lo['req'] / b['req']:7.2f} | {lo['events'] / b['events']:8.2f} |"
+        print(f"{r['backend']:<{W}} | {'ratio':<10} | {lo['req'] / b['req']:7.2f} | {lo['events'] / b['events']:8.2f} |"
               f" {lo['recalls'] / b['recalls']:9.2f} |   ({args.clients} clients / 1 client)")
 
     print("\nLatency per operation, ms p50 / p95 / p99 (ratio = p50 under load / p50 of 1 client)")
-    print(f"{'backend':<9} | {'op':<8} | {'1 client':>24} | {f'{args.clients} clients':>24} | {'p50 ratio':>9} | {'count':>6}")
+    print(f"{'backend':<{W}} | {'op':<8} | {'1 client':>24} | {f'{args.clients} clients':>24} | {'p50 ratio':>9} | {'count':>6}")
     for r in results:
         for op in OPS:
             xs = r["load"].lat[op]
@@ -758,7 +836,7 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
                 return f"{pct(v, 50):6.1f} / {pct(v, 95):6.1f} / {pct(v, 99):6.1f}" if v else f"{'-':>24}"
 
             ratio = pct(xs, 50) / pct(bs, 50) if xs and bs else float("nan")
-            print(f"{r['backend']:<9} | {op:<8} | {cell(bs):>24} | {cell(xs):>24} | {ratio:9.1f} | {len(xs):>6}")
+            print(f"{r['backend']:<{W}} | {op:<8} | {cell(bs):>24} | {cell(xs):>24} | {ratio:9.1f} | {len(xs):>6}")
 
     print("\nErrors (goal: none; 429s are the rate limit, counted apart)")
     for r in results:
@@ -786,12 +864,36 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
         print(f"{r['backend']}: end of load: {fmt(r['at_end'])} (finalized = review pending)")
         print(f"{'':<{len(r['backend'])}}  after {r['drain_s']:.1f} s of drain: {fmt(r['drained'])}")
 
+    print(f"\nReview throughput during the load (batch:cache:threads = jobs claimed and embedded together : texts"
+          f" whose vectors the worker keeps : threads a batch is split over by tenant; 1:0:1 is the single one-job"
+          f" worker as it was). Pending = finalized, not yet"
+          f" reviewed, sampled every 2 s; latency = from the finalize's answer to the review, for the trajectories"
+          f" finalized during the load")
+    print(f"{'backend':<{W}} | {'finalized/s':>11} | {'reviewed/s':>10} | {'max pending':>11} | {'pending end':>11} |"
+          f" {'drained in':>10} | {'latency p50':>11} | {'p99':>7} | {'unreviewed':>10}")
+    for r in results:
+        c, lat = r["check"], r["check"]["latency_s"]
+        reviewed = r["at_end"].get("reviewed", 0) - r["before"].get("reviewed", 0)
+        left = r["drained"].get("finalized", 0)
+        drained = f"{r['drain_s']:.1f} s" if left == 0 else f"not ({left})"
+        print(f"{r['backend']:<{W}} | {len(r['load'].finalized) / r['wall']:11.2f} | {reviewed / r['wall']:10.2f} |"
+              f" {r['pending_max']:>11} | {r['at_end'].get('finalized', 0):>11} | {drained:>10} |"
+              f" {pct(lat, 50):9.1f} s | {pct(lat, 99):5.1f} s | {c['unreviewed']:>10}")
+    for r in results:
+        marks, shown = [], -10.0
+        for t, n in r["pending"]:  # the first sample past each 10 s
+            if t >= shown + 10:
+                marks.append(f"{t:.0f}s:{n}")
+                shown = t - t % 10
+        marks.append(f"end:{r['pending'][-1][1]}")
+        print(f"{r['backend']}: pending during the load (s: n): {' '.join(marks)}")
+
     print("\nMemory, VmRSS MiB (warm = after seeding and the baseline; growth = least-squares slope over the load)")
-    print(f"{'backend':<9} | {'process':<7} | {'start':>7} | {'warm':>7} | {'peak':>7} | {'end':>7} | {'drained':>7} |"
+    print(f"{'backend':<{W}} | {'process':<7} | {'start':>7} | {'warm':>7} | {'peak':>7} | {'end':>7} | {'drained':>7} |"
           f" {'MiB/min':>7}")
     for r in results:
         for name, m in r["rss"].items():
-            print(f"{r['backend']:<9} | {name:<7} | {m['start']:7.1f} | {m['warm']:7.1f} | {m['peak']:7.1f} |"
+            print(f"{r['backend']:<{W}} | {name:<7} | {m['start']:7.1f} | {m['warm']:7.1f} | {m['peak']:7.1f} |"
                   f" {m['end']:7.1f} | {m['drained']:7.1f} | {m['slope']:+7.1f}")
 
     print("\nCPU during the load (cores busy; the clients share the same 2 cores)")
@@ -826,6 +928,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="atomic: one request at a time; -fast: and one rollback copy per table per transaction")
     parser.add_argument("--moto-backup-once", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--opensearch-url", default=None, help="default: OPENSEARCH_URL, else a private node")
+    parser.add_argument("--reviews", default="1:0:1,8:4096:4", type=lambda v: [Reviews.parse(x) for x in v.split(",")],
+                        help="review worker settings, one run of each backend per entry: BATCH:CACHE:THREADS (jobs"
+                             " claimed and embedded together : texts whose vectors are kept : threads a batch is split"
+                             " over by tenant); 1:0:1 is the worker as it was")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, SQLite)")
     parser.add_argument("--moto-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -848,7 +954,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
             stub = OpenAIStub().__enter__()
         for backend in backends:
-            results.append(run_backend(backend, args, tmp, stub.base_url if stub else None))
+            for reviews in args.reviews:
+                name = backend if len(args.reviews) == 1 else f"{backend} {reviews.label}"
+                results.append(run_backend(backend, args, tmp, stub.base_url if stub else None, reviews, name))
         report(results, args)
     finally:
         if stub is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import observability as obs
 from .container import get_deps, get_settings
+from .services.indexing import VectorCache
 from .services.maintenance import run_decay
 from .services.review_jobs import process_review_jobs, requeue_unreviewed
 
@@ -33,11 +34,18 @@ def _wakes_reviewer(record: dict[str, Any]) -> bool:
     return record.get("eventName") in ("INSERT", "MODIFY") and new in WAKING_STATES and old not in WAKING_STATES
 
 
+@functools.lru_cache(maxsize=1)
+def _vectors() -> VectorCache:
+    """Kept while the Lambda environment stays warm: a recurring lesson is not embedded again."""
+    return VectorCache(get_deps().review_vector_cache)
+
+
 def run_due_jobs(budget_seconds: float = 60.0) -> int:
-    """Claim and run due review jobs until none is left or the time budget is spent."""
+    """Claim and run due review jobs, ``review_batch_size`` at a time, until none is left or the
+    time budget is spent."""
     deps, ran, deadline = get_deps(), 0, time.monotonic() + budget_seconds
     while time.monotonic() < deadline:
-        n = process_review_jobs(deps)
+        n = process_review_jobs(deps, deps.review_batch_size, _vectors())
         if not n:
             break
         ran += n

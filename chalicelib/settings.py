@@ -62,6 +62,13 @@ class Settings(BaseModel):
     worker: bool = True
     worker_poll_seconds: float = 0.25
     review_lease_seconds: float = 60.0
+    # jobs a worker claims at once (tenants in turns): their lessons are embedded in one call
+    review_batch_size: int = Field(default=8, ge=1, le=100)
+    # texts whose vectors a review worker keeps between reviews (a recurring lesson is not embedded
+    # again); 4,096 MiniLM vectors are about 6 MB. 0: none kept
+    review_vector_cache: int = Field(default=4096, ge=0)
+    # embedded worker: threads a batch is split over, by tenant (one tenant's jobs stay in order)
+    review_workers: int = Field(default=4, ge=1, le=16)
     review_max_attempts: int = 5
     review_min_events: int = 3
     local_reviews: bool = True

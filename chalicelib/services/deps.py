@@ -43,6 +43,9 @@ class Deps:
     advice_placement: str
     review_max_attempts: int
     review_lease_seconds: float
+    review_batch_size: int  # jobs a worker claims and runs together (``review_jobs.process_review_jobs``)
+    review_vector_cache: int  # texts whose vectors a review worker keeps between reviews
+    review_workers: int  # threads of the embedded worker a batch is split over, by tenant
     review_min_events: int  # smaller successful trajectories without trouble are not reviewed
     merge_threshold: float  # cosine above which a new lesson merges into a known one
     supersede_threshold: float  # cosine of two situations for a new fix to replace an old one
@@ -84,6 +87,9 @@ def policies(settings: Settings) -> dict[str, Any]:
         advice_placement=settings.advice_placement,
         review_max_attempts=settings.review_max_attempts,
         review_lease_seconds=settings.review_lease_seconds,
+        review_batch_size=settings.review_batch_size,
+        review_vector_cache=settings.review_vector_cache,
+        review_workers=settings.review_workers,
         review_min_events=settings.review_min_events,
         local_reviews=settings.local_reviews,
         max_local_reviews=settings.max_local_reviews_per_trajectory,

@@ -8,6 +8,7 @@ runs again rewrites the same experiences instead of adding new ones.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Collection, Sequence
 
 from ..domain.anomaly import WINDOW, qualifies_for_full_review
@@ -54,10 +55,11 @@ def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
 FIX_KINDS = ("recovery", "llm")  # lessons that name a fix; "don't retry" and feedback never replace one
 
 
-def _same_situation(deps: Deps, old: Experience, new: Experience) -> bool:
+def _same_situation(deps: Deps, old: Experience, new: Experience, vectors: dict[str, Any]) -> bool:
     """The same tool failing the same way in two different tasks is not a contradiction: the
     situations themselves must be alike for a new fix to replace an old one."""
-    a, b = deps.embedder.embed([old.situation, new.situation])
+    embed_texts(deps, [old.situation, new.situation], vectors)
+    a, b = vectors[old.situation], vectors[new.situation]
     return float(a @ b) >= deps.supersede_threshold
 
 
@@ -72,18 +74,32 @@ def _first_example_kept(deps: Deps, exp: Experience, keep: Collection[str]) -> E
     return replace(exp, examples=[task_example(first, events, keep)])
 
 
-def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
-    """Quality gate, then merge into a known lesson (same fingerprint, or nearly the same text),
-    or store as new; a lesson with another fix for the same situation may supersede the old one."""
-    now = deps.clock.now()
-    out = Distilled()
-    drafts = []
+def _gated(review: Review) -> tuple[list, list[dict[str, Any]]]:
+    """The drafts that pass the quality gate, and the rejected ones with the reason."""
+    drafts, rejected = [], []
     for draft in review.lessons:
         ok, why = passes_quality_gate(draft)
         if ok:
             drafts.append(draft)
         else:
-            out.rejected.append({"lesson": draft.lesson, "reason": why})
+            rejected.append({"lesson": draft.lesson, "reason": why})
+    return drafts, rejected
+
+
+def lesson_texts(traj: Trajectory, review: Review, now: datetime) -> list[str]:
+    """The texts ``distill`` embeds for this review's new lessons: known before anything is
+    stored, so that the lessons of several reviews can be embedded in one call."""
+    drafts, _ = _gated(review)
+    return [t for d in drafts for t in draft_to_experience(d, traj, now).embedding_texts()]
+
+
+def distill(deps: Deps, traj: Trajectory, review: Review, vectors: dict[str, Any] | None = None) -> Distilled:
+    """Quality gate, then merge into a known lesson (same fingerprint, or nearly the same text),
+    or store as new; a lesson with another fix for the same situation may supersede the old one.
+    ``vectors``: texts already embedded (by text), filled in place with the ones embedded here."""
+    now = deps.clock.now()
+    out = Distilled()
+    drafts, out.rejected = _gated(review)
     if not drafts:
         return out
     fresh = [draft_to_experience(d, traj, now) for d in drafts]
@@ -99,7 +115,7 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
     fresh = [e for e in fresh if e.experience_id not in retired]
     if not fresh:
         return out
-    out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], {})
+    out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], {} if vectors is None else vectors)
     for draft, exp in zip(drafts, fresh):
         vector = experience_vector(exp, out.vectors)
         existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
@@ -114,7 +130,7 @@ def distill(deps: Deps, traj: Trajectory, review: Review) -> Distilled:
             out.merged += 1
         if exp.situation_key and draft.kind in FIX_KINDS:
             for old in deps.experiences.find_active_by_situation(traj.tenant_id, exp.situation_key, exp.agent_id, exp.user_id):
-                if old.experience_id in out.stored or not should_supersede(old, exp) or not _same_situation(deps, old, exp):
+                if old.experience_id in out.stored or not should_supersede(old, exp) or not _same_situation(deps, old, exp, out.vectors):
                     continue
                 demoted, exp = supersede(old, exp, now)
                 out.stored[demoted.experience_id] = demoted
@@ -155,9 +171,55 @@ def review_and_learn(
     """Review the trajectory (all of it, or for a local review the windows of its trigger and the
     ``triggers`` coalesced into it), store what it teaches and record the review on it. Raises
     NotFound for an unknown trajectory."""
+    step = prepare_review(deps, tenant_id, trajectory_id, kind, triggers)
+    return step if isinstance(step, Trajectory) else step.finish(deps)
+
+
+@dataclass
+class DraftedReview:
+    """A review whose lessons are drafted and nothing of it stored yet. ``texts`` are what its new
+    lessons need embedded: a worker running several reviews embeds all their texts in one call
+    (one request to a remote embedder instead of one per review), then finishes each in turn, so
+    each one's merges see the lessons the previous ones stored."""
+
+    traj: Trajectory
+    kind: ReviewKind
+    review: Review
+    texts: list[str]
+    local: list[dict[str, Any]] = field(default_factory=list)
+    credit: dict[str, Any] | None = None
+    triggers: list[str] = field(default_factory=list)
+
+    def finish(self, deps: Deps, vectors: dict[str, Any] | None = None) -> Trajectory:
+        """Distill, store and index the lessons, record the review. ``vectors``: texts already
+        embedded; the missing ones are embedded here."""
+        traj, review = self.traj, self.review
+        result = distill(deps, traj, review, vectors)
+        _persist(deps, traj.tenant_id, result)
+        if not self.kind.is_full:
+            findings = _findings(review, result) | ({"triggers": self.triggers} if len(self.triggers) > 1 else {})
+            summary = ReviewSummary(findings=findings, trigger=self.kind.trigger, llm_lessons=review.llm_lessons)
+            return deps.trajectories.add_local_review(
+                traj.tenant_id, traj.trajectory_id, result.experience_ids, summary.as_dict(), deps.clock.now()
+            )
+        ids = list(dict.fromkeys([*result.experience_ids, *traj.experience_ids]))
+        summary = ReviewSummary(
+            findings=_findings(review, result), llm_lessons=review.llm_lessons, local=self.local, credit=self.credit
+        )
+        return deps.trajectories.save_review(
+            traj.tenant_id, traj.trajectory_id, TrajectoryStatus.REVIEWED.value, ids, summary.as_dict(), deps.clock.now()
+        )
+
+
+def prepare_review(
+    deps: Deps, tenant_id: str, trajectory_id: str, kind: ReviewKind, triggers: Sequence[str] = ()
+) -> Trajectory | DraftedReview:
+    """Everything of a review up to its drafted lessons: the reviewer's verdict. Returns the
+    trajectory when there is nothing left to store (already reviewed, not worth a review: recorded
+    here, or a local review whose trigger is gone). Raises NotFound for an unknown trajectory."""
     traj = deps.trajectories.get(tenant_id, trajectory_id)
     if not kind.is_full:
-        return _learn_locally(deps, traj, kind, triggers)
+        return _draft_locally(deps, traj, kind, triggers)
     events = deps.trajectories.events(tenant_id, trajectory_id)
     if traj.status is TrajectoryStatus.REVIEWED:
         return traj
@@ -172,26 +234,14 @@ def review_and_learn(
             tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, traj.experience_ids, summary.as_dict(), deps.clock.now()
         )
     review = deps.reviewer.review(traj, events, kind.scope)
-    result = distill(deps, traj, review)
-    _persist(deps, tenant_id, result)
-    ids = list(dict.fromkeys([*result.experience_ids, *traj.experience_ids]))
-    summary = ReviewSummary(findings=_findings(review, result), llm_lessons=review.llm_lessons, local=local, credit=credit)
-    return deps.trajectories.save_review(
-        tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, ids, summary.as_dict(), deps.clock.now()
-    )
+    return DraftedReview(traj, kind, review, lesson_texts(traj, review, deps.clock.now()), local=local, credit=credit)
 
 
-def _learn_locally(deps: Deps, traj: Trajectory, kind: ReviewKind, triggers: Sequence[str]) -> Trajectory:
+def _draft_locally(deps: Deps, traj: Trajectory, kind: ReviewKind, triggers: Sequence[str]) -> Trajectory | DraftedReview:
     """Reads only the windows of the triggers (``anomaly.WINDOW`` events before each)."""
     wanted = list(dict.fromkeys([kind.trigger or "", *triggers]))
     events = deps.trajectories.events_around(traj.tenant_id, traj.trajectory_id, wanted, WINDOW)
     if not any(e.event_id == kind.trigger for e in events):
         return traj
     review = deps.reviewer.review(traj, without_recalls(events), kind.scope)
-    result = distill(deps, traj, review)
-    _persist(deps, traj.tenant_id, result)
-    findings = _findings(review, result) | ({"triggers": wanted} if len(wanted) > 1 else {})
-    summary = ReviewSummary(findings=findings, trigger=kind.trigger, llm_lessons=review.llm_lessons)
-    return deps.trajectories.add_local_review(
-        traj.tenant_id, traj.trajectory_id, result.experience_ids, summary.as_dict(), deps.clock.now()
-    )
+    return DraftedReview(traj, kind, review, lesson_texts(traj, review, deps.clock.now()), triggers=wanted)

@@ -8,29 +8,104 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
-from typing import Sequence
+from concurrent.futures import Executor
+from datetime import datetime, timedelta
+from typing import Callable, Sequence, TypeVar
 
 from ..domain.errors import NotFound
 from ..domain.models import FULL_REVIEW, LOCAL_SCOPE, ReviewKind, ReviewSummary, Trajectory, TrajectoryStatus
 from ..ports import DeadJob, ReviewJob
 from .deps import Deps
-from .learning import review_and_learn
+from .indexing import VectorCache, embed_texts
+from .learning import DraftedReview, prepare_review
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+LEASE_SHARE = 0.5  # of the lease, past which a batch starts no more of its jobs
 
 
-def process_review_jobs(deps: Deps, limit: int = 1) -> int:
-    """Claim due jobs and run them; failures back off and, after the last attempt, are dead-lettered
-    and the trajectory shows ``review_failed`` with the reason. Returns how many jobs ran.
+def process_review_jobs(
+    deps: Deps, limit: int = 1, vectors: VectorCache | None = None, pool: Executor | None = None, workers: int = 1
+) -> int:
+    """Claim up to ``limit`` due jobs (tenants in turns) and run them; failures back off and, after
+    the last attempt, are dead-lettered and the trajectory shows ``review_failed`` with the reason.
+    Returns how many jobs were claimed.
 
-    One at a time by default: jobs claimed together run one after the other, so a batch of one
-    tenant's jobs would make another tenant's job, queued meanwhile, wait for all of them."""
+    Jobs claimed together are reviewed first, then the texts of all their new lessons are embedded
+    in one call (one request to a remote embedder instead of one per review), then each is stored
+    in claim order, so that a tenant whose job is claimed next waits one batch. A second job of a
+    trajectory already in the batch runs after the first is stored, as it would alone: it must see
+    what the first one wrote. ``vectors``: a worker's cache of embedded texts, kept across calls
+    (trimmed to its size after each). With a ``pool``, the batch is split by tenant into up to
+    ``workers`` parts run at once: one tenant's jobs always run one after the other, in one part,
+    so each one's merges see what the previous one stored.
+
+    The batch shares one lease. A job not started when most of it is gone (slow reviews: an LLM)
+    is left leased, to be claimed again when the lease runs out, rather than run while another
+    worker may have claimed it."""
     now = deps.clock.now()
     jobs = deps.queue.claim(now, deps.review_lease_seconds, limit)
-    for job in jobs:
-        _run(deps, job)
+    known: dict = vectors if vectors is not None else {}
+    until = now + timedelta(seconds=deps.review_lease_seconds * LEASE_SHARE)
+    parts = _by_tenant(jobs, workers if pool is not None else 1)
+    if len(parts) > 1:
+        for future in [pool.submit(_run_batch, deps, part, known, until) for part in parts]:  # type: ignore[union-attr]
+            future.result()
+    elif jobs:
+        _run_batch(deps, jobs, known, until)
+    if vectors is not None:
+        vectors.trim()
     return len(jobs)
+
+
+def _by_tenant(jobs: list[ReviewJob], parts: int) -> list[list[ReviewJob]]:
+    """At most ``parts`` lists of jobs, each tenant's in one of them, claim order kept."""
+    slot: dict[str, int] = {}
+    out: list[list[ReviewJob]] = [[] for _ in range(max(1, parts))]
+    for job in jobs:
+        out[slot.setdefault(job.tenant_id, len(slot) % len(out))].append(job)
+    return [p for p in out if p]
+
+
+def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict, until: datetime) -> None:
+    drafted: list[tuple[ReviewJob, DraftedReview, float]] = []
+    later: list[ReviewJob] = []
+    seen: set[tuple[str, str]] = set()
+
+    def lease_left(job: ReviewJob) -> bool:
+        if deps.clock.now() <= until:
+            return True
+        log.info("review %s of %s (tenant %s): its batch's lease is running out; left for the next claim",
+                 job.kind, job.trajectory_id, job.tenant_id)  # fmt: skip
+        return False
+
+    for job in jobs:
+        if not lease_left(job):
+            continue
+        key = (job.tenant_id, job.trajectory_id)
+        if key in seen:
+            later.append(job)
+            continue
+        seen.add(key)
+        started = time.perf_counter()
+        step = _attempt(deps, job, lambda kind, job=job: prepare_review(deps, job.tenant_id, job.trajectory_id, kind, job.triggers))
+        if isinstance(step, DraftedReview):
+            drafted.append((job, step, started))
+        elif step is not None:
+            _done(deps, job, step, started)
+    texts = [t for _, d, _ in drafted for t in d.texts]
+    if len(drafted) > 1 and texts:
+        try:
+            embed_texts(deps, texts, known)
+        except Exception as exc:  # each review then embeds its own texts, and fails or retries alone
+            log.warning("embedding the lessons of %d reviews together failed: %s", len(drafted), f"{type(exc).__name__}: {exc}"[:300])
+    for job, d, started in drafted:
+        traj = _attempt(deps, job, lambda kind, d=d: d.finish(deps, known))
+        if traj is not None:
+            _done(deps, job, traj, started)
+    for job in later:
+        if lease_left(job):
+            _run(deps, job, known)
 
 
 def _kind(job: ReviewJob | DeadJob) -> ReviewKind | None:
@@ -51,19 +126,37 @@ def outcome_line(job: ReviewJob, kind: ReviewKind, traj: Trajectory, ms: float) 
     return f"{where}: {traj.status.value}, {count} {'lesson' if count == 1 else 'lessons'} kept ({ms:.0f} ms)"
 
 
-def _run(deps: Deps, job: ReviewJob) -> None:
+def _run(deps: Deps, job: ReviewJob, vectors: dict) -> None:
+    started = time.perf_counter()
+
+    def review(kind: ReviewKind) -> Trajectory:
+        step = prepare_review(deps, job.tenant_id, job.trajectory_id, kind, job.triggers)
+        return step if isinstance(step, Trajectory) else step.finish(deps, vectors)
+
+    traj = _attempt(deps, job, review)
+    if traj is not None:
+        _done(deps, job, traj, started)
+
+
+def _done(deps: Deps, job: ReviewJob, traj: Trajectory, started: float) -> None:
+    deps.queue.complete(job)
+    log.info(outcome_line(job, ReviewKind.parse(job.kind), traj, (time.perf_counter() - started) * 1000))
+
+
+def _attempt(deps: Deps, job: ReviewJob, step: Callable[[ReviewKind], T]) -> T | None:
+    """One step of a job's review; on failure the job is retried later or, after its last attempt,
+    dead-lettered, and None is returned."""
     kind = _kind(job)
     if kind is None:  # no attempt can run it
         log.error("review %s of %s (tenant %s): unknown review kind; dropped", job.kind, job.trajectory_id, job.tenant_id)
         deps.queue.dead(job, f"unknown review kind {job.kind!r}")
-        return
-    started = time.perf_counter()
+        return None
     try:
-        traj = review_and_learn(deps, job.tenant_id, job.trajectory_id, kind, job.triggers)
+        return step(kind)
     except NotFound:
         log.warning("review %s of %s (tenant %s): the trajectory is gone; dropped", job.kind, job.trajectory_id, job.tenant_id)
         deps.queue.dead(job, "trajectory not found")
-        return
+        return None
     except Exception as exc:  # any failure of a dependency: retry, never lose the job
         # the operator's dead-job list (admin only) gets the text; the tenant only the class: an
         # exception's text can hold paths, hosts, queries or another system's data
@@ -79,9 +172,7 @@ def _run(deps: Deps, job: ReviewJob) -> None:
             log.warning("review %s of %s (tenant %s) failed (attempt %d), will retry: %s",
                         job.kind, job.trajectory_id, job.tenant_id, job.attempts, reason)  # fmt: skip
             deps.queue.retry_later(job, reason, deps.clock.now(), delay_seconds=min(300.0, 2.0**job.attempts))
-        return
-    deps.queue.complete(job)
-    log.info(outcome_line(job, kind, traj, (time.perf_counter() - started) * 1000))
+        return None
 
 
 def _mark_failed(deps: Deps, job: ReviewJob, reason: str, now: datetime) -> None:

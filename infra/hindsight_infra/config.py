@@ -39,6 +39,11 @@ class StageConfig:
     stream_maximum_retry_attempts: int
     stream_maximum_record_age_s: int
     stream_bisect_on_error: bool
+    # the review worker's concurrency (docs/architecture.md, "Review throughput"): concurrent
+    # batches per stream shard, the wait to gather a batch, and the most instances at once
+    stream_parallelization_factor: int
+    stream_batching_window_s: int
+    review_worker_reserved_concurrency: int | None
     dlq_retention_days: int
     log_retention_days: int
     iterator_age_alarm_ms: int

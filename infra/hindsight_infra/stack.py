@@ -445,6 +445,8 @@ class HindsightStack(cdk.Stack):
             fn.add_resource_dependency(policies["app"])
             if fn_name == REVIEW_WORKER:
                 fn.add_resource_dependency(policies["worker"])  # the event source mapping checks the role can read the stream
+                if cfg.review_worker_reserved_concurrency is not None:
+                    fn.add_property_override("ReservedConcurrentExecutions", cfg.review_worker_reserved_concurrency)
             for event_name, event in (resource["Properties"].get("Events") or {}).items():
                 if event["Type"] == "DynamoDB":
                     stream_sources.append((fn_name, event_name))
@@ -463,6 +465,10 @@ class HindsightStack(cdk.Stack):
         fn.add_property_override(f"{props}.BisectBatchOnFunctionError", cfg.stream_bisect_on_error)
         fn.add_property_override(f"{props}.MaximumRetryAttempts", cfg.stream_maximum_retry_attempts)
         fn.add_property_override(f"{props}.MaximumRecordAgeInSeconds", cfg.stream_maximum_record_age_s)
+        # each invocation drains the queue (claims leased, so concurrent ones never share a job):
+        # more than one per shard is what lets reviews keep up when each takes seconds (an LLM)
+        fn.add_property_override(f"{props}.ParallelizationFactor", cfg.stream_parallelization_factor)
+        fn.add_property_override(f"{props}.MaximumBatchingWindowInSeconds", cfg.stream_batching_window_s)
         fn.add_property_override(f"{props}.DestinationConfig", {"OnFailure": {"Type": "SQS", "Destination": self.dlq.queue_arn}})
 
     # --- alarms ---------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from tests.infra.conftest import ALARM_EMAIL, DOMAIN_STAGE, SERVERLESS_STAGE, Template, render
+from infra.hindsight_infra.config import load_stage
+from tests.infra.conftest import ALARM_EMAIL, DOMAIN_STAGE, ROOT, SERVERLESS_STAGE, Template, render
 
 pytest.importorskip("pynamodb")
 
@@ -213,6 +214,21 @@ def test_review_stream_mapping_reports_partial_failures_bisects_retries_and_dead
     assert p["StartingPosition"] == "TRIM_HORIZON"
     assert p["BatchSize"] == source.batch_size
     assert p["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
+
+
+def test_review_worker_concurrency_is_the_stages_own(translated):
+    """ParallelizationFactor concurrent batches per shard, each draining the queue; the reserved
+    concurrency caps them all (docs/architecture.md, "Review throughput")."""
+    cfg = load_stage(translated.stage)
+    _, esm = translated.one("AWS::Lambda::EventSourceMapping")
+    p = esm["Properties"]
+    assert p["ParallelizationFactor"] == cfg.stream_parallelization_factor and 1 < p["ParallelizationFactor"] <= 10
+    assert p["MaximumBatchingWindowInSeconds"] == cfg.stream_batching_window_s
+    reserved = translated.resources["ReviewWorker"]["Properties"]["ReservedConcurrentExecutions"]
+    assert reserved == cfg.review_worker_reserved_concurrency >= cfg.stream_parallelization_factor
+    # ``chalice deploy`` without the stack caps the worker the same way
+    chalice = json.loads((ROOT / ".chalice" / "config.json").read_text())
+    assert chalice["stages"]["dev"]["lambda_functions"]["review_worker"]["reserved_concurrency"] == reserved
 
 
 def test_the_review_worker_waits_for_the_permissions_its_mapping_needs(translated):
