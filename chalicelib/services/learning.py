@@ -56,9 +56,12 @@ FIX_KINDS = ("recovery", "llm")  # lessons that name a fix; "don't retry" and fe
 
 def _same_situation(deps: Deps, old: Experience, new: Experience) -> bool:
     """The same tool failing the same way in two different tasks is not a contradiction: the
-    situations themselves must be alike for a new fix to replace an old one."""
-    a, b = deps.embedder.embed([old.situation, new.situation])
-    return float(a @ b) >= deps.supersede_threshold
+    tasks themselves must be alike for a new fix to replace an old one. The tasks, not the
+    situation texts: those hold the tool and the error both share, which made look-alike tasks
+    that need another fix (a unit vs a schedule behind the same rejection) replace each other."""
+    olds, news = [e for e in old.examples if e] or [old.situation], [e for e in new.examples if e] or [new.situation]
+    vectors = deps.embedder.embed([*olds, *news])
+    return max(float(a @ b) for a in vectors[: len(olds)] for b in vectors[len(olds):]) >= deps.supersede_threshold
 
 
 def _first_example_kept(deps: Deps, exp: Experience, keep: Collection[str]) -> Experience:
