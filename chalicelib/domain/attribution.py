@@ -179,8 +179,27 @@ def _fix_for(
             return Contrast(failed, same, "order", prerequisite=between[-1].tool)
         return None
     last_failure = max((e.seq for e in after if e.tool == failed.tool and e.failed), default=failed.seq)
-    replacement = next((e for e in ok if e.seq > last_failure and e.tool != failed.tool), None)
+    episode_end = min((e.seq for e in after if e.seq > last_failure and e.failed), default=None)
+    candidates = [
+        e for e in ok
+        if e.seq > last_failure and e.tool != failed.tool and (episode_end is None or e.seq < episode_end)
+    ]
+    replacement = _replacement(failed, candidates)
     return Contrast(failed, replacement, "swap") if replacement is not None else None
+
+
+def _replacement(failed: Event, candidates: Sequence[Event]) -> Event | None:
+    """Of the calls that worked after the failed one gave up, the one that did its job: it acts on
+    the most of the failed call's values (``pos_item_void(check, item)`` for a failed
+    ``pos_refund(check, item)``, not the ``pos_check_get(check)`` that looked first); the first
+    one on a tie."""
+    wanted = set(_scalars(params_of(failed)))
+    best, best_shared = None, -1
+    for e in candidates:
+        shared = len(wanted & set(_scalars(params_of(e))))
+        if shared > best_shared:
+            best, best_shared = e, shared
+    return best
 
 
 def objected_calls(events: Sequence[Event]) -> set[str]:

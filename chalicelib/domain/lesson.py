@@ -17,6 +17,7 @@ from typing import Any, Collection, Mapping, Sequence, Union
 
 from .attribution import params_of
 from .generalize import LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values
+from .lexical import terms
 from .models import Event, Trajectory
 
 _MAX_VALUE = 80
@@ -155,19 +156,40 @@ def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) ->
     return LiteralValues({v: p for v, p in values.items() if literal_digest(v, salt) not in keep})
 
 
-def goal_wording(traj: Trajectory) -> Wording:
-    """The trajectory's task, generalized: what every lesson learned from it is matched against."""
-    return (Raw(traj.goal, strip=""),)
+def user_request(traj: Trajectory, events: Sequence[Event]) -> str | None:
+    """What the user asked before the agent's first call, when it says more than the goal: the
+    task in the user's words often holds the situation the goal leaves out ("the lamp was changed
+    this morning", "he starts in two weeks"), which is what tells look-alike tasks apart."""
+    asked = []
+    for e in sorted(events, key=lambda e: e.seq):
+        if e.is_tool_call:
+            break
+        if e.type == "user_input" and (text := str(e.content.get("text") or "").strip()):
+            asked.append(text)
+    request = " ".join(asked)
+    goal = set(terms(traj.goal))
+    return request if request and set(terms(request)) - goal else None
 
 
-def generalized_goal(traj: Trajectory, values: Mapping[str, str]) -> str:
-    return write(goal_wording(traj), values)
+def goal_wording(traj: Trajectory, events: Sequence[Event] = ()) -> Wording:
+    """The trajectory's task, generalized: what every lesson learned from it is matched against
+    (the goal, and the user's request when it says more)."""
+    request = user_request(traj, events)
+    goal: Wording = (Raw(traj.goal, strip=""),)
+    return (*goal, " (", Raw(short(request, MAX_REQUEST_CHARS), strip=""), ")") if request else goal
+
+
+MAX_REQUEST_CHARS = 240
+
+
+def generalized_goal(traj: Trajectory, values: Mapping[str, str], events: Sequence[Event] = ()) -> str:
+    return write(goal_wording(traj, events), values)
 
 
 def task_example(traj: Trajectory, events: Sequence[Event], keep: Collection[str] = ()) -> str:
     """The trajectory's task, generalized (less the literals to ``keep``): what a lesson learned
     from it is matched against."""
-    return generalized_goal(traj, without_kept(trajectory_literals(events), keep, traj.tenant_id))
+    return generalized_goal(traj, without_kept(trajectory_literals(events), keep, traj.tenant_id), events)
 
 
 def _describe_text_change(key: str, old: str, new: str) -> str | None:

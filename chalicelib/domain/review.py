@@ -76,7 +76,7 @@ class _Context:
     def draft(self, situation: Wording, action: Wording, result: Wording, lesson: Wording, advice: Wording,
               **identity: Any) -> LessonDraft:
         wording = {"situation": situation, "action": action, "result": result, "lesson": lesson, "advice": advice,
-                   "example": goal_wording(self.traj)}
+                   "example": goal_wording(self.traj, self.events)}
         return drafted(wording, self.values, self.traj.tenant_id, **identity)
 
 
@@ -100,30 +100,20 @@ MIN_NOTE_WORDS = 5
 MAX_NOTE_CHARS = 240
 
 
-def _fix_call(ctx: _Context, c: Contrast) -> Event:
-    """The call that made the difference: the prerequisite of an order, else the call that worked."""
-    if c.kind == "order" and c.prerequisite:
-        pre = [e for e in ctx.events if c.failed.seq < e.seq < c.worked.seq and e.tool == c.prerequisite and e.succeeded]
-        if pre:
-            return pre[-1]
-    return c.worked
-
-
 def _note_words(text: str, known: str) -> int:
-    """Words of the note that the failure itself (its error, the tool names) does not say."""
+    """Words of the note that the failure itself (the tool and its error) does not say."""
     return len(set(terms(text)) - set(terms(known)))
 
 
 def fix_note(ctx: _Context, c: Contrast) -> str | None:
-    """What the agent reasoned between the failure and the call that fixed it, the last such note
+    """What the agent reasoned between the failure and the call that worked, the last such note
     that says something of its own: why the fix applies ("the check is open and unpaid: void the
     item instead"). It is the situation a look-alike task with the same error does not share, and
     often the fix in words."""
-    fix = _fix_call(ctx, c)
-    known = " ".join([error_text(c.failed), *(e.tool or "" for e in ctx.events if e.is_tool_call)])
+    known = f"{c.failed.tool} {error_text(c.failed)}"
     notes = [
         str(e.content.get("text") or "").strip() for e in ctx.events
-        if e.type == "llm_reasoning" and c.failed.seq < e.seq < fix.seq
+        if e.type == "llm_reasoning" and c.failed.seq < e.seq < c.worked.seq
     ]
     return next((n for n in reversed(notes) if _note_words(n, known) >= MIN_NOTE_WORDS), None)
 

@@ -129,6 +129,27 @@ def test_a_replaced_tool_is_contrasted_with_what_worked_after_its_last_failure()
     assert (c.kind, c.worked.tool) == ("swap", "create_pull_request")
 
 
+def test_the_replacement_is_the_call_that_acts_on_the_failed_calls_values_not_a_lookup_before_it():
+    events = [
+        call("pos_refund", {"check": "CHK-1", "item": "steak"}, ok=False, error="NOT_PERMITTED"),
+        call("pos_check_get", {"check": "CHK-1"}, result={"status": "open"}),
+        call("pos_item_void", {"check": "CHK-1", "item": "steak"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.worked.tool) == ("swap", "pos_item_void")
+
+
+def test_a_replacement_is_looked_for_only_until_the_next_failure():
+    events = [
+        call("pos_refund", {"check": "CHK-1", "item": "steak"}, ok=False, error="NOT_PERMITTED"),
+        call("pos_check_get", {"check": "CHK-1"}),
+        call("pos_close", {"check": "CHK-2"}, ok=False, error="CLOSED"),
+        call("pos_item_void", {"check": "CHK-1", "item": "steak"}),
+    ]
+    swaps = [c for c in attribute(events).contrasts if c.failed.tool == "pos_refund"]
+    assert [c.worked.tool for c in swaps] == ["pos_check_get"]
+
+
 def test_a_call_the_user_objected_to_is_not_a_fix():
     events = [
         call("post_message", {"channel": "#general"}, ok=False, error="channel_not_found"),
