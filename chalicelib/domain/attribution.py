@@ -245,8 +245,11 @@ def attribute(events: Sequence[Event]) -> Attribution:
                 result.contrasts.append(contrast)
                 paired.add(f.event_id)
 
-    # Sequential retries: the first failure of a (tool, error) and what fixed it.
+    # Sequential retries: the first failure of a (tool, error) and what fixed it. Later failures
+    # of the same tool fixed by the same call are the agent's detours on the way (often a wrong
+    # fix it tried, with an error of its own): the first failure and that call are the lesson.
     first_of: set[tuple[str | None, str]] = set()
+    fixed_by: set[tuple[str | None, str]] = {(c.failed.tool, c.worked.event_id) for c in result.contrasts}
     produced: dict[str, list[str]] = {}
     worked_at = [i for i, c in enumerate(calls) if c.succeeded and c.event_id not in objected]
     for i, c in enumerate(calls):
@@ -259,7 +262,8 @@ def attribute(events: Sequence[Event]) -> Attribution:
         lo, hi = bisect.bisect_right(worked_at, i), bisect.bisect_right(worked_at, i + FIX_HORIZON)
         ok = [calls[j] for j in worked_at[lo:hi]]
         contrast = _fix_for(c, calls[i + 1 : i + 1 + FIX_HORIZON], objected, produced, ok)
-        if contrast is not None:
+        if contrast is not None and (c.tool, contrast.worked.event_id) not in fixed_by:
             result.contrasts.append(contrast)
             paired.add(c.event_id)
+            fixed_by.add((c.tool, contrast.worked.event_id))
     return result

@@ -150,6 +150,22 @@ def test_a_replacement_is_looked_for_only_until_the_next_failure():
     assert [c.worked.tool for c in swaps] == ["pos_check_get"]
 
 
+def test_failures_on_the_way_to_the_same_working_call_are_one_lesson_from_the_first():
+    events = [
+        call("provision", {"worker": "W1", "systems": ["email", "vpn"]}, ok=False, error="PROVISION_FAILED: identity not found"),
+        call("provision", {"worker": "W1", "systems": ["email", "vpn"], "pre_start": True}, ok=False,
+             error="PROVISION_FAILED: worker already started"),
+        call("provision", {"worker": "W1", "systems": ["vpn"], "directory": "external"}, ok=False,
+             error="POLICY: system not allowed"),
+        call("provision", {"worker": "W1", "systems": ["vpn"], "directory": "external"}, ok=False,
+             error="POLICY: system not allowed"),
+        call("provision", {"worker": "W1", "systems": ["slack"], "directory": "external"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert c.failed is events[0] and c.worked is events[-1]
+    assert c.changed_params == ("directory", "systems")
+
+
 def test_a_call_the_user_objected_to_is_not_a_fix():
     events = [
         call("post_message", {"channel": "#general"}, ok=False, error="channel_not_found"),
