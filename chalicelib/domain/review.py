@@ -118,6 +118,24 @@ def fix_note(ctx: _Context, c: Contrast) -> str | None:
     return next((n for n in reversed(notes) if _note_words(n, known) >= MIN_NOTE_WORDS), None)
 
 
+MAX_SEEN = 4  # fields of what a look returned
+
+
+def seen_state(ctx: _Context, c: Contrast) -> str | None:
+    """What the calls between the failure and the call that worked returned, as words: the short
+    text fields of their results ("status ACTIVATING", "hold_reason recent_detail_change"). The
+    state the agent looked at before it chose the fix is the situation a look-alike task lacks."""
+    seen = []
+    for e in ctx.events:
+        if not (e.succeeded and c.failed.seq < e.seq < c.worked.seq) or not isinstance(e.content.get("result"), dict):
+            continue
+        for key, value in e.content["result"].items():
+            field = f"{key} {value}"
+            if isinstance(value, str) and 2 <= len(value) <= 40 and len(value.split()) <= 3 and field not in seen:
+                seen.append(field)
+    return ", ".join(seen[:MAX_SEEN]) or None
+
+
 def _with_note(ctx: _Context, c: Contrast) -> Wording:
     note = fix_note(ctx, c)
     return (" What showed it: \"", Raw(short(note, MAX_NOTE_CHARS), strip=""), "\".") if note else ()
@@ -127,7 +145,9 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     tool, cls = c.failed.tool or "?", error_class(c.failed)
     err = Raw(error_text(c.failed))
     note = _with_note(ctx, c)
-    situation = (*ctx.task(), f" Calling `{tool}` failed with ", err, ".")
+    state = seen_state(ctx, c)
+    seen: Wording = (" Seen before the fix: ", Raw(state, strip=""), ".") if state else ()
+    situation = (*ctx.task(), f" Calling `{tool}` failed with ", err, ".", *seen)
     outcome = ctx.traj.outcome
     if c.kind == "param":
         change = describe_param_change(params_of(c.failed), params_of(c.worked))
