@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence, Union
 
 from .attribution import params_of
-from .generalize import LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values
+from .generalize import (
+    LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values, without_examples,
+)
 from .lexical import terms
 from .models import Event, Trajectory
 
@@ -223,7 +225,34 @@ def _describe_change(key: str, old: Any, new: Any) -> str:
         text = _describe_text_change(key, old, new)
         if text:
             return text
+    if without_examples(describe_value(new)) == without_examples(describe_value(old)):
+        # "a whole number, not a whole number" says nothing: say how the values differ
+        text = _describe_same_kind_change(key, old, new)
+        if text:
+            return text
     return f"set `{key}` to {describe_value(new)}, not {describe_value(old)}"
+
+
+def _describe_same_kind_change(key: str, old: Any, new: Any) -> str | None:
+    """Two values of one kind: what was added to or taken out of a list, or by what factor a
+    number changed (500.0 -> 50000: "multiplied by 100", a unit), or which way."""
+    if isinstance(old, list) and isinstance(new, list):
+        a, b = [short(v, 40) for v in old], [short(v, 40) for v in new]
+        added, removed = [v for v in b if v not in a], [v for v in a if v not in b]
+        parts = [f"include {', '.join(f'`{v}`' for v in added)}"] if added else []
+        parts += [f"leave out {', '.join(f'`{v}`' for v in removed)}"] if removed else []
+        return f"in `{key}`, " + " and ".join(parts) if parts else None
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new))
+    if numbers and old and new and (old > 0) == (new > 0):
+        ratio = new / old
+        for factor, how in ((ratio, "multiplied"), (1 / ratio, "divided")):
+            if factor >= 2 and abs(factor - round(factor)) < 1e-3 * factor:
+                return (f"set `{key}` to the value that failed {how} by {int(round(factor))}"
+                        f" (e.g. {short(new, 20)}, not {short(old, 20)})")
+    if numbers:
+        way = "lower" if new < old else "higher"
+        return f"set `{key}` to a {way} value than the one that failed (e.g. {short(new, 20)}, not {short(old, 20)})"
+    return None
 
 
 def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> str:

@@ -201,3 +201,16 @@ def test_example_values_of_the_fix_are_left_out_of_matching_but_what_to_avoid_st
     out = without_examples(advice)
     assert "hotfix" not in out and "1999" not in out
     assert "`main`" in out and "19.99" in out and "a whole number" in out and "a decimal number" in out
+
+
+def test_a_change_between_values_of_one_kind_says_how_they_differ():
+    from chalicelib.domain.lesson import describe_param_change
+
+    assert describe_param_change({"amount": 500.0}, {"amount": 50000}).startswith(
+        "set `amount` to the value that failed multiplied by 100")
+    assert describe_param_change({"ra": 210.8}, {"ra": 14.0533}).startswith("set `ra` to the value that failed divided by 15")
+    assert describe_param_change({"quantity": 12}, {"quantity": 8}).startswith("set `quantity` to a lower value")
+    assert describe_param_change({"systems": ["email", "vpn"]}, {"systems": ["vpn", "slack"]}) == (
+        "in `systems`, include `slack` and leave out `email`")
+    # values of different kinds keep their patterns
+    assert "a decimal number" in describe_param_change({"amount": 19.99}, {"amount": 1999})
