@@ -77,7 +77,8 @@ class Settings(BaseModel):
     # the most events one trajectory holds: the append that would pass it answers 409
     max_events_per_trajectory: int = Field(default=10_000, ge=1)
     merge_threshold: float = 0.92
-    supersede_threshold: float = 0.8
+    # cosine of two lessons' tasks for another fix to replace a lesson (else both stay)
+    supersede_threshold: float = 0.9
 
     # Forgetting
     half_life_days: float = 30.0

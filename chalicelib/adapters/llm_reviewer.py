@@ -372,7 +372,7 @@ class LLMReviewer:
             idents = [i for i in _IDENT.findall(lesson.advice) if i in known_tools or i in params]
             main = tools[0] if tools else (idents[0] if idents else "")
             key = situation_key(main, lesson.error_class or "")
-            drafts.append(_written(traj, values, lesson, tools, fix_fingerprint(key, idents or tools), key))
+            drafts.append(_written(traj, values, lesson, tools, fix_fingerprint(key, idents or tools), key, events))
         return drafts
 
 
@@ -392,11 +392,12 @@ def _analysis(answer: LLMReview, events: Sequence[Event]) -> dict[str, Any]:
 
 def _written(
     traj: Trajectory, values: dict[str, str], lesson: LLMLesson, tools: tuple[str, ...], fp: str, key: str,
+    events: Sequence[Event] = (),
 ) -> LessonDraft:
     """The model's lesson, its texts generalized with the trajectory's literals when written."""
     wording = {name: (Raw(getattr(lesson, name)),) for name in ("situation", "action", "result", "lesson", "advice")}
     return drafted(
-        {**wording, "example": goal_wording(traj)},
+        {**wording, "example": goal_wording(traj, events)},
         values,
         traj.tenant_id,
         tools=tools,

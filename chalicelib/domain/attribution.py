@@ -179,8 +179,27 @@ def _fix_for(
             return Contrast(failed, same, "order", prerequisite=between[-1].tool)
         return None
     last_failure = max((e.seq for e in after if e.tool == failed.tool and e.failed), default=failed.seq)
-    replacement = next((e for e in ok if e.seq > last_failure and e.tool != failed.tool), None)
+    episode_end = min((e.seq for e in after if e.seq > last_failure and e.failed), default=None)
+    candidates = [
+        e for e in ok
+        if e.seq > last_failure and e.tool != failed.tool and (episode_end is None or e.seq < episode_end)
+    ]
+    replacement = _replacement(failed, candidates)
     return Contrast(failed, replacement, "swap") if replacement is not None else None
+
+
+def _replacement(failed: Event, candidates: Sequence[Event]) -> Event | None:
+    """Of the calls that worked after the failed one gave up, the one that did its job: it acts on
+    the most of the failed call's values (``pos_item_void(check, item)`` for a failed
+    ``pos_refund(check, item)``, not the ``pos_check_get(check)`` that looked first); the first
+    one on a tie."""
+    wanted = set(_scalars(params_of(failed)))
+    best, best_shared = None, -1
+    for e in candidates:
+        shared = len(wanted & set(_scalars(params_of(e))))
+        if shared > best_shared:
+            best, best_shared = e, shared
+    return best
 
 
 def objected_calls(events: Sequence[Event]) -> set[str]:
@@ -226,8 +245,11 @@ def attribute(events: Sequence[Event]) -> Attribution:
                 result.contrasts.append(contrast)
                 paired.add(f.event_id)
 
-    # Sequential retries: the first failure of a (tool, error) and what fixed it.
+    # Sequential retries: the first failure of a (tool, error) and what fixed it. Later failures
+    # of the same tool fixed by the same call are the agent's detours on the way (often a wrong
+    # fix it tried, with an error of its own): the first failure and that call are the lesson.
     first_of: set[tuple[str | None, str]] = set()
+    fixed_by: set[tuple[str | None, str]] = {(c.failed.tool, c.worked.event_id) for c in result.contrasts}
     produced: dict[str, list[str]] = {}
     worked_at = [i for i, c in enumerate(calls) if c.succeeded and c.event_id not in objected]
     for i, c in enumerate(calls):
@@ -240,7 +262,8 @@ def attribute(events: Sequence[Event]) -> Attribution:
         lo, hi = bisect.bisect_right(worked_at, i), bisect.bisect_right(worked_at, i + FIX_HORIZON)
         ok = [calls[j] for j in worked_at[lo:hi]]
         contrast = _fix_for(c, calls[i + 1 : i + 1 + FIX_HORIZON], objected, produced, ok)
-        if contrast is not None:
+        if contrast is not None and (c.tool, contrast.worked.event_id) not in fixed_by:
             result.contrasts.append(contrast)
             paired.add(c.event_id)
+            fixed_by.add((c.tool, contrast.worked.event_id))
     return result

@@ -163,13 +163,14 @@ CREDIBILITY = {Source.HUMAN: 3, Source.AGENT: 2, Source.SIMULATION: 1}
 
 def should_supersede(old: Experience, new: Experience) -> bool:
     """A lesson about the same situation with another fix replaces the old one when its evidence
-    is at least as strong: as credible a source, and as much support (or the old one stopped
-    helping). Otherwise both stay, as alternatives, until the evidence tips."""
+    is stronger: as credible a source, and more support (or the old one stopped helping).
+    Otherwise both stay, as alternatives, until the evidence tips: one run against one run is a
+    tie, and two look-alike tasks (the same request, the same error) may well need two fixes."""
     if old.experience_id == new.experience_id or old.fingerprint == new.fingerprint:
         return False
     if CREDIBILITY[new.source] < CREDIBILITY[old.source]:
         return False
-    return new.support >= old.support or old.utility < 0.4
+    return new.support > old.support or old.utility < 0.4
 
 
 def supersede(old: Experience, new: Experience, now: datetime) -> tuple[Experience, Experience]:

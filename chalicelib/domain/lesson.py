@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence, Union
 
 from .attribution import params_of
-from .generalize import LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values
+from .generalize import (
+    LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values, without_examples,
+)
+from .lexical import terms
 from .models import Event, Trajectory
 
 _MAX_VALUE = 80
@@ -155,19 +158,40 @@ def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) ->
     return LiteralValues({v: p for v, p in values.items() if literal_digest(v, salt) not in keep})
 
 
-def goal_wording(traj: Trajectory) -> Wording:
-    """The trajectory's task, generalized: what every lesson learned from it is matched against."""
-    return (Raw(traj.goal, strip=""),)
+def user_request(traj: Trajectory, events: Sequence[Event]) -> str | None:
+    """What the user asked before the agent's first call, when it says more than the goal: the
+    task in the user's words often holds the situation the goal leaves out ("the lamp was changed
+    this morning", "he starts in two weeks"), which is what tells look-alike tasks apart."""
+    asked = []
+    for e in sorted(events, key=lambda e: e.seq):
+        if e.is_tool_call:
+            break
+        if e.type == "user_input" and (text := str(e.content.get("text") or "").strip()):
+            asked.append(text)
+    request = " ".join(asked)
+    goal = set(terms(traj.goal))
+    return request if request and set(terms(request)) - goal else None
 
 
-def generalized_goal(traj: Trajectory, values: Mapping[str, str]) -> str:
-    return write(goal_wording(traj), values)
+def goal_wording(traj: Trajectory, events: Sequence[Event] = ()) -> Wording:
+    """The trajectory's task, generalized: what every lesson learned from it is matched against
+    (the goal, and the user's request when it says more)."""
+    request = user_request(traj, events)
+    goal: Wording = (Raw(traj.goal, strip=""),)
+    return (*goal, " (", Raw(short(request, MAX_REQUEST_CHARS), strip=""), ")") if request else goal
+
+
+MAX_REQUEST_CHARS = 240
+
+
+def generalized_goal(traj: Trajectory, values: Mapping[str, str], events: Sequence[Event] = ()) -> str:
+    return write(goal_wording(traj, events), values)
 
 
 def task_example(traj: Trajectory, events: Sequence[Event], keep: Collection[str] = ()) -> str:
     """The trajectory's task, generalized (less the literals to ``keep``): what a lesson learned
     from it is matched against."""
-    return generalized_goal(traj, without_kept(trajectory_literals(events), keep, traj.tenant_id))
+    return generalized_goal(traj, without_kept(trajectory_literals(events), keep, traj.tenant_id), events)
 
 
 def _describe_text_change(key: str, old: str, new: str) -> str | None:
@@ -201,7 +225,34 @@ def _describe_change(key: str, old: Any, new: Any) -> str:
         text = _describe_text_change(key, old, new)
         if text:
             return text
+    if without_examples(describe_value(new)) == without_examples(describe_value(old)):
+        # "a whole number, not a whole number" says nothing: say how the values differ
+        text = _describe_same_kind_change(key, old, new)
+        if text:
+            return text
     return f"set `{key}` to {describe_value(new)}, not {describe_value(old)}"
+
+
+def _describe_same_kind_change(key: str, old: Any, new: Any) -> str | None:
+    """Two values of one kind: what was added to or taken out of a list, or by what factor a
+    number changed (500.0 -> 50000: "multiplied by 100", a unit), or which way."""
+    if isinstance(old, list) and isinstance(new, list):
+        a, b = [short(v, 40) for v in old], [short(v, 40) for v in new]
+        added, removed = [v for v in b if v not in a], [v for v in a if v not in b]
+        parts = [f"include {', '.join(f'`{v}`' for v in added)}"] if added else []
+        parts += [f"leave out {', '.join(f'`{v}`' for v in removed)}"] if removed else []
+        return f"in `{key}`, " + " and ".join(parts) if parts else None
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new))
+    if numbers and old and new and (old > 0) == (new > 0):
+        ratio = new / old
+        for factor, how in ((ratio, "multiplied"), (1 / ratio, "divided")):
+            if factor >= 2 and abs(factor - round(factor)) < 1e-3 * factor:
+                return (f"set `{key}` to the value that failed {how} by {int(round(factor))}"
+                        f" (e.g. {short(new, 20)}, not {short(old, 20)})")
+    if numbers:
+        way = "lower" if new < old else "higher"
+        return f"set `{key}` to a {way} value than the one that failed (e.g. {short(new, 20)}, not {short(old, 20)})"
+    return None
 
 
 def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> str:

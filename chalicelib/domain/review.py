@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from .attribution import Attribution, Contrast, attribute, call_key, params_of
 from .generalize import generalize
+from .lexical import terms
 from .lesson import (
     LessonDraft, Raw, Wording, describe_param_change, drafted, error_class, error_text, fingerprint, fix_fingerprint,
     goal_wording, short, situation_key, trajectory_literals,
@@ -60,10 +61,11 @@ class Review:
 
 
 class _Context:
-    """What every lesson of one trajectory shares: its task and literal values."""
+    """What every lesson of one trajectory shares: its task, events and literal values."""
 
     def __init__(self, traj: Trajectory, events: Sequence[Event]) -> None:
         self.traj = traj
+        self.events = events
         self.values = trajectory_literals(events)
 
     def task(self) -> Wording:
@@ -74,7 +76,7 @@ class _Context:
     def draft(self, situation: Wording, action: Wording, result: Wording, lesson: Wording, advice: Wording,
               **identity: Any) -> LessonDraft:
         wording = {"situation": situation, "action": action, "result": result, "lesson": lesson, "advice": advice,
-                   "example": goal_wording(self.traj)}
+                   "example": goal_wording(self.traj, self.events)}
         return drafted(wording, self.values, self.traj.tenant_id, **identity)
 
 
@@ -92,10 +94,60 @@ def _contrast_key(c: Contrast) -> str:
     return fix_fingerprint(situation_key(tool, error_class(c.failed)), names)
 
 
+# a note of the agent's with fewer words of its own than this ("Retry.", "Trying another way.")
+# says nothing about why the fix worked
+MIN_NOTE_WORDS = 5
+MAX_NOTE_CHARS = 240
+
+
+def _note_words(text: str, known: str) -> int:
+    """Words of the note that the failure itself (the tool and its error) does not say."""
+    return len(set(terms(text)) - set(terms(known)))
+
+
+def fix_note(ctx: _Context, c: Contrast) -> str | None:
+    """What the agent reasoned between the failure and the call that worked, the last such note
+    that says something of its own: why the fix applies ("the check is open and unpaid: void the
+    item instead"). It is the situation a look-alike task with the same error does not share, and
+    often the fix in words."""
+    known = f"{c.failed.tool} {error_text(c.failed)}"
+    notes = [
+        str(e.content.get("text") or "").strip() for e in ctx.events
+        if e.type == "llm_reasoning" and c.failed.seq < e.seq < c.worked.seq
+    ]
+    return next((n for n in reversed(notes) if _note_words(n, known) >= MIN_NOTE_WORDS), None)
+
+
+MAX_SEEN = 4  # fields of what a look returned
+
+
+def seen_state(ctx: _Context, c: Contrast) -> str | None:
+    """What the calls between the failure and the call that worked returned, as words: the short
+    text fields of their results ("status ACTIVATING", "hold_reason recent_detail_change"). The
+    state the agent looked at before it chose the fix is the situation a look-alike task lacks."""
+    seen = []
+    for e in ctx.events:
+        if not (e.succeeded and c.failed.seq < e.seq < c.worked.seq) or not isinstance(e.content.get("result"), dict):
+            continue
+        for key, value in e.content["result"].items():
+            field = f"{key} {value}"
+            if isinstance(value, str) and 2 <= len(value) <= 40 and len(value.split()) <= 3 and field not in seen:
+                seen.append(field)
+    return ", ".join(seen[:MAX_SEEN]) or None
+
+
+def _with_note(ctx: _Context, c: Contrast) -> Wording:
+    note = fix_note(ctx, c)
+    return (" What showed it: \"", Raw(short(note, MAX_NOTE_CHARS), strip=""), "\".") if note else ()
+
+
 def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     tool, cls = c.failed.tool or "?", error_class(c.failed)
     err = Raw(error_text(c.failed))
-    situation = (*ctx.task(), f" Calling `{tool}` failed with ", err, ".")
+    note = _with_note(ctx, c)
+    state = seen_state(ctx, c)
+    seen: Wording = (" Seen before the fix: ", Raw(state, strip=""), ".") if state else ()
+    situation = (*ctx.task(), f" Calling `{tool}` failed with ", err, ".", *seen)
     outcome = ctx.traj.outcome
     if c.kind == "param":
         change = describe_param_change(params_of(c.failed), params_of(c.worked))
@@ -118,8 +170,8 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
         situation,
         (action,),
         ("It worked after the change." + (f" The task ended as {outcome}." if ctx.traj.outcome else ""),),
-        (lesson,),
-        advice,
+        (lesson, *note),
+        (*advice, *note),
         tools=fix_tools,
         kind="recovery",
         fingerprint=_contrast_key(c),
@@ -149,11 +201,16 @@ def _blind_retry(ctx: _Context, failures: list[Event]) -> LessonDraft:
     )
 
 
+# what the user said is often the situation and the fix in their words ("the reader needs a blank
+# after service"): cut at 80 characters it lost both
+MAX_QUOTE_CHARS = 240
+
+
 def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> LessonDraft | None:
     text = str(feedback.content.get("text") or "").strip()
     if not text or before is None:
         return None
-    said = Raw(short(text))
+    said = Raw(short(text, MAX_QUOTE_CHARS))
     said0 = generalize(short(text), ctx.values)  # identity: every literal generalized, whatever a wording keeps
     if before.is_tool_call:
         names = ", ".join(f"`{k}`" for k in params_of(before))

@@ -48,7 +48,7 @@ class Deps:
     review_workers: int  # threads of the embedded worker a batch is split over, by tenant
     review_min_events: int  # smaller successful trajectories without trouble are not reviewed
     merge_threshold: float  # cosine above which a new lesson merges into a known one
-    supersede_threshold: float  # cosine of two situations for a new fix to replace an old one
+    supersede_threshold: float  # cosine of two lessons' tasks for a new fix to replace an old one
     local_reviews: bool  # anomalies during ingest start a review of the events around them
     recall_ttl_days: float  # how long a recall id can still be credited
     advise_candidates: int  # lessons naming the tool that advise holds a call against

@@ -57,10 +57,12 @@ FIX_KINDS = ("recovery", "llm")  # lessons that name a fix; "don't retry" and fe
 
 def _same_situation(deps: Deps, old: Experience, new: Experience, vectors: dict[str, Any]) -> bool:
     """The same tool failing the same way in two different tasks is not a contradiction: the
-    situations themselves must be alike for a new fix to replace an old one."""
-    embed_texts(deps, [old.situation, new.situation], vectors)
-    a, b = vectors[old.situation], vectors[new.situation]
-    return float(a @ b) >= deps.supersede_threshold
+    tasks themselves must be alike for a new fix to replace an old one. The tasks, not the
+    situation texts: those hold the tool and the error both share, which made look-alike tasks
+    that need another fix (a unit vs a schedule behind the same rejection) replace each other."""
+    olds, news = [e for e in old.examples if e] or [old.situation], [e for e in new.examples if e] or [new.situation]
+    embed_texts(deps, [*olds, *news], vectors)
+    return max(float(vectors[a] @ vectors[b]) for a in olds for b in news) >= deps.supersede_threshold
 
 
 def _first_example_kept(deps: Deps, exp: Experience, keep: Collection[str]) -> Experience:

@@ -220,11 +220,22 @@ def test_a_near_identical_lesson_is_merged_by_similarity(deps, clock):
 def test_a_lesson_with_another_fix_for_the_same_situation_supersedes_the_old_one(deps, clock):
     (old_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
     install_fonts_trajectory(deps, clock, "tr2")
-    (new_id,) = ingest.get_trajectory(deps, "t1", "tr2").experience_ids
+    assert experiences.get_experience(deps, "t1", old_id).status is ExperienceStatus.ACTIVE  # one run each: a tie
+    install_fonts_trajectory(deps, clock, "tr3")
+    (new_id,) = ingest.get_trajectory(deps, "t1", "tr3").experience_ids
     old, new = experiences.get_experience(deps, "t1", old_id), experiences.get_experience(deps, "t1", new_id)
     assert old.status is ExperienceStatus.ARCHIVED and old.superseded_by == new_id
-    assert new.supersedes == old_id and new.version == old.version + 1
+    assert new.supersedes == old_id and new.version == old.version + 1 and new.support == 2
     assert deps.index.count("t1") == 1
+
+
+def test_one_contrary_run_leaves_both_fixes_as_alternatives(deps, clock):
+    (old_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
+    install_fonts_trajectory(deps, clock, "tr2")
+    (new_id,) = ingest.get_trajectory(deps, "t1", "tr2").experience_ids
+    assert experiences.get_experience(deps, "t1", old_id).status is ExperienceStatus.ACTIVE
+    assert experiences.get_experience(deps, "t1", new_id).supersedes is None
+    assert deps.index.count("t1") == 2
 
 
 def test_a_well_supported_lesson_is_not_superseded_by_one_contrary_run(deps, clock):
@@ -249,7 +260,10 @@ def test_a_human_lesson_is_not_superseded_by_an_agent(deps, clock):
 
 def test_the_same_tool_and_error_in_another_kind_of_task_does_not_supersede(deps, clock):
     (old_id,) = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
-    install_fonts_trajectory(deps, clock, "tr2", goal="Print shipping labels for the warehouse")
+    for tid in ("tr2", "tr3"):  # more support than the old fix: only the task differs
+        install_fonts_trajectory(deps, clock, tid, goal="Print shipping labels for the warehouse")
+    (new_id,) = ingest.get_trajectory(deps, "t1", "tr3").experience_ids
+    assert experiences.get_experience(deps, "t1", new_id).support == 2
     assert experiences.get_experience(deps, "t1", old_id).status is ExperienceStatus.ACTIVE
 
 

@@ -129,6 +129,43 @@ def test_a_replaced_tool_is_contrasted_with_what_worked_after_its_last_failure()
     assert (c.kind, c.worked.tool) == ("swap", "create_pull_request")
 
 
+def test_the_replacement_is_the_call_that_acts_on_the_failed_calls_values_not_a_lookup_before_it():
+    events = [
+        call("pos_refund", {"check": "CHK-1", "item": "steak"}, ok=False, error="NOT_PERMITTED"),
+        call("pos_check_get", {"check": "CHK-1"}, result={"status": "open"}),
+        call("pos_item_void", {"check": "CHK-1", "item": "steak"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.worked.tool) == ("swap", "pos_item_void")
+
+
+def test_a_replacement_is_looked_for_only_until_the_next_failure():
+    events = [
+        call("pos_refund", {"check": "CHK-1", "item": "steak"}, ok=False, error="NOT_PERMITTED"),
+        call("pos_check_get", {"check": "CHK-1"}),
+        call("pos_close", {"check": "CHK-2"}, ok=False, error="CLOSED"),
+        call("pos_item_void", {"check": "CHK-1", "item": "steak"}),
+    ]
+    swaps = [c for c in attribute(events).contrasts if c.failed.tool == "pos_refund"]
+    assert [c.worked.tool for c in swaps] == ["pos_check_get"]
+
+
+def test_failures_on_the_way_to_the_same_working_call_are_one_lesson_from_the_first():
+    events = [
+        call("provision", {"worker": "W1", "systems": ["email", "vpn"]}, ok=False, error="PROVISION_FAILED: identity not found"),
+        call("provision", {"worker": "W1", "systems": ["email", "vpn"], "pre_start": True}, ok=False,
+             error="PROVISION_FAILED: worker already started"),
+        call("provision", {"worker": "W1", "systems": ["vpn"], "directory": "external"}, ok=False,
+             error="POLICY: system not allowed"),
+        call("provision", {"worker": "W1", "systems": ["vpn"], "directory": "external"}, ok=False,
+             error="POLICY: system not allowed"),
+        call("provision", {"worker": "W1", "systems": ["slack"], "directory": "external"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert c.failed is events[0] and c.worked is events[-1]
+    assert c.changed_params == ("directory", "systems")
+
+
 def test_a_call_the_user_objected_to_is_not_a_fix():
     events = [
         call("post_message", {"channel": "#general"}, ok=False, error="channel_not_found"),
@@ -164,3 +201,16 @@ def test_example_values_of_the_fix_are_left_out_of_matching_but_what_to_avoid_st
     out = without_examples(advice)
     assert "hotfix" not in out and "1999" not in out
     assert "`main`" in out and "19.99" in out and "a whole number" in out and "a decimal number" in out
+
+
+def test_a_change_between_values_of_one_kind_says_how_they_differ():
+    from chalicelib.domain.lesson import describe_param_change
+
+    assert describe_param_change({"amount": 500.0}, {"amount": 50000}).startswith(
+        "set `amount` to the value that failed multiplied by 100")
+    assert describe_param_change({"ra": 210.8}, {"ra": 14.0533}).startswith("set `ra` to the value that failed divided by 15")
+    assert describe_param_change({"quantity": 12}, {"quantity": 8}).startswith("set `quantity` to a lower value")
+    assert describe_param_change({"systems": ["email", "vpn"]}, {"systems": ["vpn", "slack"]}) == (
+        "in `systems`, include `slack` and leave out `email`")
+    # values of different kinds keep their patterns
+    assert "a decimal number" in describe_param_change({"amount": 19.99}, {"amount": 1999})

@@ -1,8 +1,11 @@
+from dataclasses import replace
 from datetime import timedelta
 
 from chalicelib.domain.advice import render_advice
-from chalicelib.domain.distill import draft_to_experience, experience_id_for, merge_into, passes_quality_gate
-from chalicelib.domain.models import Explanation, Hit
+from chalicelib.domain.distill import (
+    draft_to_experience, experience_id_for, merge_into, passes_quality_gate, should_supersede,
+)
+from chalicelib.domain.models import Explanation, Hit, Source
 from chalicelib.domain.lesson import LessonDraft
 
 from tests.support.builders import T0, experience, traj
@@ -113,3 +116,12 @@ def test_a_long_trajectory_remembers_a_bounded_number_of_literals():
     from chalicelib.domain.generalize import MAX_LITERALS, literal_digests
 
     assert len(literal_digests({f"v{i}": "<k>" for i in range(1000)}, "t1")) == MAX_LITERALS
+
+
+def test_another_fix_replaces_a_lesson_only_on_more_evidence():
+    old = experience(experience_id="old", fingerprint="f-old", support=1, utility=0.5)
+    new = experience(experience_id="new", fingerprint="f-new", support=1)
+    assert not should_supersede(old, new)  # one run against one run: both stay
+    assert should_supersede(old, replace(new, support=2))
+    assert should_supersede(replace(old, utility=0.3), new)  # the old one stopped helping
+    assert not should_supersede(replace(old, source=Source.HUMAN), replace(new, support=5))

@@ -184,3 +184,53 @@ def test_feedback_lessons_keep_their_identity_when_written_with_kept_literals():
     special = written_keeping(lesson, set(lesson.literals), t.tenant_id)
     assert "Never force-push to main!" in special.advice and "<branch>" in lesson.advice
     assert (special.fingerprint, special.situation_key) == (lesson.fingerprint, lesson.situation_key)
+
+
+def _void_instead_of_refund(note: str):
+    return [
+        said("Table 12 sent back the ribeye and they are still eating, take it off the bill"),
+        call("pos_refund", {"check": "CHK-4410", "item": "ribeye"}, ok=False, error="NOT_PERMITTED: operation not allowed"),
+        call("pos_check_get", {"check": "CHK-4410"}, result={"status": "open", "paid": 0}),
+        said(note, kind="llm_reasoning"),
+        call("pos_item_void", {"check": "CHK-4410", "item": "ribeye"}, result={"total": 64.5}),
+    ]
+
+
+def test_a_recovery_lesson_keeps_the_note_that_found_the_fix():
+    note = "The check is open and unpaid: there is nothing to refund. Void the item instead."
+    events = _void_instead_of_refund(note)
+    review = review_by_rules(traj(goal="Take the steak off table 12's bill", tools=["pos_refund", "pos_item_void"]), events)
+    (lesson,) = [l for l in review.lessons if l.kind == "recovery"]
+    assert "open and unpaid" in lesson.advice and "open and unpaid" in lesson.lesson
+    assert "CHK-4410" not in lesson.advice  # the note's literals are generalized like the rest
+
+
+def test_a_note_that_says_nothing_of_its_own_is_left_out():
+    events = _void_instead_of_refund("`pos_refund` failed (NOT_PERMITTED: operation not allowed). Trying again.")
+    (lesson,) = [l for l in review_by_rules(traj(), events).lessons if l.kind == "recovery"]
+    assert "What showed it" not in lesson.advice
+
+
+def test_the_task_example_holds_the_users_request_when_it_says_more_than_the_goal():
+    events = _void_instead_of_refund("The check is open and unpaid: void the item instead.")
+    lesson = review_by_rules(traj(goal="Take the steak off table 12's bill"), events).lessons[0]
+    assert "still eating" in lesson.example
+    same = [said("Take the steak off table 12's bill"), *events[1:]]
+    assert "(" not in review_by_rules(traj(goal="Take the steak off table 12's bill"), same).lessons[0].example
+
+
+def test_the_users_objection_is_quoted_whole_up_to_a_long_sentence():
+    text = ("Half the visitors still land on the old server because the old record was never removed; "
+            "delete the old A record before adding the new one next time.")
+    events = [call("dns_record_upsert", {"name": "www"}), said(text, kind="feedback", sentiment="negative")]
+    lesson = review_by_rules(traj(), events).lessons[0]
+    assert "delete the old A record before adding the new one next time." in lesson.advice
+
+
+def test_the_state_a_look_returned_before_the_fix_is_part_of_the_situation():
+    events = _void_instead_of_refund("The check is open and unpaid: there is nothing to refund. Void the item instead.")
+    (lesson,) = [l for l in review_by_rules(traj(), events).lessons if l.kind == "recovery"]
+    assert "Seen before the fix: status open." in lesson.situation
+    plain = [e for e in events if e.tool != "pos_check_get"]
+    (lesson,) = [l for l in review_by_rules(traj(), plain).lessons if l.kind == "recovery"]
+    assert "Seen before" not in lesson.situation
