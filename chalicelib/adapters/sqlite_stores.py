@@ -87,6 +87,14 @@ def _stored_ids(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str, ev
     return found
 
 
+def _event_doc(event: Event) -> str:
+    """The event's stored doc (``to_doc`` order: ``seq`` is its last field) up to the seq's value:
+    the store appends the seq it assigns and the closing brace."""
+    doc = to_doc(event)
+    del doc["seq"]
+    return dumps(doc)[:-1] + ',"seq":'
+
+
 class SqliteTrajectoryStore:
     def __init__(self, db: SqliteDatabase) -> None:
         self.db = db
@@ -110,15 +118,19 @@ class SqliteTrajectoryStore:
         )
 
     def create(self, traj: Trajectory) -> tuple[Trajectory, bool]:
-        with self.db.write() as conn:
+        doc = dumps(to_doc(traj))
+
+        def insert(conn: sqlite3.Connection) -> tuple[Trajectory, bool]:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO trajectories(tenant_id, trajectory_id, status, event_count, doc, updated_us)"
                 " VALUES (?,?,?,?,?,?)",
-                (traj.tenant_id, traj.trajectory_id, traj.status.value, 0, dumps(to_doc(traj)), to_us(traj.updated_at)),
+                (traj.tenant_id, traj.trajectory_id, traj.status.value, 0, doc, to_us(traj.updated_at)),
             )
             if cur.rowcount == 1:
                 return traj, True
             return self._row(conn, traj.tenant_id, traj.trajectory_id), False
+
+        return self.db.group_write(insert)
 
     def get(self, tenant_id: str, trajectory_id: str) -> Trajectory:
         return self._row(self.db.read(), tenant_id, trajectory_id)
@@ -126,28 +138,43 @@ class SqliteTrajectoryStore:
     def append_events(
         self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime, max_events: int | None = None
     ) -> AppendResult:
-        with self.db.write() as conn:
-            traj = self._row(conn, tenant_id, trajectory_id)
-            if traj.status is not TrajectoryStatus.OPEN:
-                raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
-            seq = traj.event_count
-            accepted: list[str] = []
-            if max_events is not None and seq + len(events) > max_events:
-                stored = _stored_ids(conn, tenant_id, trajectory_id, [e.event_id for e in events])
-                new = len({e.event_id for e in events} - stored)
+        # serialized before the commit is joined: the leader's thread runs only the statements
+        docs = [(event.event_id, _event_doc(event)) for event in events]
+
+        def append(conn: sqlite3.Connection) -> AppendResult:
+            row = conn.execute(
+                "SELECT status, event_count FROM trajectories WHERE tenant_id=? AND trajectory_id=?",
+                (tenant_id, trajectory_id),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"trajectory {trajectory_id} not found")
+            if row["status"] != TrajectoryStatus.OPEN.value:
+                raise Conflict(f"trajectory {trajectory_id} is {row['status']}; it takes no more events")
+            seq = row["event_count"]
+            if max_events is not None and seq + len(docs) > max_events:
+                stored = _stored_ids(conn, tenant_id, trajectory_id, [event_id for event_id, _ in docs])
+                new = len({event_id for event_id, _ in docs} - stored)
                 if seq + new > max_events:
                     raise TrajectoryFull(trajectory_id, seq, new, max_events)
-            for event in events:
+            accepted: list[str] = []
+            for event_id, doc in docs:
+                # the seq is the last key of the doc: written in place, not serialized again
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO events(tenant_id, trajectory_id, seq, event_id, doc) VALUES (?,?,?,?,?)",
-                    (tenant_id, trajectory_id, seq + 1, event.event_id, dumps(to_doc(replace(event, seq=seq + 1)))),
+                    (tenant_id, trajectory_id, seq + 1, event_id, f"{doc}{seq + 1}}}"),
                 )
                 if cur.rowcount == 1:
                     seq += 1
-                    accepted.append(event.event_id)
-            if accepted:  # the doc too, or the stored updated_at would never move
-                self._save(conn, replace(traj, event_count=seq, updated_at=now))
-            return AppendResult(accepted=len(accepted), duplicates=len(events) - len(accepted), accepted_ids=tuple(accepted))
+                    accepted.append(event_id)
+            if accepted:  # the doc's updated_at too, or the stored one would never move
+                conn.execute(
+                    "UPDATE trajectories SET event_count=?, updated_us=?, doc=json_set(doc, '$.updated_at', ?)"
+                    " WHERE tenant_id=? AND trajectory_id=?",
+                    (seq, to_us(now), now.isoformat(), tenant_id, trajectory_id),
+                )
+            return AppendResult(accepted=len(accepted), duplicates=len(docs) - len(accepted), accepted_ids=tuple(accepted))
+
+        return self.db.group_write(append)
 
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
         rows = self.db.read().execute(
