@@ -71,8 +71,11 @@ def from_us(us: int) -> datetime:
     return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # built once: json.dumps builds one per call
+
+
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), default=str)
+    return _ENCODER.encode(obj)
 
 
 T = TypeVar("T")
@@ -206,7 +209,7 @@ class SqliteDatabase:
         conn = self.connection()
         try:
             with self._writer_lock():
-                self._synchronous(conn, "FULL")
+                self._synchronous(conn, __import__("os").environ.get("GC_SYNC", "FULL"))
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     for job in batch:
@@ -219,7 +222,11 @@ class SqliteDatabase:
                             conn.execute("ROLLBACK TO job")
                             job.error = DatabaseBusy("the database is busy; retry shortly") if _is_busy(exc) else exc
                         conn.execute("RELEASE job")
+                    import os, time as _t
+                    _t0 = _t.perf_counter()
                     conn.execute("COMMIT")
+                    if os.environ.get("GC_TRACE"):
+                        print("GC", len(batch), round((_t.perf_counter() - _t0) * 1000, 2), flush=True)
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")

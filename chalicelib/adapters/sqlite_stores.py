@@ -10,10 +10,11 @@ from typing import Sequence
 from ..domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from ..domain.models import Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
 from ..ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob
-from ..domain.anomaly import seq_windows
+from ..domain.anomaly import CONTEXT, seq_windows
 from .fair_claim import in_turns
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
 from .cursors import decode_parts, encode_cursor
+from .event_tails import EventTails
 from .sqlite_db import SqliteDatabase, dumps, from_us, to_us
 
 
@@ -90,14 +91,15 @@ def _stored_ids(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str, ev
 def _event_doc(event: Event) -> str:
     """The event's stored doc (``to_doc`` order: ``seq`` is its last field) up to the seq's value:
     the store appends the seq it assigns and the closing brace."""
-    doc = to_doc(event)
-    del doc["seq"]
+    doc = {"event_id": event.event_id, "type": event.type, "timestamp": event.timestamp.isoformat(), "content": event.content,
+           "node_id": event.node_id, "parent_id": event.parent_id, "context": event.context}
     return dumps(doc)[:-1] + ',"seq":'
 
 
 class SqliteTrajectoryStore:
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, tails: EventTails | None = None) -> None:
         self.db = db
+        self.tails = tails or EventTails(keep=CONTEXT)
 
     @staticmethod
     def _row(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str) -> Trajectory:
@@ -156,8 +158,10 @@ class SqliteTrajectoryStore:
                 new = len({event_id for event_id, _ in docs} - stored)
                 if seq + new > max_events:
                     raise TrajectoryFull(trajectory_id, seq, new, max_events)
+            count_before = seq
             accepted: list[str] = []
-            for event_id, doc in docs:
+            stored: list[int] = []
+            for i, (event_id, doc) in enumerate(docs):
                 # the seq is the last key of the doc: written in place, not serialized again
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO events(tenant_id, trajectory_id, seq, event_id, doc) VALUES (?,?,?,?,?)",
@@ -166,15 +170,24 @@ class SqliteTrajectoryStore:
                 if cur.rowcount == 1:
                     seq += 1
                     accepted.append(event_id)
+                    stored.append(i)
             if accepted:  # the doc's updated_at too, or the stored one would never move
                 conn.execute(
                     "UPDATE trajectories SET event_count=?, updated_us=?, doc=json_set(doc, '$.updated_at', ?)"
                     " WHERE tenant_id=? AND trajectory_id=?",
                     (seq, to_us(now), now.isoformat(), tenant_id, trajectory_id),
                 )
-            return AppendResult(accepted=len(accepted), duplicates=len(docs) - len(accepted), accepted_ids=tuple(accepted))
+            result = AppendResult(accepted=len(accepted), duplicates=len(docs) - len(accepted), accepted_ids=tuple(accepted))
+            return result, count_before, stored
 
-        return self.db.group_write(append)
+        result, count_before, stored = self.db.group_write(append)
+        self.tails.appended(  # committed: what the tail holds is in the database
+            (tenant_id, trajectory_id),
+            count_before,
+            [replace(events[i], seq=count_before + n) for n, i in enumerate(stored, 1)],
+            [len(docs[i][1]) for i in stored],
+        )
+        return result
 
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
         rows = self.db.read().execute(
@@ -183,6 +196,9 @@ class SqliteTrajectoryStore:
         return [event_from_doc(json.loads(r["doc"])) for r in rows]
 
     def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
+        cached = self.tails.around((tenant_id, trajectory_id), event_ids, before)
+        if cached is not None:
+            return cached
         conn = self.db.read()
         seqs: list[int] = []
         ids = list(dict.fromkeys(event_ids))
