@@ -209,7 +209,7 @@ class SqliteDatabase:
         conn = self.connection()
         try:
             with self._writer_lock():
-                self._synchronous(conn, __import__("os").environ.get("GC_SYNC", "FULL"))
+                self._synchronous(conn, "FULL")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     for job in batch:
@@ -222,11 +222,7 @@ class SqliteDatabase:
                             conn.execute("ROLLBACK TO job")
                             job.error = DatabaseBusy("the database is busy; retry shortly") if _is_busy(exc) else exc
                         conn.execute("RELEASE job")
-                    import os, time as _t
-                    _t0 = _t.perf_counter()
                     conn.execute("COMMIT")
-                    if os.environ.get("GC_TRACE"):
-                        print("GC", len(batch), round((_t.perf_counter() - _t0) * 1000, 2), flush=True)
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
