@@ -21,7 +21,7 @@ _MAY_HOLD_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 def check_structure(raw: bytes, value: Any, max_depth: int = MAX_DEPTH) -> None:
     """Raise InvalidInput naming the place where `value` nests deeper than `max_depth` or holds a lone surrogate."""
     surrogates = bool(_MAY_HOLD_SURROGATE.search(raw))
-    if not surrogates and raw.count(b"[") + raw.count(b"{") <= max_depth:
+    if not surrogates and (raw.count(b"[") + raw.count(b"{") <= max_depth or _depth(value) <= max_depth):
         return
     stack: list[tuple[Any, str, int]] = [(value, "(body)", 1)]
     while stack:
@@ -39,3 +39,18 @@ def check_structure(raw: bytes, value: Any, max_depth: int = MAX_DEPTH) -> None:
             stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(node))
         elif surrogates and isinstance(node, str) and _SURROGATE.search(node):
             raise InvalidInput(f"{where}: not valid Unicode text (lone surrogate)")
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (a scalar: 0), without naming places: the common case, walked fast."""
+    deepest, level = 0, [value]
+    while level:
+        deepest += 1
+        nxt: list[Any] = []
+        for node in level:
+            if isinstance(node, dict):
+                nxt += [v for v in node.values() if isinstance(v, (dict, list))]
+            elif isinstance(node, list):
+                nxt += [v for v in node if isinstance(v, (dict, list))]
+        level = nxt
+    return deepest - 1 if not isinstance(value, (dict, list)) else deepest
