@@ -1,6 +1,6 @@
 """The embedded database: one SQLite file in WAL mode, one connection per thread.
 
-Durability: ``group_write`` (the ingest path: appends and trajectory starts) commits with
+Durability: ``group_write`` (the ingest path: trajectory starts, appends, finalize) commits with
 ``synchronous=FULL``, so what it acknowledged was fsynced and survives a power loss; ``write``
 commits with ``synchronous=NORMAL``, which survives a crash of the process (the WAL is in the
 OS's cache) and is made durable by the next ``group_write`` or checkpoint (the WAL is one file,

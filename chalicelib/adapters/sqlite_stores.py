@@ -160,7 +160,7 @@ class SqliteTrajectoryStore:
                     raise TrajectoryFull(trajectory_id, seq, new, max_events)
             count_before = seq
             accepted: list[str] = []
-            stored: list[int] = []
+            kept: list[int] = []  # positions in the batch of the events stored
             for i, (event_id, doc) in enumerate(docs):
                 # the seq is the last key of the doc: written in place, not serialized again
                 cur = conn.execute(
@@ -170,7 +170,7 @@ class SqliteTrajectoryStore:
                 if cur.rowcount == 1:
                     seq += 1
                     accepted.append(event_id)
-                    stored.append(i)
+                    kept.append(i)
             if accepted:  # the doc's updated_at too, or the stored one would never move
                 conn.execute(
                     "UPDATE trajectories SET event_count=?, updated_us=?, doc=json_set(doc, '$.updated_at', ?)"
@@ -178,14 +178,14 @@ class SqliteTrajectoryStore:
                     (seq, to_us(now), now.isoformat(), tenant_id, trajectory_id),
                 )
             result = AppendResult(accepted=len(accepted), duplicates=len(docs) - len(accepted), accepted_ids=tuple(accepted))
-            return result, count_before, stored
+            return result, count_before, kept
 
-        result, count_before, stored = self.db.group_write(append)
+        result, count_before, kept = self.db.group_write(append)
         self.tails.appended(  # committed: what the tail holds is in the database
             (tenant_id, trajectory_id),
             count_before,
-            [replace(events[i], seq=count_before + n) for n, i in enumerate(stored, 1)],
-            [len(docs[i][1]) for i in stored],
+            [replace(events[i], seq=count_before + n) for n, i in enumerate(kept, 1)],
+            [len(docs[i][1]) for i in kept],
         )
         return result
 
@@ -218,7 +218,7 @@ class SqliteTrajectoryStore:
         return out
 
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
-        with self.db.write() as conn:
+        def close(conn: sqlite3.Connection) -> Trajectory:
             traj = self._row(conn, tenant_id, trajectory_id)
             if traj.status is not TrajectoryStatus.OPEN:
                 raise Conflict(f"trajectory {trajectory_id} is already {traj.status.value}")
@@ -227,6 +227,8 @@ class SqliteTrajectoryStore:
             )
             self._save(conn, traj)
             return traj
+
+        return self.db.group_write(close)  # fsynced, as the appends it closes
 
     def save_review(
         self, tenant_id: str, trajectory_id: str, status: str, experience_ids: list[str], review: dict, now: datetime
