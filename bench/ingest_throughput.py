@@ -16,6 +16,10 @@ Baselines in the same run, single thread, on the same SQLite file, another tenan
              called in this process: everything but waitress, the socket and the HTTP client
 The service baseline runs before and after the HTTP levels, to show drift as the database grows;
 it also runs once with --service-threads threads (SQLite's single writer + the GIL, without HTTP).
+Appends are group-committed and fsynced before they return, so one thread pays an fsync per call
+while concurrent callers share one: the threaded row is the in-process rate the HTTP rows compare
+with (column "/svcN"); "/svc1" compares with the mean of the two single-thread rows.
+Each row also gives the machine's 1-minute load average when it ended (the machine is shared).
 Every HTTP client has its own tenant; after the HTTP levels a read-only check counts trajectories
 stored in another client's tenant and events stored in another client's trajectory.
 
@@ -24,6 +28,7 @@ Prints numbers only; it is not a pass/fail test. Compare the ratios: the machine
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import sys
@@ -329,7 +334,7 @@ def main() -> None:
     from chalicelib.settings import Settings
 
     tmp = tempfile.mkdtemp(prefix="hindsight-bench-ingest-")
-    rows: list[tuple[str, Stats, float, float, float | None]] = []
+    rows: list[tuple[str, Stats, float, float, float | None, float]] = []
     try:
         settings = Settings(data_dir=tmp, embedder="hash", worker=False, admin_key="hsadmin_bench_inprocess",
                             rate_limit_per_second=0)  # measure the service, not the limit
@@ -346,23 +351,23 @@ def main() -> None:
 
         print(f"data dir {tmp}; {args.seconds:g} s per level, {args.batch} events per call", flush=True)
         st, wall, ccpu, _ = timed(lambda: service_level(deps, inproc_tenant.tenant_id, run_tag="svc1", **kw), None)
-        rows.append(("service, 1 thread (before)", st, wall, ccpu, None))
+        rows.append(("service, 1 thread (before)", st, wall, ccpu, None, os.getloadavg()[0]))
         print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
         if args.service_threads > 1:
             n = args.service_threads
             st, wall, ccpu, _ = timed(
                 lambda: service_level(deps, inproc_tenant.tenant_id, run_tag="svcN", threads=n, **kw), None)
-            rows.append((f"service, {n} threads", st, wall, ccpu, None))
+            rows.append((f"service, {n} threads", st, wall, ccpu, None, os.getloadavg()[0]))
             print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
         st, wall, ccpu, _ = timed(lambda: wsgi_level(deps, settings, wsgi_key, run_tag="wsgi", **kw), None)
-        rows.append(("wsgi in-process, 1 thread", st, wall, ccpu, None))
+        rows.append(("wsgi in-process, 1 thread", st, wall, ccpu, None, os.getloadavg()[0]))
         print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
 
         with Server(tmp, {"HINDSIGHT_EMBEDDER": args.embedder}) as server:
             for c in levels:
                 st, wall, ccpu, scpu = timed(
                     lambda: http_level(server.url, http_keys, c, run_tag=f"h{c}", **kw), server.proc.pid)
-                rows.append((f"HTTP, {c} client{'s' if c > 1 else ''}", st, wall, ccpu, scpu))
+                rows.append((f"HTTP, {c} client{'s' if c > 1 else ''}", st, wall, ccpu, scpu, os.getloadavg()[0]))
                 print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
                 time.sleep(1)  # let the server drain between levels
             if server.proc.poll() is not None:
@@ -370,22 +375,28 @@ def main() -> None:
 
         check = integrity(deps, tenant_of_client)
         st, wall, ccpu, _ = timed(lambda: service_level(deps, inproc_tenant.tenant_id, run_tag="svc2", **kw), None)
-        rows.append(("service, 1 thread (after)", st, wall, ccpu, None))
+        rows.append(("service, 1 thread (after)", st, wall, ccpu, None, os.getloadavg()[0]))
         print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
 
         base = (rows[0][1].events / rows[0][2] + rows[-1][1].events / rows[-1][2]) / 2
-        print(f"\nIngest throughput ({args.batch} events per call, {args.seconds:g} s per row;"
-              " ratio = events/s over the mean of the two service baselines)")
+        threaded = [r for r in rows if r[0].startswith("service, ") and "threads" in r[0]]
+        base_n = threaded[0][1].events / threaded[0][2] if threaded else base
+        print(f"\nIngest throughput ({args.batch} events per call, {args.seconds:g} s per row; /svc1 = events/s over"
+              f" the mean of the two single-thread service rows, /svcN = over the threaded service row)")
         print(f"{'run':<28} | {'events/s':>9} | {'calls/s':>8} | {'p50 ms':>7} | {'p99 ms':>7} | {'errors':>6} |"
-              f" {'ratio':>6} | {'client CPU':>10} | {'server CPU':>10}")
-        for name, st, wall, ccpu, scpu in rows:
+              f" {'/svc1':>6} | {'/svcN':>6} | {'client CPU':>10} | {'server CPU':>10} | {'ms/req':>6} | {'load':>5}")
+        for name, st, wall, ccpu, scpu, load in rows:
             errs = st.errors + st.exceptions
             scpu_s = f"{scpu:.2f} cores" if scpu is not None else "-"
+            # server CPU per request (appends and starts): what the server spends whatever the machine's load
+            per_req = f"{scpu * wall * 1000 / max(1, st.calls + st.trajectories):6.2f}" if scpu is not None else "-"
             print(f"{name:<28} | {st.events / wall:9.0f} | {st.calls / wall:8.1f} | {pct(st.latencies, 50):7.2f} |"
                   f" {pct(st.latencies, 99):7.2f} | {errs:>6} | {st.events / wall / base:6.2f} |"
-                  f" {ccpu:6.2f} cores | {scpu_s:>10}")
+                  f" {st.events / wall / base_n:6.2f} | {ccpu:6.2f} cores | {scpu_s:>10} | {per_req:>6} | {load:5.1f}")
         print("\n(errors = non-2xx answers + transport errors; client CPU = this process, which also runs the"
-              " in-process baselines; server CPU = the server process, HTTP rows only)")
+              " in-process baselines; server CPU = the server process, HTTP rows only; ms/req = server CPU per"
+              " request, starts included; load = the machine's 1-minute load average when the row ended, on"
+              f" {os.cpu_count()} CPUs)")
         traj = Stats()
         for _, st, *_ in rows:
             traj.merge(st)

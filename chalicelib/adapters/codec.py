@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
@@ -24,8 +25,13 @@ def to_doc(obj: Any) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
 def _from_doc(cls: type[T], doc: dict[str, Any], datetimes: tuple[str, ...], enums: dict[str, type[Enum]]) -> T:
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = _names(cls)
     kwargs = {k: v for k, v in doc.items() if k in names}
     for key in datetimes:
         if kwargs.get(key) is not None:

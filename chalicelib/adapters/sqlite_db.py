@@ -1,4 +1,11 @@
-"""The embedded database: one SQLite file in WAL mode, one connection per thread."""
+"""The embedded database: one SQLite file in WAL mode, one connection per thread.
+
+Durability: ``group_write`` (the ingest path: trajectory starts, appends, finalize) commits with
+``synchronous=FULL``, so what it acknowledged was fsynced and survives a power loss; ``write``
+commits with ``synchronous=NORMAL``, which survives a crash of the process (the WAL is in the
+OS's cache) and is made durable by the next ``group_write`` or checkpoint (the WAL is one file,
+synced as a whole).
+"""
 from __future__ import annotations
 
 import json
@@ -6,7 +13,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from ..domain.errors import Unavailable
 
@@ -64,8 +71,16 @@ def from_us(us: int) -> datetime:
     return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # built once: json.dumps builds one per call
+
+
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), default=str)
+    return _ENCODER.encode(obj)
+
+
+T = TypeVar("T")
+# jobs one group commit takes at most: bounds the wait of the last one in the batch
+MAX_GROUP = 64
 
 
 class DatabaseBusy(Unavailable):
@@ -80,10 +95,17 @@ def _is_busy(exc: BaseException) -> bool:
 class SqliteDatabase:
     """Thread-local connections to one database file (or a shared in-memory database)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, busy_timeout_ms: int = 30_000) -> None:
         self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._uri = path.startswith("file:")
+        # Writers of this process queue here, woken as soon as the lock is free; SQLite's own busy
+        # handler (left to other processes) polls in sleeps of up to 100 ms.
+        self._writer = threading.Lock()
+        self._group = threading.Condition(threading.Lock())
+        self._queue: list[_Job] = []
+        self._leading = False
         conn = self.connection()
         self._migrate(conn)
         conn.executescript(SCHEMA)  # executescript manages its own transaction
@@ -102,11 +124,26 @@ class SqliteDatabase:
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, uri=self._uri, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
-            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
             conn.row_factory = sqlite3.Row
             self._local.conn = conn
+            self._local.sync = "NORMAL"
         return conn
+
+    def _synchronous(self, conn: sqlite3.Connection, level: str) -> None:
+        if self._local.sync != level:  # a pragma SQLite refuses inside a transaction: set between them
+            conn.execute(f"PRAGMA synchronous={level}")
+            self._local.sync = level
+
+    @contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        if not self._writer.acquire(timeout=self.busy_timeout_ms / 1000):
+            raise DatabaseBusy("the database is busy; retry shortly")
+        try:
+            yield
+        finally:
+            self._writer.release()
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -115,21 +152,99 @@ class SqliteDatabase:
         Raises DatabaseBusy (503, retry) when the lock is not had within the busy timeout: the
         write did not happen, and nothing about it is left half done."""
         conn = self.connection()
+        with self._writer_lock():
+            self._synchronous(conn, "NORMAL")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise DatabaseBusy("the database is busy; retry shortly") from exc
+                raise
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if _is_busy(exc):
+                    raise DatabaseBusy("the database is busy; retry shortly") from exc
+                raise
+
+    def group_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` in a write transaction shared with the writes queued meanwhile, and
+        return once that transaction is committed and fsynced (group commit).
+
+        The thread that finds no commit under way leads: it runs the queued jobs in order, each in a
+        savepoint (an exception undoes that job's writes and is raised to its caller only), commits
+        once, then wakes the others; a job left out of a full batch leads the next one. Nothing is
+        acknowledged before its commit: when the commit fails, every job of the batch raises
+        (DatabaseBusy when the lock was not had in time) and nothing of the batch is stored.
+        ``fn`` runs on the leader's thread: it may touch only ``conn`` and its own objects."""
+        job = _Job(fn)
+        group = self._group
+        with group:
+            self._queue.append(job)
+        while True:
+            with group:
+                while not job.done and self._leading:
+                    group.wait()
+                if job.done:
+                    break
+                self._leading = True
+                batch = self._queue[:MAX_GROUP]
+                del self._queue[:MAX_GROUP]
+            try:
+                self._commit(batch)
+            finally:
+                with group:
+                    for j in batch:
+                        j.done = True
+                    self._leading = False
+                    group.notify_all()
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _commit(self, batch: list["_Job"]) -> None:
+        conn = self.connection()
         try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if _is_busy(exc):
-                raise DatabaseBusy("the database is busy; retry shortly") from exc
-            raise
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if _is_busy(exc):
-                raise DatabaseBusy("the database is busy; retry shortly") from exc
-            raise
+            with self._writer_lock():
+                self._synchronous(conn, "FULL")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for job in batch:
+                        conn.execute("SAVEPOINT job")
+                        try:
+                            job.result = job.fn(conn)
+                        except Exception as exc:
+                            if not conn.in_transaction:  # SQLite gave up the whole transaction
+                                raise
+                            conn.execute("ROLLBACK TO job")
+                            job.error = DatabaseBusy("the database is busy; retry shortly") if _is_busy(exc) else exc
+                        conn.execute("RELEASE job")
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+        except BaseException as exc:  # nothing of the batch was committed: every job fails
+            for job in batch:
+                job.result = None
+                if _is_busy(exc):
+                    job.error = DatabaseBusy("the database is busy; retry shortly")
+                    job.error.__cause__ = exc
+                else:
+                    job.error = exc
 
     def read(self) -> sqlite3.Connection:
         return self.connection()
+
+
+class _Job:
+    __slots__ = ("fn", "result", "error", "done")
+
+    def __init__(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
+        self.fn = fn
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = False

@@ -10,10 +10,11 @@ from typing import Sequence
 from ..domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from ..domain.models import Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
 from ..ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob
-from ..domain.anomaly import seq_windows
+from ..domain.anomaly import CONTEXT, seq_windows
 from .fair_claim import in_turns
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
 from .cursors import decode_parts, encode_cursor
+from .event_tails import EventTails
 from .sqlite_db import SqliteDatabase, dumps, from_us, to_us
 
 
@@ -87,9 +88,18 @@ def _stored_ids(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str, ev
     return found
 
 
+def _event_doc(event: Event) -> str:
+    """The event's stored doc (``to_doc`` order: ``seq`` is its last field) up to the seq's value:
+    the store appends the seq it assigns and the closing brace."""
+    doc = {"event_id": event.event_id, "type": event.type, "timestamp": event.timestamp.isoformat(), "content": event.content,
+           "node_id": event.node_id, "parent_id": event.parent_id, "context": event.context}
+    return dumps(doc)[:-1] + ',"seq":'
+
+
 class SqliteTrajectoryStore:
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, tails: EventTails | None = None) -> None:
         self.db = db
+        self.tails = tails or EventTails(keep=CONTEXT)
 
     @staticmethod
     def _row(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str) -> Trajectory:
@@ -110,15 +120,19 @@ class SqliteTrajectoryStore:
         )
 
     def create(self, traj: Trajectory) -> tuple[Trajectory, bool]:
-        with self.db.write() as conn:
+        doc = dumps(to_doc(traj))
+
+        def insert(conn: sqlite3.Connection) -> tuple[Trajectory, bool]:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO trajectories(tenant_id, trajectory_id, status, event_count, doc, updated_us)"
                 " VALUES (?,?,?,?,?,?)",
-                (traj.tenant_id, traj.trajectory_id, traj.status.value, 0, dumps(to_doc(traj)), to_us(traj.updated_at)),
+                (traj.tenant_id, traj.trajectory_id, traj.status.value, 0, doc, to_us(traj.updated_at)),
             )
             if cur.rowcount == 1:
                 return traj, True
             return self._row(conn, traj.tenant_id, traj.trajectory_id), False
+
+        return self.db.group_write(insert)
 
     def get(self, tenant_id: str, trajectory_id: str) -> Trajectory:
         return self._row(self.db.read(), tenant_id, trajectory_id)
@@ -126,28 +140,54 @@ class SqliteTrajectoryStore:
     def append_events(
         self, tenant_id: str, trajectory_id: str, events: Sequence[Event], now: datetime, max_events: int | None = None
     ) -> AppendResult:
-        with self.db.write() as conn:
-            traj = self._row(conn, tenant_id, trajectory_id)
-            if traj.status is not TrajectoryStatus.OPEN:
-                raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
-            seq = traj.event_count
-            accepted: list[str] = []
-            if max_events is not None and seq + len(events) > max_events:
-                stored = _stored_ids(conn, tenant_id, trajectory_id, [e.event_id for e in events])
-                new = len({e.event_id for e in events} - stored)
+        # serialized before the commit is joined: the leader's thread runs only the statements
+        docs = [(event.event_id, _event_doc(event)) for event in events]
+
+        def append(conn: sqlite3.Connection) -> AppendResult:
+            row = conn.execute(
+                "SELECT status, event_count FROM trajectories WHERE tenant_id=? AND trajectory_id=?",
+                (tenant_id, trajectory_id),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"trajectory {trajectory_id} not found")
+            if row["status"] != TrajectoryStatus.OPEN.value:
+                raise Conflict(f"trajectory {trajectory_id} is {row['status']}; it takes no more events")
+            seq = row["event_count"]
+            if max_events is not None and seq + len(docs) > max_events:
+                stored = _stored_ids(conn, tenant_id, trajectory_id, [event_id for event_id, _ in docs])
+                new = len({event_id for event_id, _ in docs} - stored)
                 if seq + new > max_events:
                     raise TrajectoryFull(trajectory_id, seq, new, max_events)
-            for event in events:
+            count_before = seq
+            accepted: list[str] = []
+            kept: list[int] = []  # positions in the batch of the events stored
+            for i, (event_id, doc) in enumerate(docs):
+                # the seq is the last key of the doc: written in place, not serialized again
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO events(tenant_id, trajectory_id, seq, event_id, doc) VALUES (?,?,?,?,?)",
-                    (tenant_id, trajectory_id, seq + 1, event.event_id, dumps(to_doc(replace(event, seq=seq + 1)))),
+                    (tenant_id, trajectory_id, seq + 1, event_id, f"{doc}{seq + 1}}}"),
                 )
                 if cur.rowcount == 1:
                     seq += 1
-                    accepted.append(event.event_id)
-            if accepted:  # the doc too, or the stored updated_at would never move
-                self._save(conn, replace(traj, event_count=seq, updated_at=now))
-            return AppendResult(accepted=len(accepted), duplicates=len(events) - len(accepted), accepted_ids=tuple(accepted))
+                    accepted.append(event_id)
+                    kept.append(i)
+            if accepted:  # the doc's updated_at too, or the stored one would never move
+                conn.execute(
+                    "UPDATE trajectories SET event_count=?, updated_us=?, doc=json_set(doc, '$.updated_at', ?)"
+                    " WHERE tenant_id=? AND trajectory_id=?",
+                    (seq, to_us(now), now.isoformat(), tenant_id, trajectory_id),
+                )
+            result = AppendResult(accepted=len(accepted), duplicates=len(docs) - len(accepted), accepted_ids=tuple(accepted))
+            return result, count_before, kept
+
+        result, count_before, kept = self.db.group_write(append)
+        self.tails.appended(  # committed: what the tail holds is in the database
+            (tenant_id, trajectory_id),
+            count_before,
+            [replace(events[i], seq=count_before + n) for n, i in enumerate(kept, 1)],
+            [len(docs[i][1]) for i in kept],
+        )
+        return result
 
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
         rows = self.db.read().execute(
@@ -156,6 +196,9 @@ class SqliteTrajectoryStore:
         return [event_from_doc(json.loads(r["doc"])) for r in rows]
 
     def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
+        cached = self.tails.around((tenant_id, trajectory_id), event_ids, before)
+        if cached is not None:
+            return cached
         conn = self.db.read()
         seqs: list[int] = []
         ids = list(dict.fromkeys(event_ids))
@@ -175,7 +218,7 @@ class SqliteTrajectoryStore:
         return out
 
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
-        with self.db.write() as conn:
+        def close(conn: sqlite3.Connection) -> Trajectory:
             traj = self._row(conn, tenant_id, trajectory_id)
             if traj.status is not TrajectoryStatus.OPEN:
                 raise Conflict(f"trajectory {trajectory_id} is already {traj.status.value}")
@@ -184,6 +227,8 @@ class SqliteTrajectoryStore:
             )
             self._save(conn, traj)
             return traj
+
+        return self.db.group_write(close)  # fsynced, as the appends it closes
 
     def save_review(
         self, tenant_id: str, trajectory_id: str, status: str, experience_ids: list[str], review: dict, now: datetime

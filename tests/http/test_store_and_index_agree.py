@@ -41,3 +41,18 @@ def test_a_retry_of_a_write_stored_but_not_indexed_makes_the_lesson_recallable(a
     assert api.call("POST", "/v1/experiences", key, body).status_code == 200
     hits = api.call("POST", "/v1/recall", key, {"query": "pay the vendor lookup_vendor pay_vendor"}).json_body["hits"]
     assert [h["experience"]["experience_id"] for h in hits] == ["x1"]
+
+
+def test_an_append_that_cannot_get_the_database_lock_answers_503_and_its_retry_is_stored_once(api):
+    key = api.tenant()
+    assert api.call("POST", "/v1/trajectories", key, {"trajectory_id": "tr1", "agent_id": "a", "goal": "g"}).status_code == 201
+    body = {"events": [{"event_id": "e1", "type": "llm_reasoning", "content": {"text": "plan"}}]}
+    other = _hold_the_write_lock(api)
+    try:
+        resp = api.call("POST", "/v1/trajectories/tr1/events", key, body)
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "1"
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert api.call("POST", "/v1/trajectories/tr1/events", key, body).json_body == {"accepted": 1, "duplicates": 0}
+    assert api.call("POST", "/v1/trajectories/tr1/events", key, body).json_body == {"accepted": 0, "duplicates": 1}
