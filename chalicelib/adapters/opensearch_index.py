@@ -111,6 +111,7 @@ class OpenSearchVectorIndex:
         *,
         refresh: bool | str = "wait_for",
         bulk_chunk: int = 500,
+        node_cosines: bool | None = None,
     ) -> None:
         self.client = client
         self.spec = spec
@@ -118,8 +119,9 @@ class OpenSearchVectorIndex:
         # Serverless answers a refresh parameter with an error
         self._refresh = None if spec.serverless else refresh
         self._bulk_chunk = bulk_chunk
-        # cosines by script (one round trip per hybrid search) where Painless is known to run
-        self._node_cosines = not spec.serverless
+        # cosines by a Painless script field (one round trip per hybrid search); default: everywhere
+        # but Serverless, where it was never run. False: the k-NN by ids, a second request.
+        self._node_cosines = (not spec.serverless) if node_cosines is None else node_cosines
         self._ready = False
         self._lock = threading.Lock()
 
