@@ -27,8 +27,12 @@ tenant, agent/user scope, tools, task type), k = the service's candidate count (
   os.lex      OpenSearchVectorIndex.lexical_search (BM25)
   svc.np      services.recall.recall on SQLite + numpy, query vector precomputed (no embedding)
   svc.os      the same service call with the OpenSearch index (same SQLite store): hybrid_search =
-              one _msearch (k-NN + BM25), plus one similarity search when BM25 found entries the
-              k-NN did not
+              one _msearch (k-NN + BM25 whose hits carry their cosine as a script field)
+  svc.os2     the same with the request shape before it (``node_cosines=False``): the _msearch,
+              then a k-NN by ids for the cosines of BM25 hits the k-NN did not return
+
+Round trips per service recall are HTTP requests counted at the client's connections
+(``devtools.opensearch_node.RequestCounter``), so nothing the adapter does escapes the count.
 
 ``os.*`` also report the node's own ``took`` (server-side ms, integer resolution), so the rest is
 HTTP + JSON + the client. Quality: recall@10 / @50 of each OpenSearch k-NN variant against the exact
@@ -179,7 +183,7 @@ class Seeder:
 
 
 def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookRecorder, tenant: str,
-            queries, warm_queries, n: int, client, index_name: str) -> dict:
+            queries, warm_queries, n: int, client, index_name: str, os_two=None, counter=None) -> dict:
     from chalicelib.ports import IndexFilter
     from chalicelib.services import recall as recall_svc
 
@@ -188,16 +192,18 @@ def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookR
     assert matrix.shape[0] == n and matrix.dtype == np.float32
     k = max(deps.recall_candidates, 5 * 4)
     deps_os = replace(deps_noemb, index=os_plain)
+    deps_os2 = replace(deps_noemb, index=os_two)
 
     methods = ["floor", "np.search", "os.search", *os_variants, "np.lex", "os.lex"]
     if args.service:
-        methods += ["svc.np", "svc.os"]
+        methods += ["svc.np", "svc.os", "svc.os2"]
     times: dict[str, list[float]] = {m: [] for m in methods}
-    took: dict[str, list[int]] = {m: [] for m in methods if m.startswith("os.") or m == "svc.os"}
+    took: dict[str, list[int]] = {m: [] for m in methods if m.startswith(("os.", "svc.os"))}
+    trips: dict[str, list[int]] = {m: [] for m in took}
     quality = {m: {"r10": [], "r50": []} for m in ["os.search", *os_variants]}
     lex_overlap: list[float] = []
     lex_tie_ok: list[float] = []
-    svc_agree = svc_scores = svc_compared = leaks = empty_np = 0
+    svc_agree = svc_scores = svc_compared = svc_same = leaks = empty_np = 0
 
     def ops(q, vec, flt, text):
         out = [("floor", lambda: floor_search(matrix, vec, k)),
@@ -209,7 +215,8 @@ def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookR
         if args.service:
             kw = asdict(q)
             out += [("svc.np", lambda: recall_svc.recall(deps_noemb, **kw)),
-                    ("svc.os", lambda: recall_svc.recall(deps_os, **kw))]
+                    ("svc.os", lambda: recall_svc.recall(deps_os, **kw)),
+                    ("svc.os2", lambda: recall_svc.recall(deps_os2, **kw))]
         return out
 
     def prepared(qs):
@@ -239,7 +246,7 @@ def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookR
         shuffler.shuffle(order)  # no method always pays for going first (cold caches, sleeping threads)
         for name, fn in order:
             settle(pids, max_wait=0.3)  # this process and the node's JVM idle first
-            before = len(recorder.took)
+            before, sent = len(recorder.took), counter.count
             t = pc()
             results[name] = fn()
             times[name].append((pc() - t) * 1000)
@@ -247,6 +254,7 @@ def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookR
                 new = recorder.took[before:]
                 requests += len(new)
                 took[name].append(sum(new))
+                trips[name].append(counter.count - sent)
         done += 1
         exact = [i for i, _ in results["np.search"]]
         empty_np += not exact
@@ -272,10 +280,15 @@ def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookR
             svc_compared += 1
             svc_agree += [h.experience.experience_id for h in a] == [h.experience.experience_id for h in b]
             svc_scores += len(a) == len(b) and all(abs(x.score - y.score) <= 0.01 for x, y in zip(a, b))
+            c = results["svc.os2"][0]
+            leaks += sum(int(h.experience.experience_id.split("_")[1]) >= OTHER_START for h in c)
+            # the one-request shape must answer what the two-request one did: same ids, same order
+            svc_same += [h.experience.experience_id for h in b] == [h.experience.experience_id for h in c] and all(
+                abs(x.score - y.score) <= 1e-6 for x, y in zip(b, c))
     elapsed = time.perf_counter() - t_start
     cpu1 = node_stats(client)["cpu_ms"]
-    return {"n": n, "times": times, "took": took, "quality": quality, "lex_overlap": lex_overlap, "lex_tie_ok": lex_tie_ok,
-            "leaks": leaks, "svc": (svc_agree, svc_scores, svc_compared), "done": done, "empty_np": empty_np,
+    return {"n": n, "times": times, "took": took, "trips": trips, "quality": quality, "lex_overlap": lex_overlap, "lex_tie_ok": lex_tie_ok,
+            "leaks": leaks, "svc": (svc_agree, svc_scores, svc_compared), "svc_same": svc_same, "done": done, "empty_np": empty_np,
             "node_cpu_per_req": (cpu1 - cpu0) / requests if requests else float("nan"),
             "node_busy": (cpu1 - cpu0) / 1000 / elapsed, "index": index_stats(client, index_name),
             "node": node_stats(client)}
@@ -325,7 +338,7 @@ def main() -> None:
     from chalicelib.services.recall import query_text
     from chalicelib.services.tenants import create_tenant
     from chalicelib.settings import Settings
-    from devtools.opensearch_node import node_url
+    from devtools.opensearch_node import RequestCounter, node_url
 
     tmp = tempfile.mkdtemp(prefix="hindsight-bench-aws-recall-")
     client = index_name = None
@@ -342,8 +355,10 @@ def main() -> None:
         os_plain = OpenSearchVectorIndex(client, spec, refresh=False, bulk_chunk=args.chunk)
         os_plain.ensure_index()
         os_variants = {f"os.ef={e}": OpenSearchVectorIndex(client, replace(spec, ef_search=e)) for e in efs}
-        for ix in os_variants.values():
+        os_two = OpenSearchVectorIndex(client, spec, node_cosines=False)
+        for ix in [*os_variants.values(), os_two]:
             ix._ready = True  # the same index: no second existence check
+        counter = RequestCounter(raw_client)
 
         settings = Settings(data_dir=tmp, embedder="minilm", worker=False, admin_key="hsadmin_bench_inprocess",
                             rate_limit_per_second=0)  # measure the service, not the limit
@@ -391,7 +406,7 @@ def main() -> None:
             t0 = time.perf_counter()
             client.took.clear()
             res = measure(args, deps, deps_noemb, os_plain, os_variants, client, tenant_a.tenant_id, queries, warm,
-                          seeder.n_a, raw_client, index_name)
+                          seeder.n_a, raw_client, index_name, os_two, counter)
             print(f"measured N={seeder.n_a}: {time.perf_counter() - t0:.1f} s", flush=True)
             results.append(res)
             if parts["truncated"]:
@@ -460,6 +475,20 @@ def report(results, seeding, args, url) -> None:
         lex = (f"{np.mean(r['lex_overlap']):15.3f} {np.mean(r['lex_tie_ok']):9.3f}" if r["lex_overlap"]
                else f"{'n/a':>25}")
         print(f"{r['n']:>8} | {qs} | {lex} | {svc:>24} | {r['leaks']:>12}")
+
+    if args.service:
+        print("\nService recall on OpenSearch (k-NN + BM25 with filters: tenant, agent/user scope, tools, task type):"
+              " HTTP requests per recall, ms p50 [p99], beside numpy and the floor of the same run")
+        print(f"{'N':>8} | {'trips svc.os':>12} | {'trips svc.os2':>13} | {'svc.os':>17} | {'svc.os2':>17} |"
+              f" {'svc.np':>17} | {'floor':>17} | {'os/os2 p50':>10} | {'os/np p50':>9} | {'same hits as os2':>16}")
+        for r in results:
+            t, tr = r["times"], r["trips"]
+            p = {m: pct(t[m], 50) for m in ("svc.os", "svc.os2", "svc.np")}
+            trip = {m: f"{np.mean(tr[m]):.2f} ({min(tr[m])}-{max(tr[m])})" for m in ("svc.os", "svc.os2")}
+            print(f"{r['n']:>8} | {trip['svc.os']:>12} | {trip['svc.os2']:>13} | {cell(t['svc.os']):>17} |"
+                  f" {cell(t['svc.os2']):>17} | {cell(t['svc.np']):>17} | {cell(t['floor']):>17} |"
+                  f" {p['svc.os'] / p['svc.os2']:10.2f} | {p['svc.os'] / p['svc.np']:9.2f} |"
+                  f" {r['svc_same']:>9}/{r['svc'][2]:<6}")
 
     print(f"\nNode ({url})")
     print(f"{'N':>8} | {'CPU ms/request':>14} | {'node busy (cores)':>17} | {'heap used/max MiB':>17} | {'segments':>8} |"

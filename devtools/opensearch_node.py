@@ -113,3 +113,22 @@ def node_url() -> str:
             raise RuntimeError(_failure) from exc
         return _url
 
+
+
+class RequestCounter:
+    """Counts the HTTP requests an opensearch-py client sends, at its connections (each retry
+    counts): what a round trip is, whatever the client methods called."""
+
+    def __init__(self, client) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+        for connection in client.transport.connection_pool.connections:
+            connection.perform_request = self._counted(connection.perform_request)
+
+    def _counted(self, send):
+        def perform_request(*args, **kwargs):
+            with self._lock:
+                self.count += 1
+            return send(*args, **kwargs)
+
+        return perform_request

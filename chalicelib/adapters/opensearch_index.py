@@ -111,6 +111,7 @@ class OpenSearchVectorIndex:
         *,
         refresh: bool | str = "wait_for",
         bulk_chunk: int = 500,
+        node_cosines: bool | None = None,
     ) -> None:
         self.client = client
         self.spec = spec
@@ -118,6 +119,9 @@ class OpenSearchVectorIndex:
         # Serverless answers a refresh parameter with an error
         self._refresh = None if spec.serverless else refresh
         self._bulk_chunk = bulk_chunk
+        # cosines by a Painless script field (one round trip per hybrid search); default: everywhere
+        # but Serverless, where it was never run. False: the k-NN by ids, a second request.
+        self._node_cosines = (not spec.serverless) if node_cosines is None else node_cosines
         self._ready = False
         self._lock = threading.Lock()
 
@@ -272,6 +276,8 @@ class OpenSearchVectorIndex:
             if unit is None:
                 response = self._search(q.filter_query(q.ids_clause(tenant_id, chunk), len(chunk)), "similarities")
                 out.update((i, 0.0) for i, _ in q.hit_ids(response))
+            elif self._node_cosines:
+                out.update(q.hit_cosines(self._search(q.cosine_query(tenant_id, unit, chunk), "similarities")))
             else:
                 response = self._search(q.similarity_query(tenant_id, unit, chunk), "similarities")
                 out.update(self._ranked(response, len(chunk), to_cosine=True))
@@ -280,19 +286,18 @@ class OpenSearchVectorIndex:
     def hybrid_search(
         self, tenant_id: str, vector: Vector, text: str, flt: IndexFilter, k: int
     ) -> tuple[dict[str, float], dict[str, float]]:
-        """k-NN and BM25 in one ``_msearch``; a second request only for the cosines of lexical hits
-        the k-NN did not return, the same query as ``similarities``, so the same floats.
-
-        Why not one request (both tried at 10k entries, 384 dimensions, p50 of this method 24 ms):
-        the BM25 hits' vectors in ``_source`` (50 x 384 floats of JSON) made it 43 ms; a second
-        BM25 search rescored by the ``knn_score`` script, 23 ms, with cosines ~4e-7 off the k-NN's.
-        """
+        """k-NN and BM25 in one ``_msearch``, one round trip: the BM25 hits carry their cosine
+        (``q.with_cosines``, the script ``similarities`` runs, so the same floats), which is kept
+        for the hits the k-NN did not return. On Serverless a second request asks ``similarities``
+        for those."""
         if k <= 0:
             return {}, {}
         unit = self._unit(vector)
         bodies = [self._knn_body(tenant_id, unit, flt, k)]
         lexical_body = q.lexical_query(tenant_id, text, flt, k)
         if lexical_body is not None:
+            if unit is not None and self._node_cosines:
+                lexical_body = q.with_cosines(lexical_body, unit)
             bodies.append(lexical_body)
         answers = self._msearch(bodies, "hybrid search")
         semantic = dict(self._knn_hits(answers[0], unit, k))
@@ -300,6 +305,9 @@ class OpenSearchVectorIndex:
         missing = [i for i in lexical if i not in semantic]
         if missing and unit is None:  # every hit is in the index, and a zero vector's cosine is 0
             semantic.update(dict.fromkeys(missing, 0.0))
+        elif missing and self._node_cosines:
+            cosines = q.hit_cosines(answers[1])
+            semantic.update((i, cosines[i]) for i in missing if i in cosines)  # an entry without a vector has none
         elif missing:
             semantic.update(self.similarities(tenant_id, vector, missing))
         return semantic, lexical

@@ -31,6 +31,7 @@ Engine = Literal["lucene", "faiss"]
 Space = Literal["cosinesimil", "innerproduct"]
 
 VECTOR_FIELD = "embedding"
+COSINE = "cosine"  # the script field of ``with_cosines``
 BM25 = "hindsight_bm25"
 # index.max_result_window and the k-NN plugin's largest k: one request never asks for more
 MAX_K = 10_000
@@ -249,9 +250,34 @@ def search_query(tenant_id: str, vector: Sequence[float], flt: IndexFilter, k: i
 
 def similarity_query(tenant_id: str, vector: Sequence[float], experience_ids: Sequence[str]) -> dict:
     """k-NN restricted to the listed ids with k = their number: when no more entries pass the
-    filter than k, lucene and faiss score every one of them exactly."""
+    filter than k, lucene and faiss score every one of them exactly. For Serverless, where the
+    cosine script of ``cosine_query`` is not known to run."""
     unique = list(dict.fromkeys(experience_ids))
     return knn_query(vector, ids_clause(tenant_id, unique), len(unique))
+
+
+# A script field runs in the fetch phase, once per returned hit: the cosines of a search's hits
+# cost the node k dot products and the response k numbers, not k vectors of JSON. k-NN's Painless
+# ``cosineSimilarity`` fails on a document without a vector, hence the guard (such a hit: null).
+_COSINE_SCRIPT = (
+    "if (doc[params.field].size() == 0) { return null; } "
+    "return cosineSimilarity(params.query_value, doc[params.field]);"
+)
+
+
+def with_cosines(body: dict, vector: Sequence[float]) -> dict:
+    """``body`` whose hits also carry their cosine to ``vector`` (field ``COSINE``), computed on
+    the node; ranking and scores stay those of ``body``."""
+    script = {"lang": "painless", "source": _COSINE_SCRIPT,
+              "params": {"field": VECTOR_FIELD, "query_value": list(vector)}}
+    return {**body, "script_fields": {COSINE: {"script": script}}}
+
+
+def cosine_query(tenant_id: str, vector: Sequence[float], experience_ids: Sequence[str]) -> dict:
+    """The listed entries with their cosine to ``vector``: the script of ``with_cosines``, so a
+    cosine asked for by id and one carried by a lexical hit are the same float."""
+    unique = list(dict.fromkeys(experience_ids))
+    return with_cosines(filter_query(ids_clause(tenant_id, unique), len(unique)), vector)
 
 
 def filter_query(filter_: dict, k: int) -> dict:
@@ -318,3 +344,17 @@ def cosine_from_score(score: float, space: Space) -> float:
 def hit_ids(response: dict) -> list[tuple[str, float]]:
     """(experience_id, raw score) of each hit, in the order returned."""
     return [(h["fields"]["experience_id"][0], float(h["_score"] or 0.0)) for h in response["hits"]["hits"]]
+
+
+def hit_cosines(response: dict) -> dict[str, float]:
+    """experience_id -> cosine of each hit of a ``with_cosines`` search that has one (an entry
+    without a vector has none); the first copy of an id counts."""
+    out: dict[str, float] = {}
+    seen: set[str] = set()
+    for h in response["hits"]["hits"]:
+        experience_id = h["fields"]["experience_id"][0]
+        value = (h["fields"].get(COSINE) or [None])[0]
+        if value is not None and experience_id not in seen:
+            out[experience_id] = float(value)
+        seen.add(experience_id)
+    return out

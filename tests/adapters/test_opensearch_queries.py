@@ -244,7 +244,7 @@ def test_a_text_of_stopwords_only_asks_nothing():
     assert q.lexical_query("t1", "the and of", IndexFilter(), 10) is None
 
 
-def test_similarities_are_an_exact_knn_over_the_listed_ids():
+def test_serverless_similarities_are_an_exact_knn_over_the_listed_ids():
     assert q.similarity_query("t1", [1.0, 0.0], ["a", "b", "a"]) == {
         "size": 2,
         **IDS_ONLY,
@@ -254,6 +254,25 @@ def test_similarities_are_an_exact_knn_over_the_listed_ids():
             "filter": {"bool": {"filter": [TENANT, {"terms": {"experience_id": ["a", "b"]}}]}},
         }}},
     }
+
+
+def test_cosines_ride_on_a_search_as_a_script_field_that_leaves_its_query_alone():
+    body = q.lexical_query("t1", "kubectl", IndexFilter(), 5)
+    carried = q.with_cosines(body, [0.6, 0.8])
+    assert {k: v for k, v in carried.items() if k != "script_fields"} == body
+    (field,) = carried["script_fields"]
+    script = carried["script_fields"][field]["script"]
+    assert field == q.COSINE and script["lang"] == "painless"
+    assert script["params"] == {"field": "embedding", "query_value": [0.6, 0.8]}
+    assert "cosineSimilarity" in script["source"] and "size() == 0" in script["source"]
+
+
+def test_cosines_by_id_are_the_same_script_over_the_listed_ids():
+    assert q.cosine_query("t1", [1.0, 0.0], ["a", "b", "a"]) == q.with_cosines({
+        "size": 2,
+        **IDS_ONLY,
+        "query": {"bool": {"filter": [{"bool": {"filter": [TENANT, {"terms": {"experience_id": ["a", "b"]}}]}}]}},
+    }, [1.0, 0.0])
 
 
 def test_an_msearch_puts_an_empty_header_before_each_search():
@@ -277,6 +296,15 @@ def test_scores_turn_back_into_cosines(cos):
     assert q.cosine_from_score((1 + cos) / 2, "cosinesimil") == pytest.approx(cos)
     ip_score = 1 + cos if cos >= 0 else 1 / (1 - cos)
     assert q.cosine_from_score(ip_score, "innerproduct") == pytest.approx(cos)
+
+
+def test_hits_give_their_cosine_unless_they_have_no_vector():
+    response = {"hits": {"hits": [
+        {"_score": 3.0, "fields": {"experience_id": ["a"], "cosine": [0.25]}},
+        {"_score": 2.0, "fields": {"experience_id": ["none"], "cosine": [None]}},
+        {"_score": 1.0, "fields": {"experience_id": ["a"], "cosine": [0.5]}},
+    ]}}
+    assert q.hit_cosines(response) == {"a": 0.25}
 
 
 def test_hits_give_their_experience_id_and_score():
@@ -413,26 +441,50 @@ def test_a_zero_query_vector_scores_every_passing_entry_zero():
     assert index.similarities("t1", np.zeros(2), ["a", "b"]) == {"a": 0.0, "b": 0.0}
 
 
-def test_hybrid_search_sends_both_searches_in_one_msearch():
+def cosine_hit(experience_id: str, score: float, cosine: float | None) -> dict:
+    return {**hit(experience_id, score), "fields": {"experience_id": [experience_id], "cosine": [cosine]}}
+
+
+def test_hybrid_search_sends_both_searches_in_one_msearch_the_lexical_one_carrying_cosines():
     client = FakeClient()
-    client.answers = [{"hits": {"hits": [hit("a", 1.0)]}}, {"hits": {"hits": [hit("a", 2.5), hit("b", 0.0)]}}]
+    client.answers = [{"hits": {"hits": [hit("a", 1.0)]}},
+                      {"hits": {"hits": [cosine_hit("a", 2.5, 0.9), cosine_hit("b", 0.5, -0.25)]}}]
     flt = IndexFilter(agent_id="a1")
     assert adapter(client).hybrid_search("t1", np.array([2.0, 0.0]), "kubectl rollout", flt, 5) == (
-        {"a": 1.0}, {"a": 2.5}
-    )
+        {"a": 1.0, "b": -0.25}, {"a": 2.5, "b": 0.5}
+    )  # the k-NN's cosine of "a" wins: hybrid_by_parts takes it from the k-NN too
     assert searches(client) == [("msearch", q.msearch_lines([
-        q.search_query("t1", [1.0, 0.0], flt, 5), q.lexical_query("t1", "kubectl rollout", flt, 5),
+        q.search_query("t1", [1.0, 0.0], flt, 5),
+        q.with_cosines(q.lexical_query("t1", "kubectl rollout", flt, 5), [1.0, 0.0]),
     ]))]
 
 
-def test_hybrid_search_asks_the_cosines_of_lexical_hits_the_knn_missed_in_a_second_request():
+def test_a_lexical_hit_without_a_vector_gets_no_cosine_and_no_second_request():
+    client = FakeClient()
+    client.answers = [{"hits": {"hits": [hit("a", 1.0)]}}, {"hits": {"hits": [cosine_hit("flat", 2.0, None)]}}]
+    assert adapter(client).hybrid_search("t1", np.array([1.0, 0.0]), "kubectl", IndexFilter(), 5) == (
+        {"a": 1.0}, {"flat": 2.0}
+    )
+    assert [c[0] for c in searches(client)] == ["msearch"]
+
+
+def test_serverless_hybrid_search_asks_the_cosines_of_lexical_hits_the_knn_missed_in_a_second_request():
     client = FakeClient()
     client.answers = [{"hits": {"hits": [hit("a", 1.0)]}}, {"hits": {"hits": [hit("b", 2.0), hit("a", 1.5)]}}]
     client.hits = [hit("b", 0.75)]  # the similarity search
-    semantic, lexical = adapter(client).hybrid_search("t1", np.array([1.0, 0.0]), "kubectl", IndexFilter(), 5)
+    index = adapter(client, serverless=True, engine="faiss")
+    semantic, lexical = index.hybrid_search("t1", np.array([1.0, 0.0]), "kubectl", IndexFilter(), 5)
     assert semantic == {"a": 1.0, "b": 0.5} and lexical == {"b": 2.0, "a": 1.5}
     assert [c[0] for c in searches(client)] == ["msearch", "search"]
+    assert searches(client)[0][1][3] == q.lexical_query("t1", "kubectl", IndexFilter(), 5)
     assert searches(client)[1][1] == q.similarity_query("t1", [1.0, 0.0], ["b"])
+
+
+def test_similarities_read_the_script_field_and_skip_entries_without_a_vector():
+    client = FakeClient()
+    client.hits = [cosine_hit("a", 0.0, 0.5), cosine_hit("flat", 0.0, None)]
+    assert adapter(client).similarities("t1", np.array([1.0, 0.0]), ["a", "flat", "gone"]) == {"a": 0.5}
+    assert searches(client) == [("search", q.cosine_query("t1", [1.0, 0.0], ["a", "flat", "gone"]))]
 
 
 def test_hybrid_search_with_a_zero_vector_or_no_terms_needs_one_request():
