@@ -94,6 +94,9 @@ class Settings(BaseModel):
     weight_utility: float = 0.05
     weight_confidence: float = 0.04
     recall_candidates: int = Field(default=50, ge=1)
+    # BM25 of both indexes (numpy and OpenSearch; an OpenSearch index keeps the pair it was created with)
+    lexical_k1: float = Field(default=1.2, ge=0)
+    lexical_b: float = Field(default=0.75, ge=0, le=1)
     recall_filter_task_type: bool = True
     recall_filter_intent: bool = True
     advice_max_items: int = Field(default=5, ge=1, le=20)

@@ -19,6 +19,7 @@ The client is built outside (``build_client``, called by the composition root) a
 """
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from contextlib import contextmanager
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 
     # a numpy array (embedded embedders) or a domain.vectors.Vector (the Lambda's): a float sequence
     Vector = Sequence[float]
+
+
+log = logging.getLogger(__name__)
 
 
 class IndexUnavailable(Unavailable, RuntimeError):
@@ -140,6 +144,12 @@ class OpenSearchVectorIndex:
                         if exc.error != "resource_already_exists_exception":
                             raise
                 mapping = self.client.indices.get_mapping(index=name)
+                drift = q.similarity_drift(self.client.indices.get_settings(index=name), name, self.spec)
+            if drift:
+                # not an error: recall still works, ranked by the index's own parameters
+                log.warning("index %s ranks BM25 with %s, the settings say %s: a new index (or a reindex into "
+                            "one) takes the settings", name, {k: v[0] for k, v in drift.items()},
+                            {k: v[1] for k, v in drift.items()})
             dim = q.mapped_dimension(mapping, name)
             if dim is not None and dim != self.spec.dim:
                 raise ValueError(f"index {name} holds {dim}-dimensional vectors, not {self.spec.dim}")

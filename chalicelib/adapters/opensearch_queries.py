@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
-from ..domain.lexical import K1, B, terms
+from ..domain.lexical import Bm25Params, terms
 from ..domain.models import match_key, match_keys
 from ..ports import IndexEntry, IndexFilter
 
@@ -52,6 +52,8 @@ class IndexSpec:
     (lucene explores k candidates).
     ``shards``/``replicas``: None leaves the cluster default. One shard keeps the BM25 statistics
     of the whole index in one place.
+    ``bm25``: the text field's BM25 ``k1`` and ``b``, the settings the numpy index ranks with. They
+    are fixed when the index is created (``similarity_drift`` tells when an existing index differs).
     """
 
     name: str
@@ -64,6 +66,7 @@ class IndexSpec:
     shards: int | None = 1
     replicas: int | None = None
     serverless: bool = False
+    bm25: Bm25Params = Bm25Params()
 
     def __post_init__(self) -> None:
         # nmslib has no efficient (in-query) filtering: a filter would be applied after the top k
@@ -82,7 +85,7 @@ def index_body(spec: IndexSpec) -> dict:
     """Settings and mappings of a new index."""
     index: dict = {
         "knn": True,
-        "similarity": {BM25: {"type": "BM25", "k1": K1, "b": B}},
+        "similarity": {BM25: {"type": "BM25", "k1": spec.bm25.k1, "b": spec.bm25.b}},
     }
     if not spec.serverless:
         if spec.shards is not None:
@@ -125,6 +128,18 @@ def missing_properties(mapping_response: dict, index: str, spec: IndexSpec) -> d
     props = mapping_response.get(index, {}).get("mappings", {}).get("properties", {})
     wanted = index_body(spec)["mappings"]["properties"]
     return {name: field for name, field in wanted.items() if name not in props}
+
+
+def similarity_drift(settings_response: dict, index: str, spec: IndexSpec) -> dict[str, tuple[float, float]]:
+    """BM25 parameters of an existing index (a GET <index>/_settings response) that differ from the
+    spec, as {name: (index's, spec's)}. A similarity cannot change on an open index, so the caller
+    can only report it; an index created before the parameters were set has none and counts as
+    OpenSearch's own defaults (k1 1.2, b 0.75)."""
+    sim = (settings_response.get(index, {}).get("settings", {}).get("index", {})
+           .get("similarity", {}).get(BM25, {}))
+    have = {"k1": float(sim.get("k1", 1.2)), "b": float(sim.get("b", 0.75))}
+    want = {"k1": spec.bm25.k1, "b": spec.bm25.b}
+    return {k: (have[k], want[k]) for k in want if abs(have[k] - want[k]) > 1e-9}
 
 
 def mapped_dimension(mapping_response: dict, index: str) -> int | None:

@@ -7,8 +7,22 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 K1, B = 1.2, 0.75
+
+
+@dataclass(frozen=True)
+class Bm25Params:
+    """Okapi BM25's term-frequency saturation ``k1`` and length normalisation ``b``; both indexes
+    (numpy, OpenSearch) take the same pair from settings, so they rank alike."""
+
+    k1: float = K1
+    b: float = B
+
+    def __post_init__(self) -> None:
+        if self.k1 < 0 or not 0.0 <= self.b <= 1.0:
+            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, not k1={self.k1}, b={self.b}")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # "#design" (a channel, a tag) and "@omar" (a person) are different kinds of thing; so are their
 # placeholders "#<channel>" and "@<handle>". The sigil becomes a term of its own; emails and number

@@ -14,6 +14,7 @@ from botocore.credentials import Credentials
 
 from chalicelib.adapters import opensearch_queries as q
 from chalicelib.adapters.opensearch_index import IndexUnavailable, OpenSearchVectorIndex, build_client
+from chalicelib.domain.lexical import Bm25Params
 from chalicelib.ports import IndexEntry, IndexFilter
 
 ABSENT_AGENT = {"bool": {"must_not": [{"exists": {"field": "agent_id"}}]}}
@@ -96,6 +97,35 @@ def test_the_dimension_is_read_back_from_a_mapping_response():
     response = {"x": {"mappings": {"properties": {"embedding": {"type": "knn_vector", "dimension": 384}}}}}
     assert q.mapped_dimension(response, "x") == 384
     assert q.mapped_dimension({"x": {"mappings": {}}}, "x") is None
+
+
+def test_the_bm25_parameters_come_from_the_spec_and_a_different_existing_index_is_told_apart():
+    spec = q.IndexSpec("x", 8, bm25=Bm25Params(k1=1.5, b=0.4))
+    assert q.index_body(spec)["settings"]["index"]["similarity"] == {"hindsight_bm25": {"type": "BM25", "k1": 1.5, "b": 0.4}}
+    same = {"x": {"settings": {"index": {"similarity": {"hindsight_bm25": {"type": "BM25", "k1": "1.5", "b": "0.4"}}}}}}
+    assert q.similarity_drift(same, "x", spec) == {}
+    older = {"x": {"settings": {"index": {"similarity": {"hindsight_bm25": {"type": "BM25", "k1": "1.2", "b": "0.75"}}}}}}
+    assert q.similarity_drift(older, "x", spec) == {"k1": (1.2, 1.5), "b": (0.75, 0.4)}
+    assert q.similarity_drift({"x": {"settings": {"index": {}}}}, "x", spec) == {"k1": (1.2, 1.5), "b": (0.75, 0.4)}
+
+
+@pytest.mark.parametrize("k1, b", [(-0.1, 0.5), (1.2, 1.5), (1.2, -0.1)])
+def test_bm25_parameters_out_of_range_are_refused(k1, b):
+    with pytest.raises(ValueError):
+        Bm25Params(k1=k1, b=b)
+
+
+def test_an_existing_index_with_other_bm25_parameters_is_reported_and_still_used(caplog):
+    client = FakeClient()
+    index = OpenSearchVectorIndex(client, q.IndexSpec("ix", 2, bm25=Bm25Params(b=0.4)))
+    with caplog.at_level("WARNING"):
+        index.count("t1")
+    assert "ranks BM25 with {'b': 0.75}, the settings say {'b': 0.4}" in caplog.text
+    client.similarity = {"type": "BM25", "k1": "1.2", "b": "0.4"}
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        OpenSearchVectorIndex(client, q.IndexSpec("ix", 2, bm25=Bm25Params(b=0.4))).count("t1")
+    assert "ranks BM25" not in caplog.text
 
 
 def test_the_fields_an_older_index_lacks_are_the_ones_to_put():
@@ -307,6 +337,9 @@ class FakeIndices:
         if self.client.create_error is not None:
             raise self.client.create_error
 
+    def get_settings(self, index):
+        return {index: {"settings": {"index": {"similarity": {"hindsight_bm25": self.client.similarity}}}}}
+
     def get_mapping(self, index):
         props = dict(self.client.mapped, embedding={"dimension": self.client.dim})
         return {index: {"mappings": {"properties": props}}}
@@ -326,6 +359,7 @@ class FakeClient:
         self.create_error: Exception | None = None
         self.mapped = {k: v for k, v in q.index_body(q.IndexSpec("ix", dim))["mappings"]["properties"].items()
                        if k != "embedding"}  # an index of this version
+        self.similarity = {"type": "BM25", "k1": "1.2", "b": "0.75"}  # as OpenSearch answers: strings
         self.hits: list[dict] = []
         self.answers: list[dict] = []  # the _msearch responses, when not one per search from hits
         self.bulk_response: dict = {"errors": False, "items": []}
