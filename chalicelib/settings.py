@@ -97,6 +97,9 @@ class Settings(BaseModel):
     # BM25 of both indexes (numpy and OpenSearch; an OpenSearch index keeps the pair it was created with)
     lexical_k1: float = Field(default=1.2, ge=0)
     lexical_b: float = Field(default=0.75, ge=0, le=1)
+    # how a BM25 score becomes recall's lexical part in [0, 1] (domain.lexical.scaled)
+    lexical_fusion: Literal["saturate", "relative"] = "saturate"
+    lexical_half: float = Field(default=4.0, ge=0)
     recall_filter_task_type: bool = True
     recall_filter_intent: bool = True
     advice_max_items: int = Field(default=5, ge=1, le=20)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Mapping
 from dataclasses import dataclass
 
 K1, B = 1.2, 0.75
@@ -65,6 +66,25 @@ def terms(text: str) -> list[str]:
 
 def idf(df: int, n_docs: int) -> float:
     return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def scaled(scores: Mapping[str, float], fusion: str, half: float = 4.0) -> dict[str, float]:
+    """BM25 scores of one query's lexical hits mapped to [0, 1] to be weighed beside cosines.
+
+    ``saturate``: each on its own (``saturate``), so one rare term weighs the same in every query.
+    ``relative``: each over the query's best plus ``half`` (``l / (max + half)``): the best match
+    of this query scores near 1 when it matches well and stays low when even the best matches only
+    common words. A ratio also does not depend on the backend's BM25 scale (Lucene's lacks the
+    ``k1 + 1`` factor of the textbook formula the numpy index computes) beyond the damping term.
+    """
+    if fusion == "saturate":
+        return {i: saturate(s, half) for i, s in scores.items()}
+    if fusion != "relative":
+        raise ValueError(f"lexical fusion must be saturate or relative, not {fusion!r}")
+    best = max(scores.values(), default=0.0)
+    if best <= 0:
+        return {i: 0.0 for i in scores}
+    return {i: max(s, 0.0) / (best + half) for i, s in scores.items()}
 
 
 def saturate(score: float, half: float = 4.0) -> float:

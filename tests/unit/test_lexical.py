@@ -1,3 +1,5 @@
+import pytest
+
 from chalicelib.domain.lexical import saturate, terms
 from tests.support.fakes import term_score
 
@@ -40,3 +42,29 @@ def test_plurals_match_their_singular_but_identifiers_stay_whole():
     # a tool name is matched whole; its parts are plain words and are stemmed
     assert terms("list_channels")[:3] == ["list_channels", "list", "channel"]
     assert "v2.4.1" in terms("deploy v2.4.1")
+
+
+def test_saturate_fusion_scores_each_hit_on_its_own():
+    from chalicelib.domain.lexical import scaled
+
+    assert scaled({"a": 4.0, "b": 12.0}, "saturate") == {"a": 0.5, "b": 0.75}
+    assert scaled({"a": 4.0, "b": 40.0}, "saturate")["a"] == 0.5  # whatever the other hits score
+
+
+def test_relative_fusion_scores_each_hit_against_the_query_best():
+    from chalicelib.domain.lexical import scaled
+
+    # half 0: a ratio to the best, the same whatever scale the backend's BM25 has
+    assert scaled({"a": 6.0, "b": 3.0}, "relative", 0.0) == {"a": 1.0, "b": 0.5}
+    assert scaled({"a": 6.0 / 2.2, "b": 3.0 / 2.2}, "relative", 0.0) == pytest.approx({"a": 1.0, "b": 0.5})
+    # half > 0 damps a query whose best match is weak: a common word alone does not reach 1
+    weak, strong = scaled({"a": 1.0}, "relative", 4.0), scaled({"a": 36.0}, "relative", 4.0)
+    assert weak == {"a": 0.2} and strong == {"a": 0.9}
+    assert scaled({}, "relative", 0.0) == {} and scaled({"a": 0.0}, "relative", 0.0) == {"a": 0.0}
+
+
+def test_an_unknown_fusion_is_refused():
+    from chalicelib.domain.lexical import scaled
+
+    with pytest.raises(ValueError):
+        scaled({"a": 1.0}, "sum")
