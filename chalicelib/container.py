@@ -143,7 +143,7 @@ def rate_policy(settings: Settings):
 def bm25_params(settings: Settings):
     from .domain.lexical import Bm25Params
 
-    return Bm25Params(k1=settings.lexical_k1, b=settings.lexical_b)
+    return Bm25Params(k1=settings.lexical_k1, b=settings.lexical_b, stemmer=settings.lexical_stemmer)
 
 
 def build_embedded(settings: Settings) -> Deps:

@@ -91,7 +91,7 @@ class _Partition:
         for t in tools:
             self.tool_rows.setdefault(t, set()).add(row)
             self._arrays.pop(("tool", t), None)
-        counts = Counter(terms(entry.text))
+        counts = Counter(terms(entry.text, self.bm25_params.stemmer))
         self.row_terms[row] = counts
         self.doc_len[row] = sum(counts.values())
         self.total_len += self.doc_len[row]
@@ -154,7 +154,7 @@ class _Partition:
             return scores
         avg_len = self.total_len / self.live
         k1, b = self.bm25_params.k1, self.bm25_params.b
-        for term in set(terms(query)):
+        for term in set(terms(query, self.bm25_params.stemmer)):
             found = self._rows("term", term)
             if found is None:
                 continue

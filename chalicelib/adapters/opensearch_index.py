@@ -222,7 +222,7 @@ class OpenSearchVectorIndex:
         if not entries:
             return
         latest = {e.experience_id: e for e in entries}  # the last entry of an id wins, as in order
-        docs = [q.document(tenant_id, e, self._unit(e.vector)) for e in latest.values()]
+        docs = [q.document(tenant_id, e, self._unit(e.vector), self.spec.bm25.stemmer) for e in latest.values()]
         self.ensure_index()
         for chunk in self._chunks(docs):
             lines: list[dict] = []
@@ -267,7 +267,7 @@ class OpenSearchVectorIndex:
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        body = q.lexical_query(tenant_id, text, flt, k)
+        body = q.lexical_query(tenant_id, text, flt, k, self.spec.bm25.stemmer)
         if body is None:
             return []
         return self._lexical_hits(self._search(body, "lexical search"), k)
@@ -301,7 +301,7 @@ class OpenSearchVectorIndex:
             return {}, {}
         unit = self._unit(vector)
         bodies = [self._knn_body(tenant_id, unit, flt, k)]
-        lexical_body = q.lexical_query(tenant_id, text, flt, k)
+        lexical_body = q.lexical_query(tenant_id, text, flt, k, self.spec.bm25.stemmer)
         if lexical_body is not None:
             bodies.append(lexical_body)
         answers = self._msearch(bodies, "hybrid search")

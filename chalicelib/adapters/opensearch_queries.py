@@ -53,7 +53,9 @@ class IndexSpec:
     ``shards``/``replicas``: None leaves the cluster default. One shard keeps the BM25 statistics
     of the whole index in one place.
     ``bm25``: the text field's BM25 ``k1`` and ``b``, the settings the numpy index ranks with. They
-    are fixed when the index is created (``similarity_drift`` tells when an existing index differs).
+    are fixed when the index is created (``similarity_drift`` tells when an existing index differs);
+    its stemmer makes the stored terms, so a changed stemmer needs a reindex
+    (``services.maintenance.reindex_tenant``).
     """
 
     name: str
@@ -158,15 +160,15 @@ def doc_id(tenant_id: str, experience_id: str) -> str:
     return f"{len(tenant_id)}:{tenant_id}:{experience_id}"
 
 
-def lexical_text(text: str) -> str:
-    return " ".join(terms(text))
+def lexical_text(text: str, stemmer: str = "plural") -> str:
+    return " ".join(terms(text, stemmer))
 
 
 def _keys(values: Iterable[str]) -> list[str]:
     return sorted(match_keys(values))
 
 
-def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) -> dict:
+def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None, stemmer: str = "plural") -> dict:
     """The stored form of an entry. ``vector`` is the unit-length vector as floats, or None for a
     vector with no direction (all zeros): such an entry is kept for BM25 and count, out of k-NN."""
     doc: dict = {"tenant_id": tenant_id, "experience_id": entry.experience_id}
@@ -182,7 +184,7 @@ def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) 
         doc["tools"] = _keys(entry.tools)
     if entry.tags:
         doc["tags"] = list(entry.tags)
-    doc["text"] = lexical_text(entry.text)
+    doc["text"] = lexical_text(entry.text, stemmer)
     if vector is not None:
         doc[VECTOR_FIELD] = list(vector)
     return doc
@@ -275,15 +277,15 @@ def filter_query(filter_: dict, k: int) -> dict:
     return {"size": min(k, MAX_K), **_IDS_ONLY, "query": {"bool": {"filter": [filter_]}}}
 
 
-def query_terms(text: str) -> list[str]:
+def query_terms(text: str, stemmer: str = "plural") -> list[str]:
     """Distinct terms in first-seen order: a repeated term counts once, as in the numpy index."""
-    return list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
+    return list(dict.fromkeys(terms(text, stemmer)))[:MAX_QUERY_TERMS]
 
 
-def lexical_query(tenant_id: str, text: str, flt: IndexFilter, k: int) -> dict | None:
+def lexical_query(tenant_id: str, text: str, flt: IndexFilter, k: int, stemmer: str = "plural") -> dict | None:
     """BM25 over ``text`` under the same filter (filter context: it does not change scores).
     None when the text has no terms, so nothing can match."""
-    words = query_terms(text)
+    words = query_terms(text, stemmer)
     if not words:
         return None
     return {

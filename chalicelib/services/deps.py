@@ -76,6 +76,7 @@ def policies(settings: Settings) -> dict[str, Any]:
             freshness=settings.weight_freshness,
             utility=settings.weight_utility,
             confidence=settings.weight_confidence,
+            lexical_untooled=settings.weight_lexical_untooled,
         ),
         decay=DecayPolicy(
             half_life_days=settings.half_life_days,

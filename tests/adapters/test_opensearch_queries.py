@@ -128,6 +128,25 @@ def test_an_existing_index_with_other_bm25_parameters_is_reported_and_still_used
     assert "ranks BM25" not in caplog.text
 
 
+def test_documents_and_queries_take_the_spec_stemmer_so_both_sides_fold_alike():
+    entry = IndexEntry("e1", None, text="painted the fence")
+    assert q.document("t1", entry, None)["text"] == "painted fence"
+    assert q.document("t1", entry, None, "light")["text"] == "paint fenc"
+    body = q.lexical_query("t1", "painting fences", IndexFilter(), 5, "light")
+    assert body["query"]["bool"]["must"][0]["match"]["text"]["query"] == "paint fenc"
+
+
+def test_the_adapter_writes_and_queries_with_its_spec_stemmer():
+    client = FakeClient()
+    index = OpenSearchVectorIndex(client, q.IndexSpec("ix", 2, bm25=Bm25Params(stemmer="light")))
+    index.upsert("t1", [IndexEntry("e1", np.array([1.0, 0.0]), text="painted")])
+    index.lexical_search("t1", "painting", IndexFilter(), 5)
+    bulk = next(c for c in client.calls if c[0] == "bulk")
+    assert bulk[1][1]["text"] == "paint"
+    search = next(c for c in client.calls if c[0] == "search")
+    assert search[1]["query"]["bool"]["must"][0]["match"]["text"]["query"] == "paint"
+
+
 def test_the_fields_an_older_index_lacks_are_the_ones_to_put():
     spec = q.IndexSpec("x", 8)
     props = q.index_body(spec)["mappings"]["properties"]

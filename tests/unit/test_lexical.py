@@ -68,3 +68,23 @@ def test_an_unknown_fusion_is_refused():
 
     with pytest.raises(ValueError):
         scaled({"a": 1.0}, "sum")
+
+
+def test_the_light_stemmer_folds_ing_ed_and_a_final_e_on_both_sides_alike():
+    from chalicelib.domain.lexical import terms
+
+    assert terms("painted painting paints paint", "light") == ["paint"] * 4
+    assert terms("loved loving love", "light") == ["lov"] * 3
+    assert terms("stopped running", "light") == ["stop", "run"] and terms("called passed", "light") == ["call", "pass"]
+    # short words keep their ending; identifiers stay whole, their parts are folded like words
+    assert terms("thing need", "light") == ["thing", "need"]
+    assert terms("failed_login", "light") == ["failed_login", "fail", "login"]
+    # the default folds plurals only
+    assert terms("painted paints") == ["painted", "paint"]
+
+
+def test_an_unknown_stemmer_is_refused():
+    from chalicelib.domain.lexical import Bm25Params
+
+    with pytest.raises(ValueError):
+        Bm25Params(stemmer="porter")

@@ -29,3 +29,17 @@ def test_without_length_normalisation_a_long_text_scores_as_a_short_one(tmp_path
     index.upsert("t", [IndexEntry(i, np.array([1.0, 0.0]), text=t) for i, t in TEXTS.items()])
     got = dict(index.lexical_search("t", "rotate", IndexFilter(), 5))
     assert got["short"] == pytest.approx(got["long"])
+
+
+def test_the_light_stemmer_matches_other_forms_of_a_word_only_when_set(tmp_path):
+    entries = [IndexEntry("a", np.array([1.0, 0.0]), text="Ana: I painted a lake at sunrise")]
+    plain = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "p.db")), 2)
+    light = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "l.db")), 2, Bm25Params(stemmer="light"))
+    for index in (plain, light):
+        index.upsert("t", entries)
+    assert plain.lexical_search("t", "what does Ana like painting", IndexFilter(), 5)[0][0] == "a"  # "ana" only
+    plain_score = plain.lexical_search("t", "painting", IndexFilter(), 5)
+    assert plain_score == [] and [i for i, _ in light.lexical_search("t", "painting", IndexFilter(), 5)] == ["a"]
+    # reloaded from disk, the partition tokenizes with the same stemmer
+    again = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "l.db")), 2, Bm25Params(stemmer="light"))
+    assert [i for i, _ in again.lexical_search("t", "painting", IndexFilter(), 5)] == ["a"]
