@@ -104,9 +104,6 @@ class Settings(BaseModel):
     # how a BM25 score becomes recall's lexical part in [0, 1] (domain.lexical.scaled)
     lexical_fusion: Literal["saturate", "relative"] = "saturate"
     lexical_half: float = Field(default=4.0, ge=0)
-    # the leading hits re-weighed on the query words that tell them apart (services.recall._contrasted)
-    recall_contrast_depth: int = Field(default=5, ge=0)
-    weight_contrast: float = Field(default=0.0, ge=0, le=1)
     recall_filter_task_type: bool = True
     recall_filter_intent: bool = True
     advice_max_items: int = Field(default=5, ge=1, le=20)

@@ -114,23 +114,6 @@ def scaled(scores: Mapping[str, float], fusion: str, half: float = 4.0) -> dict[
     return {i: max(s, 0.0) / (best + half) for i, s in scores.items()}
 
 
-def contrast(query: str, texts: Mapping[str, str], stemmer: str = "plural") -> dict[str, float]:
-    """How well each of a few look-alike texts matches the query on the words that tell them
-    apart, in [0, 1] (1 for the best). Each query term a text holds counts log(n / df), df being
-    how many of these n texts hold it: words they all share (the tool, the error, the template of
-    the advice) count nothing, a word only one of them holds counts most."""
-    q = set(terms(query, stemmer))
-    held = {i: q & set(terms(t, stemmer)) for i, t in texts.items()}
-    n = len(held)
-    df: dict[str, int] = {}
-    for ts in held.values():
-        for t in ts:
-            df[t] = df.get(t, 0) + 1
-    raw = {i: sum(math.log(n / df[t]) for t in ts) for i, ts in held.items()}
-    best = max(raw.values(), default=0.0)
-    return {i: (r / best if best > 0 else 0.0) for i, r in raw.items()}
-
-
 def saturate(score: float, half: float = 4.0) -> float:
     """BM25 is unbounded; map it to [0, 1) so it can be weighed beside cosine similarity.
     ``half``: the score that maps to 0.5 (about one rare term, or a few common ones)."""

@@ -39,9 +39,6 @@ class Deps:
     recall_candidates: int
     lexical_fusion: str  # how BM25 scores become the lexical part: saturate | relative (domain.lexical.scaled)
     lexical_half: float  # the BM25 score that weighs half (saturate), or the damping of the best (relative)
-    lexical_stemmer: str  # the indexes' stemmer, for words recall compares itself (contrast)
-    contrast_depth: int  # the leading hits re-weighed on the words that tell them apart
-    weight_contrast: float  # how much those words weigh then (0: off)
     recall_filter_task_type: bool  # a lesson of another task type is not a candidate
     recall_filter_intent: bool  # nor one of another intent
     advice_max_items: int
@@ -89,9 +86,6 @@ def policies(settings: Settings) -> dict[str, Any]:
         recall_candidates=settings.recall_candidates,
         lexical_fusion=settings.lexical_fusion,
         lexical_half=settings.lexical_half,
-        lexical_stemmer=settings.lexical_stemmer,
-        contrast_depth=settings.recall_contrast_depth,
-        weight_contrast=settings.weight_contrast,
         recall_filter_task_type=settings.recall_filter_task_type,
         recall_filter_intent=settings.recall_filter_intent,
         advice_max_items=settings.advice_max_items,

@@ -7,11 +7,10 @@ per hit.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
 from ..domain.advice import render_advice
-from ..domain.lexical import contrast, scaled
+from ..domain.lexical import scaled
 from ..domain.models import ExperienceStatus, Hit, RecallQuery
 from ..domain.scoring import as_seen_at, score_hit
 from ..ports import IndexFilter
@@ -64,22 +63,8 @@ def recall(
         if score >= q.min_score:
             hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), score, explanation))
     hits.sort(key=lambda h: (-h.score, h.experience.experience_id))
-    hits = _contrasted(_distinct(hits), text, deps)[: q.top_k]
+    hits = _distinct(hits)[: q.top_k]
     return hits, render_advice(hits, deps.advice_max_items)
-
-
-def _contrasted(hits: list[Hit], text: str, deps: Deps) -> list[Hit]:
-    """The leading hits re-weighed on the query words that tell them apart (``domain.lexical.contrast``):
-    look-alike lessons (same tool, same error, same template) score within a hair of each other on
-    everything they share, so only the words of the situation that differ should decide."""
-    depth, weight = deps.contrast_depth, deps.weight_contrast
-    if weight <= 0 or len(hits) < 2 or depth < 2:
-        return hits
-    lead = hits[:depth]
-    parts = contrast(text, {h.experience.experience_id: h.experience.search_text() for h in lead}, deps.lexical_stemmer)
-    rescored = [replace(h, score=round((1 - weight) * h.score + weight * parts[h.experience.experience_id], 4)) for h in lead]
-    rescored.sort(key=lambda h: (-h.score, h.experience.experience_id))
-    return rescored + hits[depth:]
 
 
 def _distinct(hits: list[Hit]) -> list[Hit]:

@@ -92,19 +92,3 @@ def test_the_same_lesson_in_two_scopes_is_returned_once(deps):
     ids = [h.experience.experience_id for h in hits]
     assert len(ids) == 2 and other in ids
     assert advice.count("Pass `namespace`") == 1
-
-
-def test_contrast_lets_the_differing_situation_word_decide_between_look_alike_lessons(deps):
-    """Two lessons share the tool, the error and most words; the more trusted one wins until the
-    words that tell them apart are weighed (weight_contrast)."""
-    shared = "gh_setpoint_set fails with Setpoint rejected"
-    decoy = write(deps, f"{shared}: read the night schedule first.", tools=["gh_setpoint_set"], utility=1.0, confidence=1.0)
-    target = write(deps, f"{shared}: pass tenths of a degree Celsius.", tools=["gh_setpoint_set"])
-    query = "gh_setpoint_set setpoint rejected when setting 19.5 Celsius"
-    assert deps.weight_contrast == 0.0  # off by default
-    hits, _ = recall.recall(deps, "t1", query, tools=["gh_setpoint_set"])
-    assert hits[0].experience.experience_id == decoy
-    deps.weight_contrast = 0.3
-    hits, _ = recall.recall(deps, "t1", query, tools=["gh_setpoint_set"])
-    assert [h.experience.experience_id for h in hits] == [target, decoy]
-    assert hits[0].score > hits[1].score

@@ -88,16 +88,3 @@ def test_an_unknown_stemmer_is_refused():
 
     with pytest.raises(ValueError):
         Bm25Params(stemmer="porter")
-
-
-def test_contrast_counts_only_the_query_words_that_tell_look_alike_texts_apart():
-    from chalicelib.domain.lexical import contrast
-
-    texts = {
-        "night": "gh_setpoint_set fails with Setpoint rejected: read the night schedule first",
-        "units": "gh_setpoint_set fails with Setpoint rejected: pass tenths of a degree Celsius",
-    }
-    # every shared word (tool, error) counts nothing; "celsius" is held by one text only
-    assert contrast("gh_setpoint_set rejected, set 19.5 Celsius", texts) == {"night": 0.0, "units": 1.0}
-    assert contrast("setpoint rejected for the night", texts) == {"night": 1.0, "units": 0.0}
-    assert contrast("gh_setpoint_set setpoint rejected", texts) == {"night": 0.0, "units": 0.0}
