@@ -160,7 +160,7 @@ def doc_id(tenant_id: str, experience_id: str) -> str:
     return f"{len(tenant_id)}:{tenant_id}:{experience_id}"
 
 
-def lexical_text(text: str, stemmer: str = "plural") -> str:
+def lexical_text(text: str, stemmer: str = "light") -> str:
     return " ".join(terms(text, stemmer))
 
 
@@ -168,7 +168,7 @@ def _keys(values: Iterable[str]) -> list[str]:
     return sorted(match_keys(values))
 
 
-def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None, stemmer: str = "plural") -> dict:
+def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None, stemmer: str = "light") -> dict:
     """The stored form of an entry. ``vector`` is the unit-length vector as floats, or None for a
     vector with no direction (all zeros): such an entry is kept for BM25 and count, out of k-NN."""
     doc: dict = {"tenant_id": tenant_id, "experience_id": entry.experience_id}
@@ -277,12 +277,12 @@ def filter_query(filter_: dict, k: int) -> dict:
     return {"size": min(k, MAX_K), **_IDS_ONLY, "query": {"bool": {"filter": [filter_]}}}
 
 
-def query_terms(text: str, stemmer: str = "plural") -> list[str]:
+def query_terms(text: str, stemmer: str = "light") -> list[str]:
     """Distinct terms in first-seen order: a repeated term counts once, as in the numpy index."""
     return list(dict.fromkeys(terms(text, stemmer)))[:MAX_QUERY_TERMS]
 
 
-def lexical_query(tenant_id: str, text: str, flt: IndexFilter, k: int, stemmer: str = "plural") -> dict | None:
+def lexical_query(tenant_id: str, text: str, flt: IndexFilter, k: int, stemmer: str = "light") -> dict | None:
     """BM25 over ``text`` under the same filter (filter context: it does not change scores).
     None when the text has no terms, so nothing can match."""
     words = query_terms(text, stemmer)

@@ -10,7 +10,7 @@ import re
 from typing import Mapping
 from dataclasses import dataclass
 
-K1, B = 1.2, 0.75
+K1, B = 1.2, 0.4  # b below Okapi's 0.75: a long text is penalised less for its length
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Bm25Params:
 
     k1: float = K1
     b: float = B
-    stemmer: str = "plural"  # how words become terms (``terms``): plural | light
+    stemmer: str = "light"  # how words become terms (``terms``): plural | light
 
     def __post_init__(self) -> None:
         if self.k1 < 0 or not 0.0 <= self.b <= 1.0:
@@ -76,7 +76,7 @@ def stem_light(word: str) -> str:
 STEMMERS = {"plural": stem, "light": stem_light}
 
 
-def terms(text: str, stemmer: str = "plural") -> list[str]:
+def terms(text: str, stemmer: str = "light") -> list[str]:
     """The BM25 terms of ``text``; ``stemmer``: ``plural`` (``stem``) or ``light`` (``stem_light``)."""
     fold = STEMMERS[stemmer]
     out: list[str] = [f"{sigil}*" for sigil in _SIGIL.findall(text)]

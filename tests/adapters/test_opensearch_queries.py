@@ -42,7 +42,7 @@ def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_te
         "settings": {
             "index": {
                 "knn": True,
-                "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.75}},
+                "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.4}},
                 "number_of_shards": 1,
                 "number_of_replicas": 0,
             }
@@ -77,7 +77,7 @@ def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_te
 def test_a_serverless_faiss_index_names_its_engine_and_no_shard_settings():
     body = q.index_body(q.IndexSpec("x", 8, engine="faiss", serverless=True, replicas=2))
     assert body["settings"] == {
-        "index": {"knn": True, "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.75}}}
+        "index": {"knn": True, "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.4}}}
     }
     assert body["mappings"]["properties"]["embedding"]["method"]["engine"] == "faiss"
 
@@ -130,21 +130,21 @@ def test_an_existing_index_with_other_bm25_parameters_is_reported_and_still_used
 
 def test_documents_and_queries_take_the_spec_stemmer_so_both_sides_fold_alike():
     entry = IndexEntry("e1", None, text="painted the fence")
-    assert q.document("t1", entry, None)["text"] == "painted fence"
-    assert q.document("t1", entry, None, "light")["text"] == "paint fenc"
+    assert q.document("t1", entry, None, "plural")["text"] == "painted fence"
+    assert q.document("t1", entry, None)["text"] == "paint fenc"
     body = q.lexical_query("t1", "painting fences", IndexFilter(), 5, "light")
     assert body["query"]["bool"]["must"][0]["match"]["text"]["query"] == "paint fenc"
 
 
 def test_the_adapter_writes_and_queries_with_its_spec_stemmer():
     client = FakeClient()
-    index = OpenSearchVectorIndex(client, q.IndexSpec("ix", 2, bm25=Bm25Params(stemmer="light")))
+    index = OpenSearchVectorIndex(client, q.IndexSpec("ix", 2, bm25=Bm25Params(stemmer="plural")))
     index.upsert("t1", [IndexEntry("e1", np.array([1.0, 0.0]), text="painted")])
-    index.lexical_search("t1", "painting", IndexFilter(), 5)
+    index.lexical_search("t1", "paintings", IndexFilter(), 5)
     bulk = next(c for c in client.calls if c[0] == "bulk")
-    assert bulk[1][1]["text"] == "paint"
+    assert bulk[1][1]["text"] == "painted"  # not the default (light) "paint"
     search = next(c for c in client.calls if c[0] == "search")
-    assert search[1]["query"]["bool"]["must"][0]["match"]["text"]["query"] == "paint"
+    assert search[1]["query"]["bool"]["must"][0]["match"]["text"]["query"] == "painting"
 
 
 def test_the_fields_an_older_index_lacks_are_the_ones_to_put():
@@ -171,7 +171,7 @@ def test_a_document_lowercases_tools_and_task_type_and_leaves_out_what_is_shared
         "intent": "check the weather",
         "tools": ["docker", "git"],
         "tags": ["ci"],
-        "text": "call get_weather get weather missingparameter missing parameter",
+        "text": "call get_weather get weather missingparameter miss parameter",  # light stemmer: keys, not words
         "embedding": [0.6, 0.8],
     }
 
@@ -280,7 +280,7 @@ def test_lexical_search_matches_distinct_terms_under_the_same_filter():
         "query": {
             "bool": {
                 "must": [{"match": {"text": {
-                    "query": "get_weather get weather failed missingparameter missing parameter",
+                    "query": "get_weather get weather fail missingparameter miss parameter",
                     "analyzer": "whitespace",
                 }}}],
                 "filter": [q.filter_clause("t1", flt)],

@@ -6,7 +6,8 @@ from tests.support.fakes import term_score
 
 def test_identifiers_are_kept_whole_and_split_into_words():
     assert terms("Call get_weather") == ["call", "get_weather", "get", "weather"]
-    assert terms("MissingParameter: city") == ["missingparameter", "missing", "parameter", "city"]
+    assert terms("MissingParameter: city", "plural") == ["missingparameter", "missing", "parameter", "city"]
+    assert terms("MissingParameter: city") == ["missingparameter", "miss", "parameter", "city"]  # light: parts folded
     assert terms("HTTPError 404") == ["httperror", "http", "error", "404"]
 
 
@@ -79,8 +80,8 @@ def test_the_light_stemmer_folds_ing_ed_and_a_final_e_on_both_sides_alike():
     # short words keep their ending; identifiers stay whole, their parts are folded like words
     assert terms("thing need", "light") == ["thing", "need"]
     assert terms("failed_login", "light") == ["failed_login", "fail", "login"]
-    # the default folds plurals only
-    assert terms("painted paints") == ["painted", "paint"]
+    # "plural" folds plurals only; the default is light
+    assert terms("painted paints", "plural") == ["painted", "paint"] and terms("painted paints") == ["paint", "paint"]
 
 
 def test_an_unknown_stemmer_is_refused():

@@ -31,10 +31,10 @@ def test_without_length_normalisation_a_long_text_scores_as_a_short_one(tmp_path
     assert got["short"] == pytest.approx(got["long"])
 
 
-def test_the_light_stemmer_matches_other_forms_of_a_word_only_when_set(tmp_path):
+def test_the_light_stemmer_matches_other_forms_of_a_word_and_the_plural_one_does_not(tmp_path):
     entries = [IndexEntry("a", np.array([1.0, 0.0]), text="Ana: I painted a lake at sunrise")]
-    plain = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "p.db")), 2)
-    light = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "l.db")), 2, Bm25Params(stemmer="light"))
+    plain = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "p.db")), 2, Bm25Params(stemmer="plural"))
+    light = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "l.db")), 2)  # the default
     for index in (plain, light):
         index.upsert("t", entries)
     assert plain.lexical_search("t", "what does Ana like painting", IndexFilter(), 5)[0][0] == "a"  # "ana" only
