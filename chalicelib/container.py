@@ -140,6 +140,12 @@ def rate_policy(settings: Settings):
     return RatePolicy(per_second=settings.rate_limit_per_second, burst=settings.rate_limit_burst)
 
 
+def bm25_params(settings: Settings):
+    from .domain.lexical import Bm25Params
+
+    return Bm25Params(k1=settings.lexical_k1, b=settings.lexical_b, stemmer=settings.lexical_stemmer)
+
+
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
     from .adapters.memory_rate_limiter import InProcessRateLimiter
@@ -161,7 +167,7 @@ def build_embedded(settings: Settings) -> Deps:
         tenants=SqliteTenantStore(db),
         trajectories=SqliteTrajectoryStore(db),
         experiences=SqliteExperienceStore(db),
-        index=NumpyVectorIndex(SqliteDatabase(str(data / "vectors.db")), embedder.dim),
+        index=NumpyVectorIndex(SqliteDatabase(str(data / "vectors.db")), embedder.dim, bm25_params(settings)),
         embedder=embedder,
         reviewer=build_reviewer(settings),
         queue=SqliteReviewQueue(db),
@@ -223,7 +229,7 @@ def opensearch_index(settings: Settings, dim: int):
     client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service)
     spec = IndexSpec(
         name=settings.opensearch_index, dim=dim, engine=settings.opensearch_engine,
-        serverless=settings.opensearch_service == "aoss",
+        serverless=settings.opensearch_service == "aoss", bm25=bm25_params(settings),
     )
     return OpenSearchVectorIndex(client, spec)
 

@@ -93,7 +93,17 @@ class Settings(BaseModel):
     weight_freshness: float = 0.06
     weight_utility: float = 0.05
     weight_confidence: float = 0.04
+    # the lexical weight of lessons that name no tool (None: weight_lexical); domain.scoring.ScoringWeights
+    weight_lexical_untooled: float | None = 0.8
     recall_candidates: int = Field(default=50, ge=1)
+    # BM25 of both indexes (numpy and OpenSearch; an OpenSearch index keeps the pair it was created with)
+    lexical_k1: float = Field(default=1.2, ge=0)
+    lexical_b: float = Field(default=0.4, ge=0, le=1)
+    # plural: plurals folded; light: also -ing, -ed and a final e (an OpenSearch index needs a reindex after a change)
+    lexical_stemmer: Literal["plural", "light"] = "light"
+    # how a BM25 score becomes recall's lexical part in [0, 1] (domain.lexical.scaled)
+    lexical_fusion: Literal["saturate", "relative"] = "saturate"
+    lexical_half: float = Field(default=4.0, ge=0)
     recall_filter_task_type: bool = True
     recall_filter_intent: bool = True
     advice_max_items: int = Field(default=5, ge=1, le=20)

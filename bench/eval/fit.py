@@ -60,7 +60,10 @@ def tag_counts(hit: dict[str, Any], w: dict[str, float]) -> bool:
 def collect(args) -> dict[str, Any]:
     nonce = secrets.token_hex(3)
     # candidates are collected under the hand-set weights, without rate limits
-    with server_env(HINDSIGHT_RATE_LIMIT_PER_SECOND="0", **{f"HINDSIGHT_WEIGHT_{k.upper()}": None for k in HAND}):
+    # one lexical weight for every lesson, the formula ``weighted`` replays (the service's own
+    # default weighs lessons naming no tool apart: HINDSIGHT_WEIGHT_LEXICAL_UNTOOLED)
+    with server_env(HINDSIGHT_RATE_LIMIT_PER_SECOND="0", **{f"HINDSIGHT_WEIGHT_{k.upper()}": None for k in HAND},
+                    HINDSIGHT_WEIGHT_LEXICAL_UNTOOLED=str(HAND["lexical"])):
         server = LocalServer().start()
     out: dict[str, Any] = {"hand": HAND}
     try:

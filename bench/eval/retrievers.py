@@ -15,6 +15,8 @@ from typing import Callable
 
 import numpy as np
 
+from chalicelib.domain.lexical import terms
+
 from . import locomo, offline
 
 def e5_model():
@@ -55,6 +57,10 @@ def main(argv=None) -> int:
     for i, t in enumerate(turns):
         by_conv.setdefault(t.conv, []).append(i)
     bm25 = {c: offline.Bm25([turns[i].text for i in idx]) for c, idx in by_conv.items()}
+    # what the service indexes for a manual note (situation, lesson and advice: the text 3 times),
+    # with the shipped lexical settings: light stemmer, b 0.4
+    shipped = {c: offline.Bm25([" ".join([turns[i].text] * 3) for i in idx], b=0.4,
+                               tokenize=lambda t: terms(t, "light")) for c, idx in by_conv.items()}
 
     depth = 100
     results: dict[str, list[tuple[float, float]]] = {}
@@ -79,6 +85,10 @@ def main(argv=None) -> int:
         # the service's linear fusion: 0.55 cosine + 0.15 saturated BM25 over the union of candidates
         lin = 0.55 * np.clip(sims["minilm"], 0, 1) + 0.15 * (lex_s / (lex_s + 4.0))
         ranks["linear(service weights)"] = offline.top(lin, depth)
+        # the shipped defaults for a lesson naming no tool: 0.55 cosine + 0.8 saturated BM25 (b 0.4, light stemmer)
+        sh = shipped[q.conv].scores(q.query)
+        ranks["linear(shipped: untooled 0.8, b 0.4, light)"] = offline.top(
+            0.55 * np.clip(sims["minilm"], 0, 1) + 0.8 * (sh / (sh + 4.0)), depth)
         for name, order in ranks.items():
             add(name, qi, order, idx)
         combos = [("minilm", "bm25"), ("minilm+prf", "bm25")]

@@ -31,7 +31,10 @@ def _row(fams, recs, unknown) -> dict[str, Any]:
     }
 
 
-def run(api, nonce: str, embed: Callable[[list[str]], np.ndarray], top_k: int, review_timeout: float, log) -> dict[str, Any]:
+def run(api, nonce: str, embed: Callable[[list[str]], np.ndarray], top_k: int, review_timeout: float, log,
+        task_sets: tuple[str, ...] = ("dev", "heldout")) -> dict[str, Any]:
+    """``task_sets``: which of dev and heldout to recall; a development loop names dev alone, so that
+    the held-out figures are neither computed nor shown."""
     fams = select(None)
     agent_id = f"xr-agent-{nonce}"
     log(f"experience_reuse: recording the training trajectories of {len(fams)} families...")
@@ -42,7 +45,7 @@ def run(api, nonce: str, embed: Callable[[list[str]], np.ndarray], top_k: int, r
         "trajectories": len(ids),
         "review_failed": sum(1 for t in reviewed.values() if t["status"] == "review_failed"),
     }
-    for which in ("dev", "heldout"):
+    for which in task_sets:
         tasks = xr.with_tasks(fams, which)
         validate(tasks)
         log(f"experience_reuse: recalling the {which} tasks...")

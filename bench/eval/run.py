@@ -1,7 +1,7 @@
 """Every evaluation set beside its baselines, measured in one run against one fresh server.
 
     .venv/bin/python -m bench.eval [--sets reuse,independent,locomo] [--out results.json]
-        [--independent PATH] [--locomo PATH] [--url URL --admin-key KEY]
+        [--independent PATH] [--locomo PATH] [--url URL --admin-key KEY] [--reuse-tasks dev]
 
 Dev sets (changes are decided on them): experience_reuse dev, the second blind set (bench/blind2),
 LoCoMo. Held-out sets (report only, run rarely, never tuned on): experience_reuse held-out, the
@@ -71,12 +71,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--top-k", type=int, default=5, help="top_k of the task-set recalls (LoCoMo always uses 10)")
     p.add_argument("--threads", type=int, default=8, help="client threads writing and recalling LoCoMo")
     p.add_argument("--review-timeout", type=float, default=900.0)
+    p.add_argument("--reuse-tasks", default="dev,heldout",
+                   help="experience_reuse task sets to recall: dev,heldout (default) or dev alone while developing")
     p.add_argument("--out", help="also write every figure as JSON here")
     args = p.parse_args(argv)
     args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     bad = set(args.sets) - set(SETS)
     if bad:
         p.error(f"unknown sets {sorted(bad)}")
+    args.reuse_tasks = tuple(s.strip() for s in args.reuse_tasks.split(",") if s.strip())
+    if not args.reuse_tasks or set(args.reuse_tasks) - {"dev", "heldout"}:
+        p.error("--reuse-tasks takes dev, heldout or both")
     return args
 
 
@@ -116,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             t0 = time.monotonic()
             api = Api(url, create_tenant(url, admin, f"eval-reuse-{nonce}"))
             try:
-                res["sets"]["reuse"] = reuse.run(api, nonce, embed, args.top_k, args.review_timeout, log)
+                res["sets"]["reuse"] = reuse.run(api, nonce, embed, args.top_k, args.review_timeout, log, args.reuse_tasks)
             finally:
                 api.close()
             res["timings"]["reuse_s"] = time.monotonic() - t0
@@ -158,6 +163,8 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
     sets = res["sets"]
     if "reuse" in sets:
         for which, role in (("dev", "dev"), ("heldout", "held-out")):
+            if which not in sets["reuse"]:
+                continue
             out.append((f"experience_reuse {role}", role, "hindsight", sets["reuse"][which]["hindsight"]))
             out.append((f"experience_reuse {role}", role, "raw trajectories, dense", sets["reuse"][which]["raw"]))
     for name, role in BLIND_SETS.items():

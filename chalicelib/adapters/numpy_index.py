@@ -15,15 +15,16 @@ from typing import Sequence
 
 import numpy as np
 
-from ..domain.lexical import K1, B, idf, terms
+from ..domain.lexical import Bm25Params, idf, terms
 from ..domain.models import match_key, match_keys
 from ..ports import IndexEntry, IndexFilter, hybrid_by_parts
 from .sqlite_db import SqliteDatabase, dumps
 
 
 class _Partition:
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, bm25: Bm25Params) -> None:
         self.dim = dim
+        self.bm25_params = bm25
         self.n = 0
         self.ids: list[str | None] = []
         self.pos: dict[str, int] = {}
@@ -90,7 +91,7 @@ class _Partition:
         for t in tools:
             self.tool_rows.setdefault(t, set()).add(row)
             self._arrays.pop(("tool", t), None)
-        counts = Counter(terms(entry.text))
+        counts = Counter(terms(entry.text, self.bm25_params.stemmer))
         self.row_terms[row] = counts
         self.doc_len[row] = sum(counts.values())
         self.total_len += self.doc_len[row]
@@ -152,13 +153,14 @@ class _Partition:
         if not self.live:
             return scores
         avg_len = self.total_len / self.live
-        for term in set(terms(query)):
+        k1, b = self.bm25_params.k1, self.bm25_params.b
+        for term in set(terms(query, self.bm25_params.stemmer)):
             found = self._rows("term", term)
             if found is None:
                 continue
             rows, tfs = found
-            norm = tfs + K1 * (1 - B + B * self.doc_len[rows] / max(avg_len, 1e-9))
-            scores[rows] += idf(len(rows), self.live) * tfs * (K1 + 1) / norm
+            norm = tfs + k1 * (1 - b + b * self.doc_len[rows] / max(avg_len, 1e-9))
+            scores[rows] += idf(len(rows), self.live) * tfs * (k1 + 1) / norm
         return scores
 
 
@@ -176,9 +178,10 @@ def _top(ids: list[str | None], candidates: np.ndarray, scores: np.ndarray, k: i
 class NumpyVectorIndex:
     """Implements ``ports.VectorIndex``. Writes go to SQLite first, then to memory."""
 
-    def __init__(self, db: SqliteDatabase, dim: int) -> None:
+    def __init__(self, db: SqliteDatabase, dim: int, bm25: Bm25Params = Bm25Params()) -> None:
         self.db = db
         self.dim = dim
+        self.bm25 = bm25
         self._parts: dict[str, _Partition] = {}
         self._lock = threading.RLock()
 
@@ -193,7 +196,7 @@ class NumpyVectorIndex:
         return part
 
     def _load(self, tenant_id: str) -> _Partition:
-        part = _Partition(self.dim)
+        part = _Partition(self.dim, self.bm25)
         rows = self.db.read().execute(
             "SELECT experience_id, vec, meta FROM vectors WHERE tenant_id=? ORDER BY rowid", (tenant_id,)
         ).fetchall()

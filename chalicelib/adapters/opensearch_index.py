@@ -19,6 +19,7 @@ The client is built outside (``build_client``, called by the composition root) a
 """
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from contextlib import contextmanager
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 
     # a numpy array (embedded embedders) or a domain.vectors.Vector (the Lambda's): a float sequence
     Vector = Sequence[float]
+
+
+log = logging.getLogger(__name__)
 
 
 class IndexUnavailable(Unavailable, RuntimeError):
@@ -144,6 +148,12 @@ class OpenSearchVectorIndex:
                         if exc.error != "resource_already_exists_exception":
                             raise
                 mapping = self.client.indices.get_mapping(index=name)
+                drift = q.similarity_drift(self.client.indices.get_settings(index=name), name, self.spec)
+            if drift:
+                # not an error: recall still works, ranked by the index's own parameters
+                log.warning("index %s ranks BM25 with %s, the settings say %s: a new index (or a reindex into "
+                            "one) takes the settings", name, {k: v[0] for k, v in drift.items()},
+                            {k: v[1] for k, v in drift.items()})
             dim = q.mapped_dimension(mapping, name)
             if dim is not None and dim != self.spec.dim:
                 raise ValueError(f"index {name} holds {dim}-dimensional vectors, not {self.spec.dim}")
@@ -216,7 +226,7 @@ class OpenSearchVectorIndex:
         if not entries:
             return
         latest = {e.experience_id: e for e in entries}  # the last entry of an id wins, as in order
-        docs = [q.document(tenant_id, e, self._unit(e.vector)) for e in latest.values()]
+        docs = [q.document(tenant_id, e, self._unit(e.vector), self.spec.bm25.stemmer) for e in latest.values()]
         self.ensure_index()
         for chunk in self._chunks(docs):
             lines: list[dict] = []
@@ -261,7 +271,7 @@ class OpenSearchVectorIndex:
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        body = q.lexical_query(tenant_id, text, flt, k)
+        body = q.lexical_query(tenant_id, text, flt, k, self.spec.bm25.stemmer)
         if body is None:
             return []
         return self._lexical_hits(self._search(body, "lexical search"), k)
@@ -294,7 +304,7 @@ class OpenSearchVectorIndex:
             return {}, {}
         unit = self._unit(vector)
         bodies = [self._knn_body(tenant_id, unit, flt, k)]
-        lexical_body = q.lexical_query(tenant_id, text, flt, k)
+        lexical_body = q.lexical_query(tenant_id, text, flt, k, self.spec.bm25.stemmer)
         if lexical_body is not None:
             if unit is not None and self._node_cosines:
                 lexical_body = q.with_cosines(lexical_body, unit)

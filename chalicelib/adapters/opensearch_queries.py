@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
-from ..domain.lexical import K1, B, terms
+from ..domain.lexical import Bm25Params, terms
 from ..domain.models import match_key, match_keys
 from ..ports import IndexEntry, IndexFilter
 
@@ -53,6 +53,10 @@ class IndexSpec:
     (lucene explores k candidates).
     ``shards``/``replicas``: None leaves the cluster default. One shard keeps the BM25 statistics
     of the whole index in one place.
+    ``bm25``: the text field's BM25 ``k1`` and ``b``, the settings the numpy index ranks with. They
+    are fixed when the index is created (``similarity_drift`` tells when an existing index differs);
+    its stemmer makes the stored terms, so a changed stemmer needs a reindex
+    (``services.maintenance.reindex_tenant``).
     """
 
     name: str
@@ -65,6 +69,7 @@ class IndexSpec:
     shards: int | None = 1
     replicas: int | None = None
     serverless: bool = False
+    bm25: Bm25Params = Bm25Params()
 
     def __post_init__(self) -> None:
         # nmslib has no efficient (in-query) filtering: a filter would be applied after the top k
@@ -83,7 +88,7 @@ def index_body(spec: IndexSpec) -> dict:
     """Settings and mappings of a new index."""
     index: dict = {
         "knn": True,
-        "similarity": {BM25: {"type": "BM25", "k1": K1, "b": B}},
+        "similarity": {BM25: {"type": "BM25", "k1": spec.bm25.k1, "b": spec.bm25.b}},
     }
     if not spec.serverless:
         if spec.shards is not None:
@@ -128,6 +133,18 @@ def missing_properties(mapping_response: dict, index: str, spec: IndexSpec) -> d
     return {name: field for name, field in wanted.items() if name not in props}
 
 
+def similarity_drift(settings_response: dict, index: str, spec: IndexSpec) -> dict[str, tuple[float, float]]:
+    """BM25 parameters of an existing index (a GET <index>/_settings response) that differ from the
+    spec, as {name: (index's, spec's)}. A similarity cannot change on an open index, so the caller
+    can only report it; an index created before the parameters were set has none and counts as
+    OpenSearch's own defaults (k1 1.2, b 0.75)."""
+    sim = (settings_response.get(index, {}).get("settings", {}).get("index", {})
+           .get("similarity", {}).get(BM25, {}))
+    have = {"k1": float(sim.get("k1", 1.2)), "b": float(sim.get("b", 0.75))}
+    want = {"k1": spec.bm25.k1, "b": spec.bm25.b}
+    return {k: (have[k], want[k]) for k in want if abs(have[k] - want[k]) > 1e-9}
+
+
 def mapped_dimension(mapping_response: dict, index: str) -> int | None:
     """The vector dimension of an existing index, from a GET <index>/_mapping response."""
     props = mapping_response.get(index, {}).get("mappings", {}).get("properties", {})
@@ -144,15 +161,15 @@ def doc_id(tenant_id: str, experience_id: str) -> str:
     return f"{len(tenant_id)}:{tenant_id}:{experience_id}"
 
 
-def lexical_text(text: str) -> str:
-    return " ".join(terms(text))
+def lexical_text(text: str, stemmer: str = "light") -> str:
+    return " ".join(terms(text, stemmer))
 
 
 def _keys(values: Iterable[str]) -> list[str]:
     return sorted(match_keys(values))
 
 
-def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) -> dict:
+def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None, stemmer: str = "light") -> dict:
     """The stored form of an entry. ``vector`` is the unit-length vector as floats, or None for a
     vector with no direction (all zeros): such an entry is kept for BM25 and count, out of k-NN."""
     doc: dict = {"tenant_id": tenant_id, "experience_id": entry.experience_id}
@@ -168,7 +185,7 @@ def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None) 
         doc["tools"] = _keys(entry.tools)
     if entry.tags:
         doc["tags"] = list(entry.tags)
-    doc["text"] = lexical_text(entry.text)
+    doc["text"] = lexical_text(entry.text, stemmer)
     if vector is not None:
         doc[VECTOR_FIELD] = list(vector)
     return doc
@@ -286,15 +303,15 @@ def filter_query(filter_: dict, k: int) -> dict:
     return {"size": min(k, MAX_K), **_IDS_ONLY, "query": {"bool": {"filter": [filter_]}}}
 
 
-def query_terms(text: str) -> list[str]:
+def query_terms(text: str, stemmer: str = "light") -> list[str]:
     """Distinct terms in first-seen order: a repeated term counts once, as in the numpy index."""
-    return list(dict.fromkeys(terms(text)))[:MAX_QUERY_TERMS]
+    return list(dict.fromkeys(terms(text, stemmer)))[:MAX_QUERY_TERMS]
 
 
-def lexical_query(tenant_id: str, text: str, flt: IndexFilter, k: int) -> dict | None:
+def lexical_query(tenant_id: str, text: str, flt: IndexFilter, k: int, stemmer: str = "light") -> dict | None:
     """BM25 over ``text`` under the same filter (filter context: it does not change scores).
     None when the text has no terms, so nothing can match."""
-    words = query_terms(text)
+    words = query_terms(text, stemmer)
     if not words:
         return None
     return {

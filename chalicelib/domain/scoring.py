@@ -21,6 +21,14 @@ class ScoringWeights:
     freshness: float
     utility: float
     confidence: float
+    # the lexical weight of a lesson that names no tool (a note in a person's own words: its words
+    # are all a query can match it on); None: ``lexical``. A lesson that names tools is found
+    # through them (filter, tag_match), and its text is mostly tool, error and template words that
+    # look-alike lessons share.
+    lexical_untooled: float | None = None
+
+    def lexical_for(self, exp: Experience) -> float:
+        return self.lexical if exp.tools or self.lexical_untooled is None else self.lexical_untooled
 
 
 @dataclass(frozen=True)
@@ -168,7 +176,7 @@ def score_hit(
     freshness = current_freshness(exp, now, policy.half_life_days)
     parts = {
         "semantic": (weights.semantic, semantic),
-        "lexical": (weights.lexical, lexical),
+        "lexical": (weights.lexical_for(exp), lexical),
         "freshness": (weights.freshness, freshness),
         "utility": (weights.utility, exp.utility),
         "confidence": (weights.confidence, exp.confidence),

@@ -37,6 +37,8 @@ class Deps:
     weights: ScoringWeights
     decay: DecayPolicy
     recall_candidates: int
+    lexical_fusion: str  # how BM25 scores become the lexical part: saturate | relative (domain.lexical.scaled)
+    lexical_half: float  # the BM25 score that weighs half (saturate), or the damping of the best (relative)
     recall_filter_task_type: bool  # a lesson of another task type is not a candidate
     recall_filter_intent: bool  # nor one of another intent
     advice_max_items: int
@@ -74,6 +76,7 @@ def policies(settings: Settings) -> dict[str, Any]:
             freshness=settings.weight_freshness,
             utility=settings.weight_utility,
             confidence=settings.weight_confidence,
+            lexical_untooled=settings.weight_lexical_untooled,
         ),
         decay=DecayPolicy(
             half_life_days=settings.half_life_days,
@@ -81,6 +84,8 @@ def policies(settings: Settings) -> dict[str, Any]:
             min_age_days=settings.archive_min_age_days,
         ),
         recall_candidates=settings.recall_candidates,
+        lexical_fusion=settings.lexical_fusion,
+        lexical_half=settings.lexical_half,
         recall_filter_task_type=settings.recall_filter_task_type,
         recall_filter_intent=settings.recall_filter_intent,
         advice_max_items=settings.advice_max_items,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..domain.advice import render_advice
-from ..domain.lexical import saturate
+from ..domain.lexical import scaled
 from ..domain.models import ExperienceStatus, Hit, RecallQuery
 from ..domain.scoring import as_seen_at, score_hit
 from ..ports import IndexFilter
@@ -48,6 +48,7 @@ def recall(
     )
     k = max(deps.recall_candidates, q.top_k * 4)
     semantic, lexical = deps.index.hybrid_search(q.tenant_id, vector, text, flt, k)
+    lexical = scaled(lexical, deps.lexical_fusion, deps.lexical_half)
     stored = deps.experiences.get_many(q.tenant_id, list(semantic))
     now = deps.clock.now()
     hits: list[Hit] = []
@@ -57,7 +58,7 @@ def recall(
         if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
             continue
         score, explanation = score_hit(
-            exp, similarity, q, now, deps.weights, deps.decay, lexical=saturate(lexical.get(exp_id, 0.0))
+            exp, similarity, q, now, deps.weights, deps.decay, lexical=lexical.get(exp_id, 0.0)
         )
         if score >= q.min_score:
             hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), score, explanation))

@@ -14,6 +14,7 @@ from botocore.credentials import Credentials
 
 from chalicelib.adapters import opensearch_queries as q
 from chalicelib.adapters.opensearch_index import IndexUnavailable, OpenSearchVectorIndex, build_client
+from chalicelib.domain.lexical import Bm25Params
 from chalicelib.ports import IndexEntry, IndexFilter
 
 ABSENT_AGENT = {"bool": {"must_not": [{"exists": {"field": "agent_id"}}]}}
@@ -41,7 +42,7 @@ def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_te
         "settings": {
             "index": {
                 "knn": True,
-                "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.75}},
+                "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.4}},
                 "number_of_shards": 1,
                 "number_of_replicas": 0,
             }
@@ -76,7 +77,7 @@ def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_te
 def test_a_serverless_faiss_index_names_its_engine_and_no_shard_settings():
     body = q.index_body(q.IndexSpec("x", 8, engine="faiss", serverless=True, replicas=2))
     assert body["settings"] == {
-        "index": {"knn": True, "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.75}}}
+        "index": {"knn": True, "similarity": {"hindsight_bm25": {"type": "BM25", "k1": 1.2, "b": 0.4}}}
     }
     assert body["mappings"]["properties"]["embedding"]["method"]["engine"] == "faiss"
 
@@ -96,6 +97,54 @@ def test_the_dimension_is_read_back_from_a_mapping_response():
     response = {"x": {"mappings": {"properties": {"embedding": {"type": "knn_vector", "dimension": 384}}}}}
     assert q.mapped_dimension(response, "x") == 384
     assert q.mapped_dimension({"x": {"mappings": {}}}, "x") is None
+
+
+def test_the_bm25_parameters_come_from_the_spec_and_a_different_existing_index_is_told_apart():
+    spec = q.IndexSpec("x", 8, bm25=Bm25Params(k1=1.5, b=0.4))
+    assert q.index_body(spec)["settings"]["index"]["similarity"] == {"hindsight_bm25": {"type": "BM25", "k1": 1.5, "b": 0.4}}
+    same = {"x": {"settings": {"index": {"similarity": {"hindsight_bm25": {"type": "BM25", "k1": "1.5", "b": "0.4"}}}}}}
+    assert q.similarity_drift(same, "x", spec) == {}
+    older = {"x": {"settings": {"index": {"similarity": {"hindsight_bm25": {"type": "BM25", "k1": "1.2", "b": "0.75"}}}}}}
+    assert q.similarity_drift(older, "x", spec) == {"k1": (1.2, 1.5), "b": (0.75, 0.4)}
+    assert q.similarity_drift({"x": {"settings": {"index": {}}}}, "x", spec) == {"k1": (1.2, 1.5), "b": (0.75, 0.4)}
+
+
+@pytest.mark.parametrize("k1, b", [(-0.1, 0.5), (1.2, 1.5), (1.2, -0.1)])
+def test_bm25_parameters_out_of_range_are_refused(k1, b):
+    with pytest.raises(ValueError):
+        Bm25Params(k1=k1, b=b)
+
+
+def test_an_existing_index_with_other_bm25_parameters_is_reported_and_still_used(caplog):
+    client = FakeClient()
+    index = OpenSearchVectorIndex(client, q.IndexSpec("ix", 2, bm25=Bm25Params(b=0.4)))
+    with caplog.at_level("WARNING"):
+        index.count("t1")
+    assert "ranks BM25 with {'b': 0.75}, the settings say {'b': 0.4}" in caplog.text
+    client.similarity = {"type": "BM25", "k1": "1.2", "b": "0.4"}
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        OpenSearchVectorIndex(client, q.IndexSpec("ix", 2, bm25=Bm25Params(b=0.4))).count("t1")
+    assert "ranks BM25" not in caplog.text
+
+
+def test_documents_and_queries_take_the_spec_stemmer_so_both_sides_fold_alike():
+    entry = IndexEntry("e1", None, text="painted the fence")
+    assert q.document("t1", entry, None, "plural")["text"] == "painted fence"
+    assert q.document("t1", entry, None)["text"] == "paint fenc"
+    body = q.lexical_query("t1", "painting fences", IndexFilter(), 5, "light")
+    assert body["query"]["bool"]["must"][0]["match"]["text"]["query"] == "paint fenc"
+
+
+def test_the_adapter_writes_and_queries_with_its_spec_stemmer():
+    client = FakeClient()
+    index = OpenSearchVectorIndex(client, q.IndexSpec("ix", 2, bm25=Bm25Params(stemmer="plural")))
+    index.upsert("t1", [IndexEntry("e1", np.array([1.0, 0.0]), text="painted")])
+    index.lexical_search("t1", "paintings", IndexFilter(), 5)
+    bulk = next(c for c in client.calls if c[0] == "bulk")
+    assert bulk[1][1]["text"] == "painted"  # not the default (light) "paint"
+    search = next(c for c in client.calls if c[0] == "search")
+    assert search[1]["query"]["bool"]["must"][0]["match"]["text"]["query"] == "painting"
 
 
 def test_the_fields_an_older_index_lacks_are_the_ones_to_put():
@@ -122,7 +171,7 @@ def test_a_document_lowercases_tools_and_task_type_and_leaves_out_what_is_shared
         "intent": "check the weather",
         "tools": ["docker", "git"],
         "tags": ["ci"],
-        "text": "call get_weather get weather missingparameter missing parameter",
+        "text": "call get_weather get weather missingparameter miss parameter",  # light stemmer: keys, not words
         "embedding": [0.6, 0.8],
     }
 
@@ -231,7 +280,7 @@ def test_lexical_search_matches_distinct_terms_under_the_same_filter():
         "query": {
             "bool": {
                 "must": [{"match": {"text": {
-                    "query": "get_weather get weather failed missingparameter missing parameter",
+                    "query": "get_weather get weather fail missingparameter miss parameter",
                     "analyzer": "whitespace",
                 }}}],
                 "filter": [q.filter_clause("t1", flt)],
@@ -335,6 +384,9 @@ class FakeIndices:
         if self.client.create_error is not None:
             raise self.client.create_error
 
+    def get_settings(self, index):
+        return {index: {"settings": {"index": {"similarity": {"hindsight_bm25": self.client.similarity}}}}}
+
     def get_mapping(self, index):
         props = dict(self.client.mapped, embedding={"dimension": self.client.dim})
         return {index: {"mappings": {"properties": props}}}
@@ -354,6 +406,7 @@ class FakeClient:
         self.create_error: Exception | None = None
         self.mapped = {k: v for k, v in q.index_body(q.IndexSpec("ix", dim))["mappings"]["properties"].items()
                        if k != "embedding"}  # an index of this version
+        self.similarity = {"type": "BM25", "k1": "1.2", "b": "0.75"}  # as OpenSearch answers: strings
         self.hits: list[dict] = []
         self.answers: list[dict] = []  # the _msearch responses, when not one per search from hits
         self.bulk_response: dict = {"errors": False, "items": []}

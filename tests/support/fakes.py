@@ -21,7 +21,7 @@ from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from chalicelib.adapters.cursors import decode_parts, encode_cursor
-from chalicelib.domain.lexical import K1, B, idf, terms
+from chalicelib.domain.lexical import Bm25Params, idf, terms
 from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, ReviewSummary, match_key, match_keys
 from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
 from chalicelib.services.deps import Deps, policies
@@ -308,11 +308,11 @@ class InMemoryExperienceStore:
             return _count_by_status(e for (tid, _), e in self._exps.items() if tid == tenant_id)
 
 
-def term_score(tf: float, df: int, n_docs: int, doc_len: float, avg_len: float) -> float:
+def term_score(tf: float, df: int, n_docs: int, doc_len: float, avg_len: float, p: Bm25Params = Bm25Params()) -> float:
     """BM25 contribution of one query term to one document, the textbook way (the numpy index
     computes the same for many documents at once)."""
-    norm = tf + K1 * (1 - B + B * doc_len / max(avg_len, 1e-9))
-    return idf(df, n_docs) * tf * (K1 + 1) / norm
+    norm = tf + p.k1 * (1 - p.b + p.b * doc_len / max(avg_len, 1e-9))
+    return idf(df, n_docs) * tf * (p.k1 + 1) / norm
 
 
 class InMemoryVectorIndex:

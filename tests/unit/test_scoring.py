@@ -106,3 +106,16 @@ def test_a_query_that_names_none_of_a_lessons_anchors_matches_it_less():
     assert named.score == 1.0 and named.anchors == ("main",)
     assert other.score == 2 / 3 and other.anchors == ()  # "main-menu" is another word
     assert tag_match(experience(anchors=["main"]), RecallQuery(tenant_id="t1", query="x")).score == 0.0
+
+
+def test_a_lesson_naming_no_tool_weighs_its_words_with_the_untooled_lexical_weight():
+    q = RecallQuery("t1", "what did Ana paint")
+    note, tooled = replace(experience(), tools=()), replace(experience(), tools=("paint_tool",))
+    heavy = replace(WEIGHTS, lexical_untooled=0.45)
+    # same parts: only the lexical weight of the note differs
+    base_note, _ = score_hit(note, 0.3, q, T0, WEIGHTS, POLICY, lexical=1.0)
+    heavy_note, _ = score_hit(note, 0.3, q, T0, heavy, POLICY, lexical=1.0)
+    assert heavy_note > base_note
+    assert score_hit(tooled, 0.3, q, T0, heavy, POLICY, lexical=1.0) == score_hit(tooled, 0.3, q, T0, WEIGHTS, POLICY, lexical=1.0)
+    # unset: every lesson takes ``lexical``
+    assert WEIGHTS.lexical_for(note) == WEIGHTS.lexical_for(tooled) == 0.15 and heavy.lexical_for(note) == 0.45
