@@ -17,6 +17,8 @@ from chalicelib.adapters.dynamo_rate_limiter import DynamoRateLimiter
 from chalicelib.domain.ratelimit import RatePolicy
 from devtools.aws_stack import local_aws_stack
 from tests.support.http_api import ADMIN, Api
+from tests.support.injection import GOAL, PLACEMENTS, SENTINEL, STORABLE, assert_inert_block, assert_inert_lesson, hostile_events
+from tests.support.injection import QUERY as INJECTION_QUERY
 from tests.support.opensearch import node_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.opensearch]
@@ -162,3 +164,26 @@ def test_keys_rotate_at_once_and_the_rate_limit_is_shared_on_the_aws_backend(sta
     refused = api.call("GET", "/v1/stats", new)
     assert refused.status_code == 429 and refused.json_body["error"]["code"] == "rate_limited"
     assert 1 <= int(refused.headers["Retry-After"]) <= 2
+
+
+def test_injection_payloads_come_out_as_quoted_data_on_the_aws_backend(stack):
+    """Each payload of the corpus, in an error, a result, a value or the user's feedback (in turn),
+    reviewed from the stream by the LLM reviewer (the stub) on top of the rules."""
+    api, poller, _, _ = stack
+    cases = [(api.tenant(f"inj-{i}"), PLACEMENTS[i % len(PLACEMENTS)], p) for i, p in enumerate(STORABLE)]
+    for key, placement, payload in cases:
+        assert api.call("POST", "/v1/trajectories", key, {"trajectory_id": "inj", "agent_id": "agent-1", "goal": GOAL,
+                                                          "task_type": "query", "tools": ["get_weather", "ask_user"]}).status_code == 201
+        assert api.call("POST", "/v1/trajectories/inj/events", key, {"events": hostile_events(placement, payload)}).status_code == 202
+        assert api.call("POST", "/v1/trajectories/inj/finalize", key, {"outcome": "success"}).status_code == 202
+    poller.poll_once()
+    for key, placement, payload in cases:
+        assert status(api, key, "inj")["status"] == "reviewed", (placement, payload)
+        exps = api.call("GET", "/v1/experiences", key).json_body["items"]
+        assert exps, (placement, payload)
+        for exp in exps:
+            assert_inert_lesson(exp)
+        advice = api.call("POST", "/v1/recall", key, INJECTION_QUERY | {"agent_id": "agent-1"}).json_body["advice"]
+        assert_inert_block(advice)
+        if placement != "value":  # the model's lesson of a changed value names the parameter, not the value
+            assert SENTINEL.lower() in advice.lower(), advice
