@@ -52,7 +52,8 @@ def tenant_b_delay(url: str, admin_key: str, events: int = 6000, batch: int = 10
 
 
 def _reviewed(traj: dict) -> bool:
-    return traj["status"] in ("reviewed", "review_failed")
+    # an error answer (the store busy, 503) is not a status: asked again at the next poll
+    return traj.get("status") in ("reviewed", "review_failed")
 
 
 def flood(a, b, events: int = 6000, batch: int = 100, wait: float = 120.0,
