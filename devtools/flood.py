@@ -5,7 +5,9 @@ by ``bench/tenant_fairness.py``."""
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any, Callable, ContextManager
 
 import httpx
 
@@ -31,6 +33,7 @@ class FloodResult:
     flood_seconds: float  # A's appends and finalize
     b_delay_seconds: float | None  # B's finalize -> B reviewed; None: not within the wait
     a_reviewed_after_seconds: float | None  # A's finalize -> A reviewed (None: not within the wait)
+    b_reviewed_first: bool | None = None  # by the server's clock; None: B was not reviewed
 
 
 def tenant(url: str, admin_key: str, name: str) -> httpx.Client:
@@ -39,36 +42,57 @@ def tenant(url: str, admin_key: str, name: str) -> httpx.Client:
 
 
 def tenant_b_delay(url: str, admin_key: str, events: int = 6000, batch: int = 100, wait: float = 120.0) -> FloodResult:
+    """The flood on a server over HTTP, its review worker running all along."""
     a, b = tenant(url, admin_key, "flooder"), tenant(url, admin_key, "bystander")
     try:
-        a.post("/v1/trajectories", json={"trajectory_id": "flood", "agent_id": "payer", "goal": "Pay this week's vendors"}).raise_for_status()
-        b.post("/v1/trajectories", json={"trajectory_id": "small", "agent_id": "bot", "goal": "Will it rain tomorrow?"}).raise_for_status()
-        b.post("/v1/trajectories/small/events", json={"events": [
-            {"event_id": "1", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow"},
-                                                               "status": "error", "error": "MissingParameter: city is required"}},
-            {"event_id": "2", "type": "tool_call", "content": {"tool": "ask_user", "params": {"question": "Which city?"}, "result": "Lyon"}},
-            {"event_id": "3", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow", "city": "Lyon"}, "result": "rain"}},
-        ]}).raise_for_status()
-        started = time.monotonic()
-        for first in range(0, events, batch):
-            body = {"events": flood_events(first, min(batch, events - first))}
-            while (resp := a.post("/v1/trajectories/flood/events", json=body)).status_code == 429:
-                time.sleep(float(resp.headers.get("Retry-After", "1")))  # within the permitted rate, as the probe was
-            resp.raise_for_status()
-        a.post("/v1/trajectories/flood/finalize", json={"outcome": "failure"}).raise_for_status()
-        a_final = time.monotonic()
-        b.post("/v1/trajectories/small/finalize", json={"outcome": "success"}).raise_for_status()
-        b_final = time.monotonic()
-        b_delay = a_delay = None
-        deadline = b_final + wait
-        while time.monotonic() < deadline and (b_delay is None or a_delay is None):
-            now = time.monotonic()
-            if b_delay is None and b.get("/v1/trajectories/small").json()["status"] in ("reviewed", "review_failed"):
-                b_delay = now - b_final
-            if a_delay is None and a.get("/v1/trajectories/flood").json()["status"] in ("reviewed", "review_failed"):
-                a_delay = now - a_final
-            time.sleep(0.05)
-        return FloodResult(events, a_final - started, b_delay, a_delay)
+        return flood(a, b, events, batch, wait)
     finally:
         a.close()
         b.close()
+
+
+def _reviewed(traj: dict) -> bool:
+    # an error answer (the store busy, 503) is not a status: asked again at the next poll
+    return traj.get("status") in ("reviewed", "review_failed")
+
+
+def flood(a, b, events: int = 6000, batch: int = 100, wait: float = 120.0,
+          reviewing: Callable[[], ContextManager[Any]] = nullcontext) -> FloodResult:
+    """Tenant ``a`` floods, tenant ``b`` finalizes right after; ``a`` and ``b`` are httpx.Client-like
+    (``post(path, json=)``, ``get(path)``). ``reviewing``: entered right after B's finalize and
+    left once the measure is done, for a stack whose reviews run only inside it (the aws stack's
+    stream delivery); the embedded server reviews all along."""
+    a.post("/v1/trajectories", json={"trajectory_id": "flood", "agent_id": "payer", "goal": "Pay this week's vendors"}).raise_for_status()
+    b.post("/v1/trajectories", json={"trajectory_id": "small", "agent_id": "bot", "goal": "Will it rain tomorrow?"}).raise_for_status()
+    b.post("/v1/trajectories/small/events", json={"events": [
+        {"event_id": "1", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow"},
+                                                           "status": "error", "error": "MissingParameter: city is required"}},
+        {"event_id": "2", "type": "tool_call", "content": {"tool": "ask_user", "params": {"question": "Which city?"}, "result": "Lyon"}},
+        {"event_id": "3", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow", "city": "Lyon"}, "result": "rain"}},
+    ]}).raise_for_status()
+    started = time.monotonic()
+    for first in range(0, events, batch):
+        body = {"events": flood_events(first, min(batch, events - first))}
+        while (resp := a.post("/v1/trajectories/flood/events", json=body)).status_code == 429:
+            time.sleep(float(resp.headers.get("Retry-After", "1")))  # within the permitted rate, as the probe was
+        resp.raise_for_status()
+    if events:
+        a.post("/v1/trajectories/flood/finalize", json={"outcome": "failure"}).raise_for_status()
+    a_final = time.monotonic()
+    b.post("/v1/trajectories/small/finalize", json={"outcome": "success"}).raise_for_status()
+    b_final = time.monotonic()
+    b_delay = a_delay = None
+    b_traj = a_traj = None
+    with reviewing():
+        deadline = b_final + wait
+        while time.monotonic() < deadline and (b_delay is None or (events and a_delay is None)):
+            now = time.monotonic()
+            if b_delay is None and _reviewed(traj := b.get("/v1/trajectories/small").json()):
+                b_delay, b_traj = now - b_final, traj
+            if events and a_delay is None and _reviewed(traj := a.get("/v1/trajectories/flood").json()):
+                a_delay, a_traj = now - a_final, traj
+            time.sleep(0.05)
+    first = None
+    if b_traj is not None:
+        first = a_traj is None or b_traj["updated_at"] < a_traj["updated_at"]
+    return FloodResult(events, a_final - started, b_delay, a_delay, first)

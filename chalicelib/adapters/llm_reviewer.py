@@ -27,7 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from ..domain import grounding
 from ..domain.compress import compress_trajectory, estimate_tokens, raw_size_tokens
 from ..domain.distill import passes_quality_gate
-from ..domain.lesson import LessonDraft, Raw, drafted, fix_fingerprint, goal_wording, situation_key, trajectory_literals
+from ..domain.lesson import (
+    LessonDraft, Raw, drafted, fix_fingerprint, goal_wording, situation_key, trajectory_literals, untrusted_texts,
+)
 from ..domain.models import FULL_SCOPE, LOCAL_SCOPE, Event, LLMLessonFigures, RejectedLesson, Trajectory
 from ..domain.review import Review, review_by_rules
 
@@ -366,13 +368,14 @@ class LLMReviewer:
         known_tools = set(traj.tools) | {e.tool for e in events if e.tool}
         params = {k for e in events if e.is_tool_call for k in (e.content.get("params") or {})}
         values = trajectory_literals(events)
+        excerpts = untrusted_texts(events)
         drafts = []
         for lesson in lessons:
             tools = tuple(t for t in dict.fromkeys(lesson.tools) if t in known_tools)  # no invented tools
             idents = [i for i in _IDENT.findall(lesson.advice) if i in known_tools or i in params]
             main = tools[0] if tools else (idents[0] if idents else "")
             key = situation_key(main, lesson.error_class or "")
-            drafts.append(_written(traj, values, lesson, tools, fix_fingerprint(key, idents or tools), key, events))
+            drafts.append(_written(traj, values, lesson, tools, fix_fingerprint(key, idents or tools), key, events, excerpts))
         return drafts
 
 
@@ -393,9 +396,11 @@ def _analysis(answer: LLMReview, events: Sequence[Event]) -> dict[str, Any]:
 def _written(
     traj: Trajectory, values: dict[str, str], lesson: LLMLesson, tools: tuple[str, ...], fp: str, key: str,
     events: Sequence[Event] = (),
+    excerpts: tuple[str, ...] = (),
 ) -> LessonDraft:
-    """The model's lesson, its texts generalized with the trajectory's literals when written."""
-    wording = {name: (Raw(getattr(lesson, name)),) for name in ("situation", "action", "result", "lesson", "advice")}
+    """The model's lesson, its texts generalized with the trajectory's literals when written, and
+    inert: what it copies of the trajectory's errors and words is cited as quoted, capped excerpts."""
+    wording = {name: (Raw(getattr(lesson, name), excerpts=excerpts),) for name in ("situation", "action", "result", "lesson", "advice")}
     return drafted(
         {**wording, "example": goal_wording(traj, events)},
         values,

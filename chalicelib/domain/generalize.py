@@ -7,6 +7,8 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
+from .inert import code
+
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"https?://\S+"), "<url>"),
     (re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b"), "<email>"),
@@ -170,15 +172,15 @@ def describe_value(value: Any) -> str:
         return "a structured value"
     v = value.strip()
     if re.fullmatch(r"[A-Z]{2,4}", v):
-        return f"a {len(v)}-letter uppercase code (e.g. `{v}`)"
+        return f"a {len(v)}-letter uppercase code (e.g. {code(v)})"
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-        return f"an ISO date YYYY-MM-DD (e.g. `{v}`)"
+        return f"an ISO date YYYY-MM-DD (e.g. {code(v)})"
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}[T ].+", v):
-        return f"an ISO timestamp (e.g. `{v}`)"
+        return f"an ISO timestamp (e.g. {code(v[:40])})"
     if re.fullmatch(r"[\w.+-]+@[\w-]+\.[\w.-]+", v):
         return "an email address"
     if re.fullmatch(r"-?\d+(?:\.\d+)?", v):
-        return f"{_number_kind(float(v) if '.' in v else int(v))} in a string (e.g. `{v}`)"
+        return f"{_number_kind(float(v) if '.' in v else int(v))} in a string (e.g. {code(v)})"
     if len(v) > 40:
-        return f"a value like `{v[:37]}…`"
-    return f"a value like `{v}`"
+        return f"a value like {code(v[:37] + '…')}"
+    return f"a value like {code(v)}"

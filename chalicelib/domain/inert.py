@@ -50,13 +50,25 @@ def inert_line(text: str, max_chars: int = MAX_ITEM_CHARS) -> str:
     line = visible(text)
     line = _TAG.sub("(hindsight)", line)
     line = _TEMPLATE.sub(lambda m: "(" + re.sub(r"[<>|\[\]/]", "", m[0]).strip() + ")", line)
+    line = line.replace("<|", "(").replace("|>", ")")  # a token cut by a cap before this line was made
     line = _ROLE.sub(lambda m: f"({m[1]})", line)
     if len(line) > max_chars:
         line = line[: max_chars - 3].rstrip() + "..."
     return line
 
 
-def quoted_excerpt(text: str, max_chars: int = 160) -> str:
-    """Untrusted text cited inside a lesson: inert, capped, and between quotes so it reads as data."""
-    inner = inert_line(str(text), max_chars).replace('"', "'")
-    return f'"{inner}"'
+def quoted_excerpt(text: str, max_chars: int = 160, quote: str = '"') -> str:
+    """Untrusted text cited inside a lesson: inert, capped, and between quotes so it reads as data
+    (``quote`` "`" for a value or a name, as code)."""
+    inner = inert_line(str(text), max_chars).replace(quote, "'")
+    return f"{quote}{inner}{quote}"
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/@+-]{1,80}")
+
+
+def code(text: str, max_chars: int = 80) -> str:
+    """A name or a value in backticks: the name as it is when it is a plain identifier, else the
+    quoted excerpt of it."""
+    text = str(text)
+    return f"`{text}`" if _PLAIN_NAME.fullmatch(text) else quoted_excerpt(text, max_chars, "`")

@@ -19,23 +19,38 @@ from .attribution import params_of
 from .generalize import (
     LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values, without_examples,
 )
+from .inert import code, inert_line, quoted_excerpt, visible
 from .lexical import terms
 from .models import Event, Trajectory
 
 _MAX_VALUE = 80
+EXCERPT_CHARS = 240  # an error or a user's words cited in a lesson (the objection that tells two tasks apart)
+_MIN_CITED = 12  # shorter texts of the trajectory are words a model may use, not citations
+_MIN_PREFIX = 24  # the start of a longer text a model copied, cut
 
 
 @dataclass(frozen=True)
 class Raw:
     """A text of the trajectory (its goal, an error, what the user said), written with its literal
-    values generalized; ``strip``: then stripped, and these characters taken off its end."""
+    values generalized; ``strip``: then stripped, and these characters taken off its end.
+
+    Whatever it held, it is written inert (``domain.inert``: one line, no role marker, template
+    token or tag of the advice block): lessons end up in other agents' prompts. ``quote``: it is
+    an excerpt of untrusted text (an error message, what the user said), written quoted and capped
+    so that it reads as data. ``excerpts``: untrusted texts this text may cite (a model's lesson
+    copying an error message): quoted where it does."""
 
     text: str
     strip: str | None = None
+    quote: bool = False
+    excerpts: tuple[str, ...] = ()
 
     def written(self, values: Mapping[str, str]) -> str:
-        out = generalize(self.text, values)
-        return out if self.strip is None else out.strip().rstrip(self.strip)
+        text = cite(self.text, self.excerpts) if self.excerpts else self.text
+        out = generalize(text, values)
+        if self.strip is not None:
+            out = out.strip().rstrip(self.strip)
+        return quoted_excerpt(out, EXCERPT_CHARS) if self.quote else inert_line(out)
 
 
 Wording = tuple[Union[str, Raw], ...]
@@ -86,6 +101,58 @@ def drafted(wording: Mapping[str, Wording], values: Mapping[str, str], salt: str
     )
 
 
+def cite(text: str, excerpts: Sequence[str]) -> str:
+    """``text`` with what it copies of the excerpts quoted and capped: an excerpt whole (at least
+    ``_MIN_CITED`` characters) or its first ``_MIN_PREFIX`` characters or more (a model copies a
+    long message cut); quotes already around it are taken in. Compared as seen (``inert.visible``):
+    a model copies a message with its line breaks and invisible characters gone."""
+    text = visible(text)
+    found: set[str] = set()
+    for excerpt in {visible(x) for x in excerpts}:
+        if len(excerpt) >= _MIN_CITED and (n := _copied_prefix(text, excerpt)) >= min(len(excerpt), _MIN_PREFIX):
+            found.add(excerpt[:n])
+    if not found:
+        return text
+    cited: list[str] = []
+
+    def mark(m: re.Match[str]) -> str:
+        cited.append(quoted_excerpt(m[2], EXCERPT_CHARS))
+        return f"\x00{len(cited) - 1}\x00"
+
+    for excerpt in sorted(found, key=len, reverse=True):  # a citation already marked is not cited again inside
+        text = re.sub(rf"([\"'`]?)({re.escape(excerpt)})\1", mark, text)
+    return re.sub(r"\x00(\d+)\x00", lambda m: cited[int(m[1])], text)
+
+
+def _copied_prefix(text: str, excerpt: str) -> int:
+    """The length of the longest start of ``excerpt`` that ``text`` holds."""
+    if excerpt in text:
+        return len(excerpt)
+    lo, hi = 0, len(excerpt)  # a start held means every shorter start is held: bisect
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if excerpt[:mid] in text:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def untrusted_texts(events: Sequence[Event]) -> tuple[str, ...]:
+    """What agents and users wrote in a trajectory (errors, results, what was said), whole and
+    line by line: the texts a lesson may only cite."""
+    out: list[str] = []
+    for e in events:
+        content = e.content
+        err = content.get("error")
+        texts = [err.get("message") if isinstance(err, dict) else err, content.get("result"), content.get("text")]
+        for t in texts:
+            if isinstance(t, str) and t.strip():
+                out.append(t)
+                out += [line for line in t.splitlines() if line.strip()]
+    return tuple(dict.fromkeys(out))
+
+
 def short(value: Any, limit: int = _MAX_VALUE) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -121,6 +188,14 @@ def error_class(event: Event) -> str:
         if m:
             return next(g for g in m.groups() if g)
     return generalize(text).lower()[:60]
+
+
+def class_words(cls: str) -> str:
+    """An error class in a lesson's words: a name as it is, anything else (a message's words) quoted."""
+    return cls if _CLASS_NAME.fullmatch(cls) else quoted_excerpt(cls, 60)
+
+
+_CLASS_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,60}")
 
 
 def fingerprint(*parts: str) -> str:
@@ -178,7 +253,7 @@ def goal_wording(traj: Trajectory, events: Sequence[Event] = ()) -> Wording:
     (the goal, and the user's request when it says more)."""
     request = user_request(traj, events)
     goal: Wording = (Raw(traj.goal, strip=""),)
-    return (*goal, " (", Raw(short(request, MAX_REQUEST_CHARS), strip=""), ")") if request else goal
+    return (*goal, " (", Raw(short(request, MAX_REQUEST_CHARS), strip="", quote=True), ")") if request else goal
 
 
 MAX_REQUEST_CHARS = 240
@@ -204,12 +279,12 @@ def _describe_text_change(key: str, old: str, new: str) -> str | None:
     for tag, i1, i2, j1, j2 in ops:
         removed, added = " ".join(a[i1:i2]), " ".join(b[j1:j2])
         if tag == "insert":
-            words.append(f"add `{short(added, 60)}`" + (" at the end" if i1 == len(a) else ""))
+            words.append(f"add {code(short(added, 60))}" + (" at the end" if i1 == len(a) else ""))
         elif tag == "delete":
-            words.append(f"remove `{short(removed, 60)}`")
+            words.append(f"remove {code(short(removed, 60))}")
         else:
-            words.append(f"use `{short(added, 60)}` instead of `{short(removed, 60)}`")
-    return f"in `{key}`, " + " and ".join(words)
+            words.append(f"use {code(short(added, 60))} instead of {code(short(removed, 60))}")
+    return f"in {code(key)}, " + " and ".join(words)
 
 
 def _describe_change(key: str, old: Any, new: Any) -> str:
@@ -217,10 +292,10 @@ def _describe_change(key: str, old: Any, new: Any) -> str:
         added = sorted(set(new) - set(old))
         removed = sorted(set(old) - set(new))
         changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
-        parts = [f"include {', '.join(f'`{k}`' for k in added)} in `{key}`"] if added else []
-        parts += [f"leave {', '.join(f'`{k}`' for k in removed)} out of `{key}`"] if removed else []
-        parts += [f"change {', '.join(f'`{k}`' for k in changed)} in `{key}`"] if changed else []
-        return "; ".join(parts) or f"change `{key}`"
+        parts = [f"include {', '.join(code(k) for k in added)} in {code(key)}"] if added else []
+        parts += [f"leave {', '.join(code(k) for k in removed)} out of {code(key)}"] if removed else []
+        parts += [f"change {', '.join(code(k) for k in changed)} in {code(key)}"] if changed else []
+        return "; ".join(parts) or f"change {code(key)}"
     if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 24:
         text = _describe_text_change(key, old, new)
         if text:
@@ -230,7 +305,7 @@ def _describe_change(key: str, old: Any, new: Any) -> str:
         text = _describe_same_kind_change(key, old, new)
         if text:
             return text
-    return f"set `{key}` to {describe_value(new)}, not {describe_value(old)}"
+    return f"set {code(key)} to {describe_value(new)}, not {describe_value(old)}"
 
 
 def _describe_same_kind_change(key: str, old: Any, new: Any) -> str | None:
@@ -239,19 +314,19 @@ def _describe_same_kind_change(key: str, old: Any, new: Any) -> str | None:
     if isinstance(old, list) and isinstance(new, list):
         a, b = [short(v, 40) for v in old], [short(v, 40) for v in new]
         added, removed = [v for v in b if v not in a], [v for v in a if v not in b]
-        parts = [f"include {', '.join(f'`{v}`' for v in added)}"] if added else []
-        parts += [f"leave out {', '.join(f'`{v}`' for v in removed)}"] if removed else []
-        return f"in `{key}`, " + " and ".join(parts) if parts else None
+        parts = [f"include {', '.join(code(v) for v in added)}"] if added else []
+        parts += [f"leave out {', '.join(code(v) for v in removed)}"] if removed else []
+        return f"in {code(key)}, " + " and ".join(parts) if parts else None
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new))
     if numbers and old and new and (old > 0) == (new > 0):
         ratio = new / old
         for factor, how in ((ratio, "multiplied"), (1 / ratio, "divided")):
             if factor >= 2 and abs(factor - round(factor)) < 1e-3 * factor:
-                return (f"set `{key}` to the value that failed {how} by {int(round(factor))}"
+                return (f"set {code(key)} to the value that failed {how} by {int(round(factor))}"
                         f" (e.g. {short(new, 20)}, not {short(old, 20)})")
     if numbers:
         way = "lower" if new < old else "higher"
-        return f"set `{key}` to a {way} value than the one that failed (e.g. {short(new, 20)}, not {short(old, 20)})"
+        return f"set {code(key)} to a {way} value than the one that failed (e.g. {short(new, 20)}, not {short(old, 20)})"
     return None
 
 
@@ -261,13 +336,13 @@ def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> str:
     changes = []
     for key in sorted(set(before) | set(after)):
         if key not in after:
-            changes.append(f"leave out `{key}`")
+            changes.append(f"leave out {code(key)}")
         elif key not in before:
             value = after[key]
             if isinstance(value, dict) and value:
-                changes.append(f"set `{key}` with {', '.join(f'`{k}`' for k in sorted(value))}")
+                changes.append(f"set {code(key)} with {', '.join(code(k) for k in sorted(value))}")
             else:
-                changes.append(f"set `{key}` to {describe_value(value)}")
+                changes.append(f"set {code(key)} to {describe_value(value)}")
         elif before[key] != after[key]:
             changes.append(_describe_change(key, before[key], after[key]))
     return "; ".join(changes)

@@ -10,7 +10,8 @@ It needs no LLM, so it always runs. From the attribution over the decision graph
 
 Texts of the trajectory in a lesson (its goal, errors, what the user said) are kept as ``Raw``
 pieces and generalized when written (``domain.lesson``), so that the lesson fits the next task of
-its kind.
+its kind; errors and what the user said are cited as quoted, capped excerpts, names and values in
+backticks (``domain.inert``): a hostile error message reads as data in another agent's prompt.
 """
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from typing import Any, Sequence
 
 from .attribution import Attribution, Contrast, attribute, call_key, params_of
 from .generalize import generalize
+from .inert import code
 from .lexical import terms
 from .lesson import (
-    LessonDraft, Raw, Wording, describe_param_change, drafted, error_class, error_text, fingerprint, fix_fingerprint,
-    goal_wording, short, situation_key, trajectory_literals,
+    LessonDraft, Raw, Wording, class_words, describe_param_change, drafted, error_class, error_text, fingerprint,
+    fix_fingerprint, goal_wording, short, situation_key, trajectory_literals,
 )
 from .models import FULL_SCOPE, Event, LLMLessonFigures, Trajectory
 
@@ -138,34 +140,35 @@ def seen_state(ctx: _Context, c: Contrast) -> str | None:
 
 def _with_note(ctx: _Context, c: Contrast) -> Wording:
     note = fix_note(ctx, c)
-    return (" What showed it: \"", Raw(short(note, MAX_NOTE_CHARS), strip=""), "\".") if note else ()
+    return (" What showed it: ", Raw(short(note, MAX_NOTE_CHARS), strip="", quote=True), ".") if note else ()
 
 
 def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     tool, cls = c.failed.tool or "?", error_class(c.failed)
-    err = Raw(error_text(c.failed))
+    err = Raw(error_text(c.failed), quote=True)
+    t, said_cls = code(tool), class_words(cls)
     note = _with_note(ctx, c)
     state = seen_state(ctx, c)
-    seen: Wording = (" Seen before the fix: ", Raw(state, strip=""), ".") if state else ()
-    situation = (*ctx.task(), f" Calling `{tool}` failed with ", err, ".", *seen)
+    seen: Wording = (" Seen before the fix: ", Raw(state, strip="", quote=True), ".") if state else ()
+    situation = (*ctx.task(), f" Calling {t} failed with ", err, ".", *seen)
     outcome = ctx.traj.outcome
     if c.kind == "param":
         change = describe_param_change(params_of(c.failed), params_of(c.worked))
-        names = ", ".join(f"`{n}`" for n in c.changed_params)
-        action, fix_tools = f"Called `{tool}` again with {names} changed.", (tool,)
-        lesson = f"`{tool}` fails with {cls} when {names} is wrong or missing; it worked once you {change}."
-        advice: Wording = (f"When you call `{tool}`, {change}: otherwise it fails with ", err, ".")
+        names = ", ".join(code(n) for n in c.changed_params)
+        action, fix_tools = f"Called {t} again with {names} changed.", (tool,)
+        lesson = f"{t} fails with {said_cls} when {names} is wrong or missing; it worked once you {change}."
+        advice: Wording = (f"When you call {t}, {change}: otherwise it fails with ", err, ".")
     elif c.kind == "order":
         pre = c.prerequisite or "?"
-        fed = f" and pass what it returns as {', '.join(f'`{n}`' for n in c.changed_params)}" if c.changed_params else ""
-        action, fix_tools = f"Called `{pre}` first{fed}, then `{tool}` succeeded.", (tool, pre)
-        lesson = f"`{tool}` fails with {cls} unless `{pre}` is called before it{fed}."
-        advice = (f"Call `{pre}` before `{tool}`{fed}: calling `{tool}` first fails with ", err, ".")
+        fed = f" and pass what it returns as {', '.join(code(n) for n in c.changed_params)}" if c.changed_params else ""
+        action, fix_tools = f"Called {code(pre)} first{fed}, then {t} succeeded.", (tool, pre)
+        lesson = f"{t} fails with {said_cls} unless {code(pre)} is called before it{fed}."
+        advice = (f"Call {code(pre)} before {t}{fed}: calling {t} first fails with ", err, ".")
     else:
         fix = c.worked.tool or "?"
-        action, fix_tools = f"Used `{fix}` instead of `{tool}`, which worked.", (tool, fix)
-        lesson = f"`{tool}` fails with {cls} for this kind of task, and `{fix}` works."
-        advice = (f"Use `{fix}` instead of `{tool}` for this: `{tool}` fails with ", err, ".")
+        action, fix_tools = f"Used {code(fix)} instead of {t}, which worked.", (tool, fix)
+        lesson = f"{t} fails with {said_cls} for this kind of task, and {code(fix)} works."
+        advice = (f"Use {code(fix)} instead of {t} for this: {t} fails with ", err, ".")
     return ctx.draft(
         situation,
         (action,),
@@ -183,14 +186,15 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
 def _blind_retry(ctx: _Context, failures: list[Event]) -> LessonDraft:
     first = failures[0]
     tool, cls = first.tool or "?", error_class(first)
-    err, n = Raw(error_text(first)), len(failures)
+    err, n = Raw(error_text(first), quote=True), len(failures)
+    t, said_cls = code(tool), class_words(cls)
     return ctx.draft(
-        (*ctx.task(), f" `{tool}` kept failing with ", err, "."),
-        (f"Retried `{tool}` {n} times with the same parameters.",),
-        (f"All {n} identical calls failed with {cls}.",),
-        (f"Retrying `{tool}` unchanged after {cls} does not help.",),
+        (*ctx.task(), f" {t} kept failing with ", err, "."),
+        (f"Retried {t} {n} times with the same parameters.",),
+        (f"All {n} identical calls failed with {said_cls}.",),
+        (f"Retrying {t} unchanged after {said_cls} does not help.",),
         (
-            f"Do not retry `{tool}` with the same parameters after it fails with ", err,
+            f"Do not retry {t} with the same parameters after it fails with ", err,
             ": change the parameters, call a prerequisite tool, or ask the user.",
         ),
         tools=(tool,),
@@ -210,21 +214,21 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
     text = str(feedback.content.get("text") or "").strip()
     if not text or before is None:
         return None
-    said = Raw(short(text, MAX_QUOTE_CHARS))
+    said = Raw(short(text, MAX_QUOTE_CHARS), quote=True)
     said0 = generalize(short(text), ctx.values)  # identity: every literal generalized, whatever a wording keeps
     if before.is_tool_call:
-        names = ", ".join(f"`{k}`" for k in params_of(before))
-        what = f"calling `{before.tool}`" + (f" (with {names})" if names else "")
+        names = ", ".join(code(k) for k in params_of(before))
+        what = f"calling {code(before.tool)}" + (f" (with {names})" if names else "")
         tools: tuple[str, ...] = (before.tool or "",)
         action: Wording = (f"The agent was {what}.",)
-        advice: Wording = (f"The user objected when you used `{before.tool}` for this: \"", said, "\". Do what they asked instead.")
+        advice: Wording = (f"The user objected when you used {code(before.tool)} for this: ", said, ". Do what they asked instead.")
     else:
-        done = Raw(short(str(before.content.get("text") or before.type)))
+        done = Raw(short(str(before.content.get("text") or before.type)), quote=True)
         tools = ()
         action = ("The agent did: ", done, ".")
-        advice = ("Take into account what the user said after you did this (", done, "): \"", said, "\".")
+        advice = ("Take into account what the user said after you did this (", done, "): ", said, ".")
     return ctx.draft(
-        (*ctx.task(), " The user objected" + (f" to `{before.tool}`." if before.is_tool_call else ".")),
+        (*ctx.task(), " The user objected" + (f" to {code(before.tool)}." if before.is_tool_call else ".")),
         action,
         ("The user said: ", said),
         ("The user objected to this step: ", said),

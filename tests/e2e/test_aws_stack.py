@@ -8,24 +8,17 @@ delivered twice. Nothing is lost, nothing duplicated.
 """
 from __future__ import annotations
 
-import uuid
 from contextlib import contextmanager
 from datetime import timedelta
 
-import boto3
 import pytest
-from chalice.test import Client
 
-import app as app_module
-from chalicelib import container, lambda_handlers
 from chalicelib.adapters.dynamo_rate_limiter import DynamoRateLimiter
 from chalicelib.domain.ratelimit import RatePolicy
-from chalicelib.settings import Settings
-from devtools.openai_stub import OpenAIStub
-from devtools.stream_poller import StreamPoller
-from tests.support.container import installed
-from tests.support.dynamo import moto_endpoint
+from devtools.aws_stack import local_aws_stack
 from tests.support.http_api import ADMIN, Api
+from tests.support.injection import GOAL, PLACEMENTS, SENTINEL, STORABLE, assert_inert_block, assert_inert_lesson, hostile_events
+from tests.support.injection import QUERY as INJECTION_QUERY
 from tests.support.opensearch import node_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.opensearch]
@@ -41,35 +34,9 @@ EVENTS = [
 
 @contextmanager
 def local_stack(monkeypatch, **settings_overrides):
-    """The stack, with settings of a test's own (e.g. a short LLM timeout)."""
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-                       "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}.items():
-        monkeypatch.setenv(key, value)
-    prefix = f"e2e{uuid.uuid4().hex[:8]}-"
-    with OpenAIStub() as stub:
-        settings = Settings(
-            backend="aws", table_prefix=prefix, dynamodb_endpoint=moto_endpoint(), create_tables=True,
-            opensearch_endpoint=node_url(), opensearch_service="none", opensearch_index=f"{prefix}experiences",
-            embedder="openai", embedding_dim=64, openai_base_url=stub.base_url, llm_max_retries=0,
-            admin_key=ADMIN, review_max_attempts=3,
-        ).model_copy(update=settings_overrides)
-        ddb = boto3.client("dynamodb", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
-        ddb.create_table(
-            TableName=f"{prefix}idempotency", BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        )
-        deps = container.build(settings)
-        lambda_handlers._idempotent_runner.cache_clear()
-        try:
-            with installed(deps, settings), Client(app_module.app) as client:
-                streams = boto3.client("dynamodbstreams", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
-                arn = ddb.describe_table(TableName=f"{prefix}review-jobs")["Table"]["LatestStreamArn"]
-                poller = StreamPoller(streams, arn, lambda event: client.lambda_.invoke("review_worker", event).payload)
-                yield Api(client, deps), poller, stub, deps
-        finally:
-            lambda_handlers._idempotent_runner.cache_clear()
-            deps.index.client.indices.delete(index=settings.opensearch_index, ignore_unavailable=True)
+    """The stack (``devtools.aws_stack``), with settings of a test's own (e.g. a short LLM timeout)."""
+    with local_aws_stack(ADMIN, node_url(), **settings_overrides) as s:
+        yield Api(s.client, s.deps), s.poller, s.stub, s.deps
 
 
 @pytest.fixture()
@@ -197,3 +164,26 @@ def test_keys_rotate_at_once_and_the_rate_limit_is_shared_on_the_aws_backend(sta
     refused = api.call("GET", "/v1/stats", new)
     assert refused.status_code == 429 and refused.json_body["error"]["code"] == "rate_limited"
     assert 1 <= int(refused.headers["Retry-After"]) <= 2
+
+
+def test_injection_payloads_come_out_as_quoted_data_on_the_aws_backend(stack):
+    """Each payload of the corpus, in an error, a result, a value or the user's feedback (in turn),
+    reviewed from the stream by the LLM reviewer (the stub) on top of the rules."""
+    api, poller, _, _ = stack
+    cases = [(api.tenant(f"inj-{i}"), PLACEMENTS[i % len(PLACEMENTS)], p) for i, p in enumerate(STORABLE)]
+    for key, placement, payload in cases:
+        assert api.call("POST", "/v1/trajectories", key, {"trajectory_id": "inj", "agent_id": "agent-1", "goal": GOAL,
+                                                          "task_type": "query", "tools": ["get_weather", "ask_user"]}).status_code == 201
+        assert api.call("POST", "/v1/trajectories/inj/events", key, {"events": hostile_events(placement, payload)}).status_code == 202
+        assert api.call("POST", "/v1/trajectories/inj/finalize", key, {"outcome": "success"}).status_code == 202
+    poller.poll_once()
+    for key, placement, payload in cases:
+        assert status(api, key, "inj")["status"] == "reviewed", (placement, payload)
+        exps = api.call("GET", "/v1/experiences", key).json_body["items"]
+        assert exps, (placement, payload)
+        for exp in exps:
+            assert_inert_lesson(exp)
+        advice = api.call("POST", "/v1/recall", key, INJECTION_QUERY | {"agent_id": "agent-1"}).json_body["advice"]
+        assert_inert_block(advice)
+        if placement != "value":  # the model's lesson of a changed value names the parameter, not the value
+            assert SENTINEL.lower() in advice.lower(), advice

@@ -10,6 +10,7 @@ and a failure there is the same failure on a laptop. HINDSIGHT_FUZZ_SEED=<n> exp
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import Counter, defaultdict
@@ -32,6 +33,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from app import api
+from chalicelib.api.structure import MAX_DEPTH
 
 pytestmark = pytest.mark.e2e
 
@@ -162,3 +164,157 @@ def test_every_operation_answers_as_its_document_says(server, capsys):
         assert any(200 <= code < 300 for code in seen), f"{op.label} never succeeded: {dict(seen)}"
         if op.label not in open_to_all:
             assert seen[401] > 0, f"{op.label} was never refused for a missing or wrong key: {dict(seen)}"
+
+
+# --- deep and wide structures in every free-form field --------------------------------------
+
+DEEP_WIDE_EXAMPLES = int(os.environ.get("HINDSIGHT_FUZZ_DEEP_EXAMPLES", "10"))  # per operation with a body
+_FORMS = ("anyOf", "oneOf", "allOf")
+
+
+def _free_form(schema: dict) -> bool:
+    """A schema any JSON value or any object fits: where a client may send structure of its own."""
+    if "$ref" in schema:
+        return False
+    if any(k in schema for k in _FORMS):
+        return any(_free_form(s) for k in _FORMS for s in schema.get(k, []))
+    kind = schema.get("type")
+    return (kind is None and not {"enum", "const"} & set(schema)) or (kind == "object" and "properties" not in schema)
+
+
+def free_form_names(doc: dict) -> set[str]:
+    """Every property of a request model that takes free-form structure (metadata, params, result...)."""
+    found: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            found.update(p for p, s in (node.get("properties") or {}).items() if isinstance(s, dict) and _free_form(s))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in doc["components"]["schemas"].items() if not k.endswith("Out")})
+    return found
+
+
+def deep(depth: int, array: bool) -> object:
+    value: object = 1
+    for i in range(depth - 1):
+        value = [value] if array else {f"d{i}": value}
+    return value
+
+
+def hostile_structures():
+    """Nesting around the limit and far past it, objects and arrays thousands wide, and both."""
+    from hypothesis import strategies as st
+
+    depths = st.sampled_from([MAX_DEPTH - 2, MAX_DEPTH, MAX_DEPTH + 1, 200])
+    widths = st.sampled_from([100, 3_000])
+    return st.one_of(
+        st.builds(deep, depths, st.booleans()),
+        widths.map(lambda w: {f"k{i}": i for i in range(w)}),
+        widths.map(lambda w: list(range(w))),
+        widths.map(lambda w: {f"k{i}": deep(12, i % 2 == 0) for i in range(w // 20)}),
+    )
+
+
+def planted(body, value, names: set[str], top_level: set[str]):
+    """``body`` with ``value`` in every free-form field it holds, and in the free-form fields of
+    its own model it left out (each event's tool-call fields too)."""
+    if isinstance(body, list):
+        return [planted(v, value, names, set()) for v in body]
+    if not isinstance(body, dict):
+        return body
+    out = {k: value if k in names else planted(v, value, names, set()) for k, v in body.items()}
+    for name in top_level - set(out):
+        out[name] = value
+    for event in out.get("events") or []:
+        if isinstance(event, dict) and isinstance(event.get("content"), dict) and event["content"] is not value:
+            event["content"].update({k: value for k in ("params", "result", "error")})
+    return out
+
+
+def readable_after(op_label: str, case, body, response) -> list[str]:
+    """What an accepted write must leave readable: the trajectory, its events, the lesson."""
+    body = body if isinstance(body, dict) else {}
+    if op_label == "POST /v1/trajectories":
+        tid = body.get("trajectory_id")
+        return [f"/v1/trajectories/{tid}", f"/v1/trajectories/{tid}/events"] if tid else []
+    if op_label == "POST /v1/trajectories/{trajectory_id}/events":
+        tid = case.path_parameters["trajectory_id"]
+        return [f"/v1/trajectories/{tid}", f"/v1/trajectories/{tid}/events"]
+    if op_label == "POST /v1/experiences":
+        return [f"/v1/experiences/{response.json()['experience_id']}"]
+    return []
+
+
+def test_deep_and_wide_structures_in_free_form_fields_answer_4xx_or_stay_readable(server, capsys):
+    from hypothesis import strategies as st
+
+    url = server.url
+    resp = httpx.post(f"{url}/v1/tenants", json={"name": "fuzz-deep"}, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    tenant_key = resp.json()["api_key"]
+    ids = known_ids(url, tenant_key)
+    doc = httpx.get(f"{url}/v1/openapi.json").json()
+    names = free_form_names(doc)
+    assert {"metadata", "params", "content", "result", "error", "value"} <= names, names
+    schema = schemathesis.openapi.from_dict(doc, config=CONFIG)
+    session = requests.Session()
+    seen: dict[str, Counter] = defaultdict(Counter)
+    failures: list[str] = []
+    started = time.monotonic()
+    with_body = [op for op in (r.ok() for r in schema.get_all_operations()) if op.body]
+    for op in with_body:
+        key = ADMIN_KEY if (op.method.upper(), op.path) in ADMIN_PATHS else tenant_key
+        auth = {"Authorization": f"Bearer {key}"}
+        media = op.body[0].definition.get("schema", {})
+        ref = media.get("$ref", "").rsplit("/", 1)[-1]
+        model = doc["components"]["schemas"].get(ref, media)
+        top_level = {p for p, s in (model.get("properties") or {}).items() if p in names}
+        path_ids = {p.name: ids[p.name] for p in op.path_parameters}
+        strategy = st.tuples(op.as_strategy(GenerationMode.POSITIVE, path_parameters=path_ids or None), hostile_structures())
+
+        def sender(op=op, auth=auth, top_level=top_level, strategy=strategy):  # this operation's, not the loop's last
+            @seed(SEED)
+            @settings(max_examples=DEEP_WIDE_EXAMPLES, phases=[Phase.generate], deadline=None, database=None,
+                      suppress_health_check=list(HealthCheck))
+            @given(drawn=strategy)
+            def fuzz(drawn):
+                case, value = drawn
+                # sent as is: schemathesis's Case hashes a body it is given, recursively (RecursionError at depth)
+                given_body = case.body if isinstance(case.body, (dict, list)) else {}  # NotSet: an optional body left out
+                body = planted(given_body, value, names, top_level)
+                headers = {**(case.headers or {}), **auth, "Content-Type": "application/json"}
+                try:
+                    response = session.request(case.method, f"{url}{case.formatted_path}", params=case.query,
+                                               headers=headers, data=json.dumps(body), timeout=60)
+                except requests.RequestException as exc:
+                    failures.append(f"{op.label}: {type(exc).__name__}: {exc}")
+                    return
+                seen[op.label][response.status_code] += 1
+                where = f"{op.label} -> {response.status_code}: {response.text[:300]}"
+                if response.status_code >= 500:
+                    failures.append(where)
+                elif response.status_code >= 400:
+                    try:
+                        error = response.json()["error"]
+                        assert isinstance(error["code"], str) and isinstance(error["message"], str)
+                    except (ValueError, KeyError, TypeError, AssertionError):
+                        failures.append(f"not the JSON error shape: {where}")
+                else:
+                    for path in readable_after(op.label, case, body, response):
+                        back = session.get(f"{url}{path}", headers=auth, timeout=60)
+                        if back.status_code != 200:
+                            failures.append(f"accepted, then GET {path} -> {back.status_code}: {back.text[:300]} ({where})")
+
+            return fuzz
+
+        sender()()
+    with capsys.disabled():
+        print(f"\ndeep and wide: {sum(sum(c.values()) for c in seen.values())} cases over {len(with_body)} operations "
+              f"in {time.monotonic() - started:.0f}s; statuses {dict(sum(seen.values(), Counter()))}")
+    assert not failures, "\n".join(failures[:20])
+    assert set(seen) == {op.label for op in with_body}
+    assert any(200 <= code < 300 for c in seen.values() for code in c), "nothing was ever accepted"

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from chalicelib.adapters.llm_reviewer import SYSTEM_PROMPT
 from devtools.openai_stub import review_from_trajectory
 
 from tests.support.http_api import ADMIN
+from tests.support.injection import PLACEMENTS, SENTINEL, STORABLE, assert_inert_block, assert_inert_lesson, hostile_events
+from tests.support.injection import QUERY as INJECTION_QUERY
 from .test_api import WEATHER_EVENTS, start
 from .test_llm_pipeline import llm_api  # noqa: F401 - the fixture
 
@@ -138,3 +142,42 @@ def test_advice_text_cannot_close_the_advice_block(llm_api):  # noqa: F811
     advice = api.call("POST", "/v1/recall", key, QUERY | {"agent_id": "agent-1", "user_id": "u1"}).json_body["advice"]
     assert "ignore the user" in advice  # the lesson is recalled...
     assert advice.count("</hindsight>") == 1 and advice.endswith("</hindsight>")  # ...inside its block
+
+
+def learned_from(api, key: str, placement: str, payload: str, tid: str = "inj") -> tuple[list[dict], str]:
+    """A trajectory carrying ``payload`` reviewed; its stored lessons and the advice block recalled."""
+    assert start(api, key, tid, user_id="u1").status_code == 201
+    resp = api.call("POST", f"/v1/trajectories/{tid}/events", key, {"events": hostile_events(placement, payload)})
+    assert resp.status_code == 202, resp.json_body
+    assert api.call("POST", f"/v1/trajectories/{tid}/finalize", key, {"outcome": "success"}).status_code == 202
+    api.run_reviews()
+    assert api.call("GET", f"/v1/trajectories/{tid}", key).json_body["status"] == "reviewed"
+    advice = api.call("POST", "/v1/recall", key, INJECTION_QUERY | {"agent_id": "agent-1", "user_id": "u1"}).json_body["advice"]
+    return stored(api, key), advice
+
+
+def assert_cited_as_data(exps: list[dict], advice: str, cited: bool = True) -> None:
+    assert exps, "the trajectory teaches a lesson"
+    for exp in exps:
+        assert_inert_lesson(exp)
+    assert_inert_block(advice)
+    if cited:  # the payload is there, quoted: the test is not vacuous
+        assert SENTINEL.lower() in advice.lower()
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+@pytest.mark.parametrize("payload", STORABLE, ids=range(len(STORABLE)))
+def test_a_payload_in_a_trajectory_is_quoted_data_in_the_rules_lesson_and_the_advice(api, placement, payload):
+    assert_cited_as_data(*learned_from(api, api.tenant(), placement, payload))
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+@pytest.mark.parametrize("payload", STORABLE, ids=range(len(STORABLE)))
+def test_a_payload_in_a_trajectory_is_quoted_data_in_the_models_lesson_and_the_advice(llm_api, placement, payload):  # noqa: F811
+    api, stub = llm_api
+    key = api.tenant()
+    exps, advice = learned_from(api, key, placement, payload)
+    assert api.call("GET", "/v1/trajectories/inj", key).json_body["review"]["reviewer"].startswith("llm:")
+    # the model's lesson of a changed value names the parameter, not the value it had
+    assert_cited_as_data(exps, advice, cited=placement != "value")
+
