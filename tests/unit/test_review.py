@@ -230,7 +230,7 @@ def test_the_users_objection_is_quoted_whole_up_to_a_long_sentence():
 def test_the_state_a_look_returned_before_the_fix_is_part_of_the_situation():
     events = _void_instead_of_refund("The check is open and unpaid: there is nothing to refund. Void the item instead.")
     (lesson,) = [l for l in review_by_rules(traj(), events).lessons if l.kind == "recovery"]
-    assert "Seen before the fix: status open." in lesson.situation
+    assert 'Seen before the fix: "status open".' in lesson.situation
     plain = [e for e in events if e.tool != "pos_check_get"]
     (lesson,) = [l for l in review_by_rules(traj(), plain).lessons if l.kind == "recovery"]
     assert "Seen before" not in lesson.situation
