@@ -228,7 +228,9 @@ class Seeder:
             t2 = time.perf_counter()
             self.deps.index.upsert(
                 self.tenant_id,
-                [IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags))
+                # the entry services.indexing writes: with its text, or BM25 would search nothing
+                [IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags),
+                            e.search_text(), e.intent)
                  for e, v in zip(exps, vecs)],
             )
             t3 = time.perf_counter()
