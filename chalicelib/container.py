@@ -161,7 +161,7 @@ def build_embedded(settings: Settings) -> Deps:
         tenants=SqliteTenantStore(db),
         trajectories=SqliteTrajectoryStore(db),
         experiences=SqliteExperienceStore(db),
-        index=NumpyVectorIndex(SqliteDatabase(str(data / "vectors.db")), embedder.dim),
+        index=NumpyVectorIndex(SqliteDatabase(str(data / "vectors.db")), embedder.dim, settings.index_threads),
         embedder=embedder,
         reviewer=build_reviewer(settings),
         queue=SqliteReviewQueue(db),

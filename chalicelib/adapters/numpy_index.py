@@ -12,6 +12,7 @@ import json
 import threading
 from array import array
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..ports import IndexEntry, IndexFilter, hybrid_by_parts
 from .sqlite_db import SqliteDatabase, dumps
 
 
+_ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking for a block
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float32)
 
@@ -325,11 +327,17 @@ def _top(ids: list[str | None], candidates: np.ndarray, scores: np.ndarray, k: i
 class NumpyVectorIndex:
     """Implements ``ports.VectorIndex``. Writes go to SQLite first, then to memory."""
 
-    def __init__(self, db: SqliteDatabase, dim: int) -> None:
+    def __init__(self, db: SqliteDatabase, dim: int, threads: int = 1) -> None:
+        """``threads``: how many threads share one search's matrix-vector product, each a block of
+        rows (1: numpy's own, as BLAS is set up). The embedded server sets BLAS to one thread and
+        this to the cores: BLAS's idle threads spin for about 100 ms after each product, a core
+        lost to the other requests under load, while these sleep."""
         self.db = db
         self.dim = dim
         self._parts: dict[str, _Partition] = {}
         self._lock = threading.RLock()
+        self._threads = max(1, threads)
+        self._pool: ThreadPoolExecutor | None = None
 
     def _partition(self, tenant_id: str) -> _Partition:
         part = self._parts.get(tenant_id)
@@ -419,8 +427,29 @@ class NumpyVectorIndex:
                 return []
             candidates = np.flatnonzero(part.mask(flt))
             # all rows at once is faster than gathering the candidates first, unless few remain
-            sims = part.vecs[candidates] @ q if candidates.size * 4 < part.n else (part.vecs[: part.n] @ q)[candidates]
+            sims = part.vecs[candidates] @ q if candidates.size * 4 < part.n else self._product(part, q)[candidates]
             return _top(part.ids, candidates, sims, k)
+
+    def _product(self, part: _Partition, q: np.ndarray) -> np.ndarray:
+        """Every row's cosine with ``q``: the rows in blocks, one per thread, into one output. Each
+        row's dot product is computed alone, so the blocks give the scores one product gives."""
+        vecs = part.vecs[: part.n]
+        blocks = min(self._threads, part.n // _ROWS_PER_THREAD)
+        if blocks < 2:
+            return vecs @ q
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._threads - 1, thread_name_prefix="hindsight-index")
+        out = np.empty(part.n, dtype=np.float32)
+        edges = [part.n * i // blocks // 64 * 64 for i in range(blocks)] + [part.n]
+        pending = [
+            self._pool.submit(np.matmul, vecs[lo:hi], q, out[lo:hi]) for lo, hi in zip(edges[1:-1], edges[2:])
+        ]
+        np.matmul(vecs[: edges[1]], q, out[: edges[1]])
+        for done in pending:
+            done.result()
+        return out
 
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
