@@ -37,6 +37,8 @@ class _Postings:
     row); dicts and Counters per row cost about 20 times that at 100k lessons.
     """
 
+    REBUILD_MIN = 4096  # recent rows kept in dicts before a rebuild, at least (or an eighth of the rows)
+
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
         self.df = np.zeros(0, dtype=np.int64)  # live rows holding each term: BM25's document frequency
@@ -65,7 +67,7 @@ class _Postings:
             self.delta.setdefault(t, {})[row] = tf
         self.df[tids] += 1  # a row's term ids are distinct
         self.delta_rows[row] = tids
-        if len(self.delta_rows) > max(4096, n_rows // 8):
+        if len(self.delta_rows) > max(self.REBUILD_MIN, n_rows // 8):
             self.rebuild(n_rows)
 
     def remove(self, row: int) -> None:
