@@ -122,6 +122,7 @@ def check(index: NumpyVectorIndex, tenants: dict[str, dict[str, IndexEntry]], rn
 def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_path, monkeypatch, seed):
     monkeypatch.setattr(numpy_index._Postings, "REBUILD_MIN", 16)  # rebuilds, stale and recent rows all happen
     monkeypatch.setattr(numpy_index, "_ROWS_PER_THREAD", 8)  # the product split in blocks
+    monkeypatch.setattr(numpy_index, "_GATHER_ROWS", 5)  # a filter's rows copied a few at a time
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
     db = SqliteDatabase(str(tmp_path / "vectors.db"))
     index = NumpyVectorIndex(db, DIM, threads=3)
