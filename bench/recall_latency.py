@@ -307,7 +307,7 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
     times: dict[str, list[float]] = {m: [] for m in METHODS}
     agree = compared = empty = 0
     with Server(data_dir, {"HINDSIGHT_EMBEDDER": "minilm"}) as server, \
-            httpx.Client(base_url=server.url, trust_env=False, timeout=120.0,
+            httpx.Client(base_url=server.url, trust_env=False, timeout=900.0,
                          headers={"content-type": "application/json", **auth}) as client:
         rss_before = proc_rss_mb(server.proc.pid)
         t0 = time.perf_counter()
