@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -182,6 +183,10 @@ def describe_reviewer(settings: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Before numpy loads: BLAS's idle threads spin for about 100 ms after each vector search, a
+    # core the other requests lose under load; the index splits its product over threads that sleep.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("HINDSIGHT_INDEX_THREADS", str(min(os.cpu_count() or 1, 4)))
     from chalicelib.container import admin_key_path, get_deps, get_settings
     from worker import BackgroundWorker
 

@@ -34,6 +34,7 @@ import random
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, replace
@@ -228,7 +229,9 @@ class Seeder:
             t2 = time.perf_counter()
             self.deps.index.upsert(
                 self.tenant_id,
-                [IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags))
+                # the entry services.indexing writes: with its text, or BM25 would search nothing
+                [IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags),
+                            e.search_text(), e.intent)
                  for e, v in zip(exps, vecs)],
             )
             t3 = time.perf_counter()
@@ -273,11 +276,11 @@ def floor_search(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
     return top[np.argsort(-sims[top])]
 
 
-METHODS = ["http", "wsgi", "service", "svc-noemb", "search", "floor", "embed"]
+METHODS = ["http", "wsgi", "service", "svc-noemb", "search", "floor", "embed", "emb+floor"]
 
 
 def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], data_dir: str, warmup: int,
-                 max_seconds: float) -> dict:
+                 max_seconds: float, clients: int = 0, seconds: float = 0.0) -> dict:
     import httpx
 
     from chalicelib.ports import IndexFilter
@@ -304,7 +307,7 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
     times: dict[str, list[float]] = {m: [] for m in METHODS}
     agree = compared = empty = 0
     with Server(data_dir, {"HINDSIGHT_EMBEDDER": "minilm"}) as server, \
-            httpx.Client(base_url=server.url, trust_env=False, timeout=120.0,
+            httpx.Client(base_url=server.url, trust_env=False, timeout=900.0,
                          headers={"content-type": "application/json", **auth}) as client:
         rss_before = proc_rss_mb(server.proc.pid)
         t0 = time.perf_counter()
@@ -347,16 +350,103 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
             settle(pids)
             t = pc(); deps.embedder.embed([qtexts[j]]); times["embed"].append((pc() - t) * 1000)
             settle(pids)
+            t = pc(); floor_search(matrix, deps.embedder.embed([qtexts[j]])[0], k)
+            times["emb+floor"].append((pc() - t) * 1000)
+            settle(pids)
             http_ids = [h["experience"]["experience_id"] for h in r.json()["hits"]]
             svc_ids = [h.experience.experience_id for h in hits]
             compared += 1
             agree += http_ids == svc_ids
             empty += not http_ids
         cpu1 = proc_cpu_seconds(server.proc.pid)
+        sustained = sustained_load(server.url, auth, bodies, deps, qtexts, qvecs, matrix, k, clients, seconds) \
+            if clients and seconds > 0 else None
         rss_after = proc_rss_mb(server.proc.pid)
     server_cpu = (cpu1 - cpu0) * 1000 / compared if cpu0 is not None and cpu1 is not None and compared else None
     return {"n": n, "times": times, "cold_ms": cold_ms, "agree": agree, "compared": compared, "empty": empty,
-            "rss": (rss_before, rss_after), "server_cpu": server_cpu, "wsgi": wsgi, "bodies": bodies, "auth": auth}
+            "rss": (rss_before, rss_after), "server_cpu": server_cpu, "wsgi": wsgi, "bodies": bodies, "auth": auth,
+            "sustained": sustained}
+
+
+SUSTAINED = ["http", "floor", "emb+floor"]
+
+
+def sustained_load(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str], qvecs: np.ndarray,
+                   matrix: np.ndarray, k: int, clients: int, seconds: float, rounds: int = 2) -> dict:
+    """``clients`` threads, each sending its next query as soon as the last one answered, for
+    ``seconds``: over HTTP (each thread its own keep-alive connection), then the floor in this
+    process with as many threads (one N x 384 product per query, the query vector given), then the
+    embedding plus the floor. The three alternate over ``rounds`` so that the machine's noise hits
+    each alike; no waiting for idle threads here, this is traffic without pauses."""
+    import httpx
+
+    def http_worker(i: int, stop: float, out: list, errors: list) -> None:
+        with httpx.Client(base_url=url, trust_env=False, timeout=60.0,
+                          headers={"content-type": "application/json", **auth}) as client:
+            j = i * 7
+            while time.monotonic() < stop:
+                t = time.perf_counter()
+                try:
+                    r = client.post("/v1/recall", content=bodies[j % len(bodies)])
+                    ok = r.status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                (out if ok else errors).append((time.perf_counter() - t) * 1000)
+                j += 1
+
+    def floor_worker(embed: bool):
+        def run(i: int, stop: float, out: list, errors: list) -> None:
+            j = i * 7
+            while time.monotonic() < stop:
+                t = time.perf_counter()
+                q = deps.embedder.embed([qtexts[j % len(qtexts)]])[0] if embed else qvecs[j % len(qvecs)]
+                floor_search(matrix, q, k)
+                out.append((time.perf_counter() - t) * 1000)
+                j += 1
+        return run
+
+    workers = {"http": http_worker, "floor": floor_worker(False), "emb+floor": floor_worker(True)}
+    times: dict[str, list[float]] = {m: [] for m in SUSTAINED}
+    errors: list[float] = []
+    spent = {m: 0.0 for m in SUSTAINED}
+    for _ in range(rounds):
+        for name in SUSTAINED:
+            stop = time.monotonic() + seconds / rounds
+            t0 = time.perf_counter()
+            threads = [threading.Thread(target=workers[name], args=(i, stop, times[name], errors))
+                       for i in range(clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            spent[name] += time.perf_counter() - t0
+    return {"clients": clients, "times": times, "errors": len(errors),
+            "rate": {m: len(times[m]) / spent[m] for m in SUSTAINED}}
+
+
+def index_memory(data_dir: str, tenant_id: str, dim: int) -> tuple[float, float, float] | None:
+    """RSS of a fresh process before and after it loads the tenant into a NumpyVectorIndex, and the
+    seconds the load took: the index's own memory, apart from the server's model and caches."""
+    import json
+    import subprocess
+
+    code = (
+        "import json, os, sys, time\n"
+        "from bench._harness import proc_rss_mb\n"
+        "from chalicelib.adapters.numpy_index import NumpyVectorIndex\n"
+        "from chalicelib.adapters.sqlite_db import SqliteDatabase\n"
+        "index = NumpyVectorIndex(SqliteDatabase(sys.argv[1]), int(sys.argv[3]))\n"
+        "before = proc_rss_mb(os.getpid()); t = time.perf_counter()\n"
+        "index.count(sys.argv[2])\n"
+        "print(json.dumps([before, proc_rss_mb(os.getpid()), time.perf_counter() - t]))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", code, str(Path(data_dir) / "vectors.db"), tenant_id, str(dim)],
+                       capture_output=True, text=True, cwd=root, timeout=1800)
+    if r.returncode != 0:
+        print(f"  (index memory not measured: {r.stderr.strip()[-300:]})")
+        return None
+    return tuple(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
 def profile_wsgi(result: dict, count: int = 30) -> None:
@@ -387,6 +477,9 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600.0, help="time bound of the measurement per size")
     parser.add_argument("--profile", action="store_true",
                         help="always profile the WSGI path at the largest N (default: only if HTTP p50 > 3x service p50)")
+    parser.add_argument("--clients", type=int, default=4,
+                        help="concurrent clients of the sustained-load phase (0: sparse traffic only)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="length of the sustained-load phase per method")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
@@ -423,19 +516,42 @@ def main() -> None:
                   f"{parts['store']:.1f}, index {parts['index']:.1f}); SqliteExperienceStore.put loop rate "
                   f"{seeder.put_rate:.0f}/s", flush=True)
             t0 = time.perf_counter()
-            res = measure_size(n, deps, tenant.tenant_id, key, queries, tmp, args.warmup, args.max_seconds)
+            res = measure_size(n, deps, tenant.tenant_id, key, queries, tmp, args.warmup, args.max_seconds,
+                               args.clients, args.seconds)
+            res["index_memory"] = index_memory(tmp, tenant.tenant_id, deps.embedder.dim)
             print(f"measured N={n}: {time.perf_counter() - t0:.1f} s", flush=True)
             results.append(res)
 
-        print("\nRecall latency, ms (top_k=5; same queries, interleaved; "
-              f"{results[0]['compared']} queries per size; 1/3 with a tools filter)")
+        print("\nSparse traffic: recall latency, ms (top_k=5; same queries, interleaved, each after the processes"
+              f" are idle; {results[0]['compared']} queries per size; 1/3 with a tools filter)")
+        print("floor: the N x 384 product, top k and their sort, the query vector given (embedding OUTSIDE);"
+              " emb+floor: the query's embedding, then the floor (embedding INSIDE)")
         print(f"{'N':>8} | {'HTTP p50':>8} {'p99':>8} | {'svc p50':>8} {'p99':>8} | {'floor p50':>9} {'p99':>8} |"
-              f" {'HTTP/floor p50':>14}")
+              f" {'emb+floor p50':>13} {'p99':>8} | {'HTTP/floor p50':>14} | {'HTTP/(emb+floor) p50':>20}")
         for r in results:
             t = r["times"]
-            h50, s50, f50 = pct(t["http"], 50), pct(t["service"], 50), pct(t["floor"], 50)
+            h50, s50, f50, e50 = (pct(t[m], 50) for m in ("http", "service", "floor", "emb+floor"))
             print(f"{r['n']:>8} | {fmt(h50)} {fmt(pct(t['http'], 99))} | {fmt(s50)} {fmt(pct(t['service'], 99))} |"
-                  f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {h50 / f50:14.1f}")
+                  f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {fmt(e50):>13} {fmt(pct(t['emb+floor'], 99))} |"
+                  f" {h50 / f50:14.2f} | {h50 / e50:20.2f}")
+
+        if any(r["sustained"] for r in results):
+            c = next(r["sustained"]["clients"] for r in results if r["sustained"])
+            print(f"\nSustained load: {c} clients without pauses, {args.seconds:.0f} s per method (alternating in"
+                  " 2 rounds); the floor and emb+floor run in this process with as many threads")
+            print(f"{'N':>8} | {'HTTP p50':>8} {'p99':>8} {'req/s':>7} {'errors':>6} | {'floor p50':>9} {'p99':>8}"
+                  f" {'q/s':>7} | {'emb+floor p50':>13} {'p99':>8} {'q/s':>7} | {'HTTP/floor p50':>14} |"
+                  f" {'HTTP/(emb+floor) p50':>20}")
+            for r in results:
+                sus = r["sustained"]
+                if not sus:
+                    continue
+                t, rate = sus["times"], sus["rate"]
+                h50, f50, e50 = (pct(t[m], 50) for m in SUSTAINED)
+                print(f"{r['n']:>8} | {fmt(h50)} {fmt(pct(t['http'], 99))} {rate['http']:7.1f} {sus['errors']:>6} |"
+                      f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} {rate['floor']:7.1f} |"
+                      f" {fmt(e50):>13} {fmt(pct(t['emb+floor'], 99))} {rate['emb+floor']:7.1f} |"
+                      f" {h50 / f50:14.2f} | {h50 / e50:20.2f}")
 
         print("\nWhere the time goes, p50 ms (p99 in brackets)")
         print(f"{'N':>8} | {'embed':>15} | {'floor':>15} | {'index.search':>15} | {'svc-no-embed':>15} |"
@@ -455,14 +571,18 @@ def main() -> None:
                   f" {p['wsgi'] / p['service']:8.2f} | {p['search'] / p['floor']:12.2f} |"
                   f" {p['svc-noemb'] - p['search']:21.2f} | {p['embed'] / p['service']:17.0%}")
 
-        print("\nServer process")
-        print(f"{'N':>8} | {'cold 1st recall ms':>18} | {'RSS MB before->after':>20} | {'server CPU ms/recall':>20} |"
-              f" {'HTTP==service top-5':>19} | {'empty':>5}")
+        print("\nServer process (RSS before: at start, the tenant's loading may have begun; index alone: a fresh"
+              " process before and after it loads the tenant into NumpyVectorIndex)")
+        print(f"{'N':>8} | {'cold 1st recall ms':>18} | {'RSS MB before->after':>20} | {'index alone MB':>18} |"
+              f" {'load s':>6} | {'server CPU ms/recall':>20} | {'HTTP==service top-5':>19} | {'empty':>5}")
         for r in results:
             rss = r["rss"]
             rss_s = f"{rss[0]:.0f} -> {rss[1]:.0f}" if rss[0] and rss[1] else "n/a"
             cpu = f"{r['server_cpu']:.1f}" if r["server_cpu"] is not None else "n/a"
-            print(f"{r['n']:>8} | {r['cold_ms']:18.1f} | {rss_s:>20} | {cpu:>16} |"
+            mem = r.get("index_memory")
+            mem_s = f"{mem[0]:.0f} -> {mem[1]:.0f}" if mem else "n/a"
+            load_s = f"{mem[2]:6.1f}" if mem else "   n/a"
+            print(f"{r['n']:>8} | {r['cold_ms']:18.1f} | {rss_s:>20} | {mem_s:>18} | {load_s} | {cpu:>20} |"
                   f" {r['agree']:>9}/{r['compared']:<9} | {r['empty']:>5}")
 
         last = results[-1]

@@ -167,7 +167,9 @@ def build_embedded(settings: Settings) -> Deps:
         tenants=SqliteTenantStore(db),
         trajectories=SqliteTrajectoryStore(db),
         experiences=SqliteExperienceStore(db),
-        index=NumpyVectorIndex(SqliteDatabase(str(data / "vectors.db")), embedder.dim, bm25_params(settings)),
+        index=NumpyVectorIndex(
+            SqliteDatabase(str(data / "vectors.db")), embedder.dim, bm25_params(settings), threads=settings.index_threads
+        ),
         embedder=embedder,
         reviewer=build_reviewer(settings),
         queue=SqliteReviewQueue(db),

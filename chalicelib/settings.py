@@ -33,6 +33,7 @@ class Settings(BaseModel):
     embedding_model: str = "text-embedding-3-small"  # with embedder=openai
     embedding_dim: int = 512  # with embedder=openai (text-embedding-3 models shorten on request)
     embedder_threads: int | None = None
+    index_threads: int = Field(default=1, ge=1)  # threads of one embedded vector search (server.py: the cores)
 
     # AWS backend: DynamoDB tables and an OpenSearch index (endpoints overridable for local stacks)
     aws_region: str = "us-east-1"

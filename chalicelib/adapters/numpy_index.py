@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import threading
+from array import array
 from collections import Counter
-from typing import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -19,6 +21,127 @@ from ..domain.lexical import Bm25Params, idf, terms
 from ..domain.models import match_key, match_keys
 from ..ports import IndexEntry, IndexFilter, hybrid_by_parts
 from .sqlite_db import SqliteDatabase, dumps
+
+
+_ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking for a block
+_GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
+_NO_ROWS = np.zeros(0, dtype=np.int32)
+_NO_TFS = np.zeros(0, dtype=np.float32)
+
+
+class _Postings:
+    """BM25 postings of one partition, compact: a base built in bulk (every posting of a term in one
+    slice of two flat arrays, and every term of a row in one slice of a third), plus the rows
+    written since, in dicts, folded into a new base once there are many of them.
+
+    Per posting the base holds 12 bytes (row, term frequency, and the term id by row, to unlink a
+    row); dicts and Counters per row cost about 20 times that at 100k lessons.
+    """
+
+    REBUILD_MIN = 4096  # recent rows kept in dicts before a rebuild, at least (or an eighth of the rows)
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.df = np.zeros(0, dtype=np.int64)  # live rows holding each term: BM25's document frequency
+        self.off = np.zeros(1, dtype=np.int64)  # base: term t's postings are rows/tfs[off[t]:off[t+1]]
+        self.rows, self.tfs = _NO_ROWS, _NO_TFS
+        self.row_off = np.zeros(1, dtype=np.int64)  # base: row r's term ids are row_terms[row_off[r]:row_off[r+1]]
+        self.row_terms = _NO_ROWS
+        self.in_base = np.zeros(0, dtype=bool)  # the row's base postings are its current ones
+        self.stale = np.zeros(0, dtype=np.int64)  # per term: base postings no longer current
+        self.delta: dict[int, dict[int, int]] = {}  # term -> row -> tf, rows written since the base
+        self.delta_rows: dict[int, list[int]] = {}  # row -> its term ids, for those rows
+
+    def _term_ids(self, counts: dict[str, int]) -> list[int]:
+        ids = self.ids
+        out = [ids.setdefault(term, len(ids)) for term in counts]
+        if len(ids) > len(self.df):
+            grow = max(len(ids), 2 * len(self.df), 64) - len(self.df)
+            self.df = np.concatenate([self.df, np.zeros(grow, np.int64)])
+            self.stale = np.concatenate([self.stale, np.zeros(grow, np.int64)])
+        return out
+
+    def add(self, row: int, counts: dict[str, int], n_rows: int) -> None:
+        """The row's terms (the row holds none now)."""
+        tids = self._term_ids(counts)
+        for t, tf in zip(tids, counts.values()):
+            self.delta.setdefault(t, {})[row] = tf
+        self.df[tids] += 1  # a row's term ids are distinct
+        self.delta_rows[row] = tids
+        if len(self.delta_rows) > max(self.REBUILD_MIN, n_rows // 8):
+            self.rebuild(n_rows)
+
+    def remove(self, row: int) -> None:
+        tids = self.delta_rows.pop(row, None)
+        if tids is not None:
+            for t in tids:
+                d = self.delta[t]
+                del d[row]
+                if not d:
+                    del self.delta[t]
+            self.df[tids] -= 1
+        elif row < len(self.in_base) and self.in_base[row]:
+            base = self.row_terms[self.row_off[row] : self.row_off[row + 1]]
+            self.df[base] -= 1
+            self.stale[base] += 1
+            self.in_base[row] = False
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows, term frequencies) of the live rows holding the term, or None."""
+        t = self.ids.get(term)
+        if t is None or not self.df[t]:
+            return None
+        rows, tfs = _NO_ROWS, _NO_TFS
+        if t + 1 < len(self.off):
+            lo, hi = self.off[t], self.off[t + 1]
+            rows, tfs = self.rows[lo:hi], self.tfs[lo:hi]
+            if self.stale[t]:
+                keep = self.in_base[rows]
+                rows, tfs = rows[keep], tfs[keep]
+        recent = self.delta.get(t)
+        if recent:
+            rows = np.concatenate([rows, np.fromiter(recent, dtype=np.int32, count=len(recent))])
+            tfs = np.concatenate([tfs, np.fromiter(recent.values(), dtype=np.float32, count=len(recent))])
+        return rows, tfs
+
+    def rebuild(self, n_rows: int) -> None:
+        """Fold the recent rows into a new base, leaving out postings no longer current."""
+        nt = len(self.off) - 1
+        base_terms = np.repeat(np.arange(nt, dtype=np.int32), np.diff(self.off))
+        keep = self.in_base[self.rows] if len(self.rows) else np.zeros(0, dtype=bool)
+        n_recent = sum(len(d) for d in self.delta.values())
+        d_terms = np.empty(n_recent, dtype=np.int32)
+        d_rows = np.empty(n_recent, dtype=np.int32)
+        d_tfs = np.empty(n_recent, dtype=np.float32)
+        i = 0
+        for t, d in self.delta.items():
+            j = i + len(d)
+            d_terms[i:j] = t
+            d_rows[i:j] = np.fromiter(d, dtype=np.int32, count=len(d))
+            d_tfs[i:j] = np.fromiter(d.values(), dtype=np.float32, count=len(d))
+            i = j
+        live = np.zeros(n_rows, dtype=bool)
+        live[: len(self.in_base)] = self.in_base[:n_rows]
+        live[list(self.delta_rows)] = True
+        self.build(
+            np.concatenate([base_terms[keep], d_terms]), np.concatenate([self.rows[keep], d_rows]),
+            np.concatenate([self.tfs[keep], d_tfs]), live,
+        )
+
+    def build(self, term_ids: np.ndarray, rows: np.ndarray, tfs: np.ndarray, live: np.ndarray) -> None:
+        """A new base of these postings; ``live``: the rows whose postings these are (all of them)."""
+        n_terms, n_rows = len(self.ids), len(live)
+        by_term = np.argsort(term_ids, kind="stable")
+        self.off = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term_ids, minlength=n_terms), out=self.off[1:])
+        self.rows, self.tfs = rows[by_term].astype(np.int32), tfs[by_term].astype(np.float32)
+        by_row = np.argsort(rows, kind="stable")
+        self.row_off = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n_rows), out=self.row_off[1:])
+        self.row_terms = term_ids[by_row].astype(np.int32)
+        self.in_base = live.copy()
+        self.stale = np.zeros(len(self.df), dtype=np.int64)
+        self.delta, self.delta_rows = {}, {}
 
 
 class _Partition:
@@ -37,12 +160,13 @@ class _Partition:
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.has_tools = np.zeros(0, dtype=bool)
         self.row_tools: list[frozenset[str]] = []
-        self.row_terms: list[Counter[str]] = []
         self.tool_rows: dict[str, set[int]] = {}
-        self.postings: dict[str, dict[int, int]] = {}
-        self._arrays: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}  # cached postings
+        self._tool_arrays: dict[str, np.ndarray] = {}  # tool_rows as arrays, until the tool's rows change
+        self._interned: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct tool set
+        self.postings = _Postings()
+        self._len_norm: np.ndarray | None = None  # BM25's length normalisation per row, until a write
         self.codes: dict[str, int] = {}
-        self.total_len = 0.0
+        self.total_len = 0  # an exact count of terms: it stays exact however rows come and go
         self.live = 0
 
     def code(self, value: str | None, create: bool) -> int:
@@ -60,12 +184,15 @@ class _Partition:
         if need <= cap:
             return
         new = max(need, cap * 2, 64)
-        self.vecs = np.vstack([self.vecs, np.zeros((new - cap, self.dim), np.float32)])
+        vecs = np.zeros((new, self.dim), np.float32)
+        vecs[:cap] = self.vecs
+        self.vecs = vecs
         for name, dtype in (("alive", bool), ("agent", np.int32), ("user", np.int32), ("task", np.int32),
                             ("intent", np.int32), ("doc_len", np.float32), ("has_tools", bool)):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(new - cap, dtype)]))
 
-    def put(self, entry: IndexEntry, vec: np.ndarray | None) -> None:
+    def _place(self, entry: IndexEntry) -> int:
+        """The entry's row, emptied (a new one at the end for a new id), with its filter codes set."""
         row = self.pos.get(entry.experience_id)
         if row is not None:
             self._unlink(row)
@@ -75,10 +202,7 @@ class _Partition:
             self.n += 1
             self.ids.append(entry.experience_id)
             self.row_tools.append(frozenset())
-            self.row_terms.append(Counter())
             self.pos[entry.experience_id] = row
-        if vec is not None:
-            self.vecs[row] = vec
         self.alive[row] = True
         self.live += 1
         self.agent[row] = self.code(entry.agent_id, True)
@@ -86,32 +210,59 @@ class _Partition:
         self.task[row] = self.code(match_key(entry.task_type), True)
         self.intent[row] = self.code(match_key(entry.intent), True)
         tools = frozenset(match_keys(entry.tools))
+        tools = self._interned.setdefault(tools, tools)
         self.has_tools[row] = bool(tools)
         self.row_tools[row] = tools
         for t in tools:
             self.tool_rows.setdefault(t, set()).add(row)
-            self._arrays.pop(("tool", t), None)
+            self._tool_arrays.pop(t, None)
+        self._len_norm = None
+        return row
+
+    def put(self, entry: IndexEntry, vec: np.ndarray | None) -> None:
+        row = self._place(entry)
+        if vec is not None:
+            self.vecs[row] = vec
         counts = Counter(terms(entry.text, self.bm25_params.stemmer))
-        self.row_terms[row] = counts
-        self.doc_len[row] = sum(counts.values())
-        self.total_len += self.doc_len[row]
-        for term, tf in counts.items():
-            self.postings.setdefault(term, {})[row] = tf
-            self._arrays.pop(("term", term), None)
+        self._set_len(row, sum(counts.values()))
+        self.postings.add(row, counts, self.n)
+
+    def put_bulk(self, entries: Iterable[IndexEntry]) -> None:
+        """``put`` of the entries of an empty partition, in rows 0.. (their vectors in place already),
+        with one build of the postings. Entries are taken one at a time and only their postings kept."""
+        if self.n:
+            raise ValueError("put_bulk fills an empty partition")
+        term_ids, rows, tfs = array("i"), array("i"), array("f")
+        for entry in entries:
+            if entry.experience_id in self.pos:
+                raise ValueError(f"put_bulk: {entry.experience_id} twice")
+            row = self._place(entry)
+            counts = Counter(terms(entry.text, self.bm25_params.stemmer))
+            self._set_len(row, sum(counts.values()))
+            term_ids.extend(self.postings._term_ids(counts))
+            rows.extend([row] * len(counts))
+            tfs.extend(counts.values())
+        ids = np.frombuffer(term_ids, dtype=np.int32) if term_ids else _NO_ROWS
+        np.add.at(self.postings.df, ids, 1)
+        self.postings.build(ids, np.frombuffer(rows, dtype=np.int32) if rows else _NO_ROWS,
+                            np.frombuffer(tfs, dtype=np.float32) if tfs else _NO_TFS, self.alive[: self.n])
+
+    def _set_len(self, row: int, length: int) -> None:
+        self.doc_len[row] = length
+        self.total_len += length
 
     def _unlink(self, row: int) -> None:
         if self.alive[row]:
             self.live -= 1
-            self.total_len -= self.doc_len[row]
+            self.total_len -= int(self.doc_len[row])
         for t in self.row_tools[row]:
             self.tool_rows[t].discard(row)
-            self._arrays.pop(("tool", t), None)
-        for term in self.row_terms[row]:
-            self.postings[term].pop(row, None)
-            self._arrays.pop(("term", term), None)
+            self._tool_arrays.pop(t, None)
+        self.postings.remove(row)
         self.row_tools[row] = frozenset()
-        self.row_terms[row] = Counter()
         self.alive[row] = False
+        self.doc_len[row] = 0
+        self._len_norm = None
 
     def remove(self, experience_id: str) -> None:
         row = self.pos.pop(experience_id, None)
@@ -119,16 +270,14 @@ class _Partition:
             self._unlink(row)
             self.ids[row] = None
 
-    def _rows(self, kind: str, key: str) -> tuple[np.ndarray, np.ndarray] | None:
-        cached = self._arrays.get((kind, key))
-        if cached is None:
-            source = self.tool_rows.get(key) if kind == "tool" else self.postings.get(key)
+    def _tool(self, tool: str) -> np.ndarray | None:
+        rows = self._tool_arrays.get(tool)
+        if rows is None:
+            source = self.tool_rows.get(tool)
             if not source:
                 return None
-            rows = np.fromiter(source, dtype=np.int64, count=len(source))
-            tfs = np.fromiter(source.values(), dtype=np.float32, count=len(source)) if kind == "term" else rows
-            cached = self._arrays[(kind, key)] = (rows, tfs)
-        return cached
+            rows = self._tool_arrays[tool] = np.fromiter(source, dtype=np.int64, count=len(source))
+        return rows
 
     def mask(self, flt: IndexFilter) -> np.ndarray:
         n = self.n
@@ -142,9 +291,9 @@ class _Partition:
         if flt.tools:
             tool_ok = ~self.has_tools[:n]
             for t in match_keys(flt.tools):
-                found = self._rows("tool", t)
+                found = self._tool(t)
                 if found is not None:
-                    tool_ok[found[0]] = True
+                    tool_ok[found] = True
             m &= tool_ok
         return m
 
@@ -152,15 +301,20 @@ class _Partition:
         scores = np.zeros(self.n, dtype=np.float32)
         if not self.live:
             return scores
-        avg_len = self.total_len / self.live
-        k1, b = self.bm25_params.k1, self.bm25_params.b
+        if self._len_norm is None:
+            # float32 throughout, as the per-term arithmetic below; the same values whether computed
+            # for every row once or for each term's rows
+            avg_len = np.float32(self.total_len) / np.float32(self.live)
+            k1, b = self.bm25_params.k1, self.bm25_params.b
+            self._len_norm = k1 * (1 - b + b * self.doc_len[: self.n] / max(avg_len, 1e-9))
+        len_norm = self._len_norm
         for term in set(terms(query, self.bm25_params.stemmer)):
-            found = self._rows("term", term)
+            found = self.postings.postings(term)
             if found is None:
                 continue
             rows, tfs = found
-            norm = tfs + k1 * (1 - b + b * self.doc_len[rows] / max(avg_len, 1e-9))
-            scores[rows] += idf(len(rows), self.live) * tfs * (k1 + 1) / norm
+            norm = tfs + len_norm[rows]
+            scores[rows] += idf(len(rows), self.live) * tfs * (self.bm25_params.k1 + 1) / norm
         return scores
 
 
@@ -178,12 +332,18 @@ def _top(ids: list[str | None], candidates: np.ndarray, scores: np.ndarray, k: i
 class NumpyVectorIndex:
     """Implements ``ports.VectorIndex``. Writes go to SQLite first, then to memory."""
 
-    def __init__(self, db: SqliteDatabase, dim: int, bm25: Bm25Params = Bm25Params()) -> None:
+    def __init__(self, db: SqliteDatabase, dim: int, bm25: Bm25Params = Bm25Params(), threads: int = 1) -> None:
+        """``threads``: how many threads share one search's matrix-vector product, each a block of
+        rows (1: numpy's own, as BLAS is set up). The embedded server sets BLAS to one thread and
+        this to the cores: BLAS's idle threads spin for about 100 ms after each product, a core
+        lost to the other requests under load, while these sleep."""
         self.db = db
         self.dim = dim
-        self.bm25 = bm25
         self._parts: dict[str, _Partition] = {}
         self._lock = threading.RLock()
+        self._threads = max(1, threads)
+        self.bm25 = bm25
+        self._pool: ThreadPoolExecutor | None = None
 
     def _partition(self, tenant_id: str) -> _Partition:
         part = self._parts.get(tenant_id)
@@ -197,20 +357,32 @@ class NumpyVectorIndex:
 
     def _load(self, tenant_id: str) -> _Partition:
         part = _Partition(self.dim, self.bm25)
-        rows = self.db.read().execute(
-            "SELECT experience_id, vec, meta FROM vectors WHERE tenant_id=? ORDER BY rowid", (tenant_id,)
-        ).fetchall()
-        part._grow(len(rows))
-        if rows:  # one buffer for all vectors: 100k rows load in a fraction of per-row parsing
-            part.vecs[: len(rows)] = np.frombuffer(b"".join(r["vec"] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
-        for r in rows:
-            m = json.loads(r["meta"])
-            entry = IndexEntry(
-                r["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
-                m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""), m.get("intent"),
-            )  # rows written before intents were indexed have none: they fit any intent
-            part.put(entry, None)  # the vector is in place already
+        conn = self.db.read()
+        (count,) = conn.execute("SELECT COUNT(*) FROM vectors WHERE tenant_id=?", (tenant_id,)).fetchone()
+        part._grow(count)
+        part.put_bulk(self._stream(tenant_id, part))
         return part
+
+    def _stream(self, tenant_id: str, part: _Partition) -> Iterator[IndexEntry]:
+        """The tenant's stored entries, in chunks: the rows' blobs and texts are never all in memory
+        at once. Each chunk's vectors go straight into the partition's matrix."""
+        cursor = self.db.read().execute(
+            "SELECT experience_id, vec, meta FROM vectors WHERE tenant_id=? ORDER BY rowid", (tenant_id,)
+        )
+        start = 0
+        while rows := cursor.fetchmany(2048):
+            part._grow(start + len(rows))  # rows written since the count
+            part.vecs[start : start + len(rows)] = np.frombuffer(
+                b"".join(r["vec"] for r in rows), dtype=np.float32
+            ).reshape(len(rows), self.dim)
+            start += len(rows)
+            for r in rows:
+                m = json.loads(r["meta"])
+                # rows written before intents were indexed have none: they fit any intent
+                yield IndexEntry(
+                    r["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
+                    m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""), m.get("intent"),
+                )
 
     def _checked(self, vector: np.ndarray) -> np.ndarray:
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -260,9 +432,40 @@ class NumpyVectorIndex:
             if part.n == 0:
                 return []
             candidates = np.flatnonzero(part.mask(flt))
-            # all rows at once is faster than gathering the candidates first, unless few remain
-            sims = part.vecs[candidates] @ q if candidates.size * 4 < part.n else (part.vecs[: part.n] @ q)[candidates]
+            # the candidates' rows alone when they are few enough to be cheaper than every row
+            sims = self._cosines(part, q, candidates) if candidates.size * 4 < part.n else self._cosines(part, q)[candidates]
             return _top(part.ids, candidates, sims, k)
+
+    def _cosines(self, part: _Partition, q: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """The cosine of ``q`` with every row, or with ``rows`` (in their order), into one output:
+        contiguous blocks, one per thread, each row's dot product computed alone (so blocks give the
+        scores one product gives). Listed rows are copied a few thousand at a time, never all."""
+        vecs = part.vecs
+        n = part.n if rows is None else len(rows)
+        out = np.empty(n, dtype=np.float32)
+
+        def block(lo: int, hi: int) -> None:
+            if rows is None:
+                np.matmul(vecs[lo:hi], q, out=out[lo:hi])
+                return
+            for start in range(lo, hi, _GATHER_ROWS):
+                end = min(start + _GATHER_ROWS, hi)
+                np.matmul(vecs[rows[start:end]], q, out=out[start:end])
+
+        blocks = min(self._threads, n // _ROWS_PER_THREAD)
+        if blocks < 2:
+            block(0, n)
+            return out
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._threads - 1, thread_name_prefix="hindsight-index")
+        edges = [n * i // blocks // 64 * 64 for i in range(blocks)] + [n]
+        pending = [self._pool.submit(block, lo, hi) for lo, hi in zip(edges[1:-1], edges[2:])]
+        block(0, edges[1])
+        for done in pending:
+            done.result()
+        return out
 
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:

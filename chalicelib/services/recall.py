@@ -61,9 +61,13 @@ def recall(
             exp, similarity, q, now, deps.weights, deps.decay, lexical=lexical.get(exp_id, 0.0)
         )
         if score >= q.min_score:
-            hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), score, explanation))
+            hits.append(Hit(exp, score, explanation))
     hits.sort(key=lambda h: (-h.score, h.experience.experience_id))
-    hits = _distinct(hits)[: q.top_k]
+    # only the lessons served are copied as seen now (ranking and _distinct read no freshness)
+    hits = [
+        Hit(as_seen_at(h.experience, now, deps.decay.half_life_days), h.score, h.explanation)
+        for h in _distinct(hits)[: q.top_k]
+    ]
     return hits, render_advice(hits, deps.advice_max_items)
 
 
