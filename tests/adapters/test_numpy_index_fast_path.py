@@ -14,7 +14,7 @@ import pytest
 from chalicelib.adapters import numpy_index
 from chalicelib.adapters.numpy_index import NumpyVectorIndex
 from chalicelib.adapters.sqlite_db import SqliteDatabase
-from chalicelib.domain.lexical import B, K1, idf, terms
+from chalicelib.domain.lexical import B, K1, Bm25Params, idf, terms
 from chalicelib.domain.models import match_key, match_keys
 from chalicelib.ports import IndexEntry, IndexFilter
 
@@ -145,7 +145,7 @@ def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_
 
 
 def test_bulk_load_refuses_a_partition_that_holds_rows():
-    part = numpy_index._Partition(DIM)
+    part = numpy_index._Partition(DIM, Bm25Params())
     part.put(IndexEntry("a", np.ones(DIM, np.float32), text="x"), np.ones(DIM, np.float32))
     with pytest.raises(ValueError):
         part.put_bulk([IndexEntry("b", None, text="y")])
