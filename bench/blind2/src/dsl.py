@@ -1,36 +1,9 @@
-"""Tiny helpers so the hand-written families read like agent logs (stdlib only)."""
+"""The event helpers of the blind format: the independent set's own (one copy)."""
+import importlib.util
+import os
 
-
-def U(text):
-    return {"type": "user_input", "content": {"text": text}}
-
-
-def R(text):
-    return {"type": "llm_reasoning", "content": {"text": text}}
-
-
-def E(tool, params, error):
-    return {"type": "tool_call", "content": {"tool": tool, "params": params, "status": "error", "error": error}}
-
-
-def OK(tool, params, result):
-    return {"type": "tool_call", "content": {"tool": tool, "params": params, "status": "ok", "result": result}}
-
-
-def FB(text, sentiment="positive"):
-    return {"type": "feedback", "content": {"text": text, "sentiment": sentiment}}
-
-
-def S(key, value):
-    return {"type": "state_change", "content": {"key": key, "value": value}}
-
-
-def T(goal, outcome, *events):
-    return {"goal": goal, "outcome": outcome, "events": list(events)}
-
-
-def F(id, domain, tools, sibling, task_type, fix, fix_terms, train, tests):
-    return {
-        "id": id, "domain": domain, "tools": tools, "sibling": sibling, "task_type": task_type,
-        "fix": fix, "fix_terms": fix_terms, "train": train, "tests": [{"query": q} for q in tests],
-    }
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "independent", "src", "dsl.py")
+_spec = importlib.util.spec_from_file_location("independent_dsl", _PATH)
+_dsl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_dsl)
+globals().update({k: v for k, v in vars(_dsl).items() if not k.startswith("_")})
