@@ -18,6 +18,8 @@ from typing import Any, Iterator
 
 import httpx
 
+from devtools.env import changed_env
+
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}  # fmt: skip
 
@@ -29,20 +31,6 @@ class LocalAwsStack:
     poller: Any  # devtools.stream_poller.StreamPoller on the review-jobs stream
     stub: Any  # devtools.openai_stub.OpenAIStub
     settings: Any
-
-
-@contextmanager
-def _env(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @contextmanager
@@ -60,7 +48,7 @@ def local_aws_stack(admin_key: str, opensearch_url: str, **settings_overrides: A
     from devtools.stream_poller import StreamPoller
 
     prefix = f"e2e{uuid.uuid4().hex[:8]}-"
-    with _env(AWS_ENV), OpenAIStub() as stub:
+    with changed_env(**AWS_ENV), OpenAIStub() as stub:
         settings = Settings(
             backend="aws", table_prefix=prefix, dynamodb_endpoint=moto_endpoint(), create_tables=True,
             opensearch_endpoint=opensearch_url, opensearch_service="none", opensearch_index=f"{prefix}experiences",

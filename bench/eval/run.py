@@ -15,11 +15,11 @@ import os
 import secrets
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from bench.experience_reuse.service import Api, LocalServer, create_tenant
+from devtools.env import changed_env as server_env
 
 from . import independent, locomo, offline, reuse
 
@@ -32,26 +32,6 @@ COLUMNS = (  # key, header, as percent
     ("names_fix", "fix", False), ("missing@3", "miss@3", False),
     ("turn_any@10", "turn@10", False), ("session_r@10", "sessR@10", False),
 )
-
-
-@contextmanager
-def server_env(**changes: str | None) -> Iterator[None]:
-    """The environment the server process inherits, changed only while it starts (None removes a
-    variable): this process's own settings, and a test calling ``main``, stay as they were."""
-    saved = {k: os.environ.get(k) for k in changes}
-    try:
-        for k, v in changes.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def log(msg: str) -> None:
