@@ -10,7 +10,6 @@ on this stack unchanged.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
