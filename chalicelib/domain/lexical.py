@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Mapping
 from dataclasses import dataclass
+from typing import Mapping
 
 K1, B = 1.2, 0.4  # b below Okapi's 0.75: a long text is penalised less for its length
 
@@ -27,6 +27,8 @@ class Bm25Params:
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, not k1={self.k1}, b={self.b}")
         if self.stemmer not in STEMMERS:
             raise ValueError(f"stemmer must be one of {sorted(STEMMERS)}, not {self.stemmer!r}")
+
+
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # "#design" (a channel, a tag) and "@omar" (a person) are different kinds of thing; so are their
 # placeholders "#<channel>" and "@<handle>". The sigil becomes a term of its own; emails and number
