@@ -10,6 +10,7 @@ on this stack unchanged.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +33,30 @@ class LocalAwsStack:
     settings: Any
 
 
+_ENV_LOCK = threading.RLock()
+
+
+def _one_call_at_a_time() -> None:
+    """chalice's test clients swap ``os.environ`` for a patched copy (the stage's variables of
+    .chalice/config.json) during each call and put back what they found. Two threads calling at
+    once (the stream delivery beside the tenants' requests) leave a patched copy behind for good:
+    ``HINDSIGHT_WORKER=false`` then reached every server a later test started. One call at a time."""
+    from chalice import test as chalice_test
+
+    base = chalice_test.BaseClient
+    if getattr(base, "_one_call_at_a_time", False):
+        return
+    patch = base._patched_env_vars
+
+    @contextmanager
+    def serialized(self: Any, environment_variables: Any) -> Iterator[None]:
+        with _ENV_LOCK, patch(self, environment_variables):
+            yield
+
+    base._patched_env_vars = serialized
+    base._one_call_at_a_time = True
+
+
 @contextmanager
 def local_aws_stack(admin_key: str, opensearch_url: str, **settings_overrides: Any) -> Iterator[LocalAwsStack]:
     """A fresh stack (tables and index under a unique prefix, dropped or deleted on the way out)
@@ -46,6 +71,7 @@ def local_aws_stack(admin_key: str, opensearch_url: str, **settings_overrides: A
     from devtools.openai_stub import OpenAIStub
     from devtools.stream_poller import StreamPoller
 
+    _one_call_at_a_time()
     prefix = f"e2e{uuid.uuid4().hex[:8]}-"
     with changed_env(**AWS_ENV), OpenAIStub() as stub:
         settings = Settings(

@@ -42,7 +42,9 @@ class LocalServer:
         env = {k: v for k, v in os.environ.items()
                if k not in ("HINDSIGHT_DATA_DIR", "HINDSIGHT_PORT", "HINDSIGHT_ADMIN_KEY", "PORT")}
         env.setdefault("HINDSIGHT_WORKER_POLL_SECONDS", "0.05")
-        env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": "minilm"}
+        # its worker reviews what the benchmark records, whatever the caller's environment says
+        env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": "minilm",
+                "HINDSIGHT_WORKER": "true"}
         self.passed_env = {k: v for k, v in env.items() if k.startswith("HINDSIGHT_") and "KEY" not in k and "SECRET" not in k}
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env,
