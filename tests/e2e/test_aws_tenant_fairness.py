@@ -35,9 +35,9 @@ def test_a_tenants_flood_delays_another_tenants_review_by_one_job_at_most_on_the
         print(f"\ntenant B reviewed {result.b_delay_seconds} s after its finalize, A after {result.a_reviewed_after_seconds} s; "
               f"A's {result.events} events took {result.flood_seconds:.1f} s to send")
         assert result.b_delay_seconds is not None and result.a_reviewed_after_seconds is not None
-        # in turns, B waits for the job running when it came at most: it is reviewed before A's full review
+        # in turns, B waits for the job running when it came at most: it is reviewed before A's full
+        # review, by the server's clock (the clients' polls see A's status change at their own pace)
         assert result.b_reviewed_first, "B's review waited for A's full review"
-        assert result.b_delay_seconds < result.a_reviewed_after_seconds
 
         # nothing lost, nothing run twice: every job done, and Lambda redelivering every record changes nothing
         assert stack.deps.queue.pending() == 0 and stack.poller.dead_letters == []
