@@ -10,10 +10,10 @@ interpreter; the samples of every configuration are interleaved round-robin, so 
 shared machine hits them alike, and the load averages are printed with the figures.
 
 1. ``import app`` with HINDSIGHT_BACKEND=aws (in-process time), before and after, beside the
-   process wall time of ``python -c pass``; also from the unzipped ``chalice package`` output
-   (devtools.lambda_package), without .pyc (PYTHONDONTWRITEBYTECODE: Lambda's /var/task is
-   read-only, so a zip without bytecode compiles every module on every cold start) and after
-   ``compileall``. ``-X importtime`` (after) gives the direct imports of app.py and the self time
+   process wall time of ``python -c pass``; also from the unzipped package as infra/ ships it
+   (devtools.lambda_package: bytecode inside), and the same without its .pyc files
+   (PYTHONDONTWRITEBYTECODE: Lambda's /var/task is read-only, so a zip without bytecode compiles
+   every module on every cold start). ``-X importtime`` (after) gives the direct imports of app.py and the self time
    per top-level package.
 2. Import plus the first authenticated ingest: ``app.app(api_gateway_event, context)`` as Lambda
    calls it, ``POST /v1/trajectories`` with a tenant's key (it builds the Deps: botocore, pynamodb,
@@ -362,10 +362,12 @@ def table(title: str, rows: list[tuple[str, dict[str, list[float]], str | None]]
 
 
 def package_dirs(work: Path) -> tuple[object, Path, Path]:
+    """The package as infra/ ships it (bytecode inside, devtools.lambda_package.build), unzipped;
+    and the same without its ``__pycache__`` directories (what a zip without bytecode gives)."""
     from devtools import lambda_package
 
     pkg = lambda_package.build(work / "package")
-    target = work / "unzipped"
+    shipped = work / "unzipped-pyc"
     for zpath in pkg.zips:
         with zipfile.ZipFile(zpath) as zf:
             for info in zf.infolist():
@@ -373,13 +375,12 @@ def package_dirs(work: Path) -> tuple[object, Path, Path]:
                 if name.startswith("python/lib/"):  # a layer's python/lib/pythonX.Y/site-packages/
                     name = name.split("/site-packages/", 1)[-1]
                 if not info.is_dir():
-                    dest = target / name
+                    dest = shipped / name
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     dest.write_bytes(zf.read(info))
-    compiled = work / "unzipped-pyc"
-    shutil.copytree(target, compiled)
-    subprocess.run([PY, "-m", "compileall", "-q", "-j", "0", str(compiled)], check=True, capture_output=True)
-    return pkg, target, compiled
+    sources = work / "unzipped"
+    shutil.copytree(shipped, sources, ignore=shutil.ignore_patterns("__pycache__"))
+    return pkg, sources, shipped
 
 
 def main() -> None:

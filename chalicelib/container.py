@@ -67,9 +67,9 @@ def resolve_admin_key(settings: Settings) -> str:
 
 
 class _Lazy:
-    """Builds the wrapped object on first use: importing the openai SDK costs ~1 s on a cold
-    Lambda, opensearch-py and numpy ~300 ms, which requests that never embed, review or search
-    (ingest, reads) should not pay."""
+    """Builds the wrapped object on first use: opensearch-py's import, the LLM reviewer's schemas
+    and the OpenAI client cost a cold Lambda hundreds of ms, which requests that never embed,
+    review or search (ingest, reads) should not pay."""
 
     def __init__(self, factory) -> None:
         self._factory = factory
@@ -95,16 +95,12 @@ class _Lazy:
 
 def openai_client(settings: Settings):
     def build():
-        import openai
+        from .adapters.openai_http import OpenAICompatibleClient
 
-        return openai.OpenAI(
-            base_url=settings.openai_base_url,
-            api_key=settings.openai_api_key or "not-needed",
-            timeout=settings.llm_timeout_seconds,
-            max_retries=settings.llm_max_retries,
-        )
+        return OpenAICompatibleClient(settings.openai_base_url, settings.openai_api_key,
+                                      timeout=settings.llm_timeout_seconds, max_retries=settings.llm_max_retries)
 
-    return _Lazy(build)
+    return _Lazy(build)  # the API's requests never embed: its first ingest does not pay for urllib3's pools
 
 
 def build_embedder(settings: Settings):

@@ -20,14 +20,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.hindsight_infra.lambda_package import finish_package
+
 REPO = Path(__file__).resolve().parent.parent
 DUMMY_AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 # Lambda refuses a directly uploaded zip over 50 MB; 30 MB leaves room for a dependency or two
 MAX_ZIP_BYTES = 30 * 1024 * 1024
 # What no Lambda function imports: the embedded backend (numpy, the ONNX model), opensearch-py 3.1+'s
-# gRPC transport, the embedded server, the test tools
-FORBIDDEN = ("numpy", "numpy.libs", "grpc", "google", "onnxruntime", "tokenizers", "waitress", "moto",
-             "pytest", "hypothesis", "_pytest", "respx", "freezegun", "responses")
+# gRPC transport, the openai SDK and its transport (chalicelib/adapters/openai_http.py speaks to the
+# endpoint), the embedded server, the test tools
+FORBIDDEN = ("numpy", "numpy.libs", "grpc", "google", "onnxruntime", "tokenizers", "openai", "httpx", "httpx2",
+             "waitress", "moto", "pytest", "hypothesis", "_pytest", "respx", "freezegun", "responses")
 
 
 def requirement_name(line: str) -> str | None:
@@ -59,9 +62,11 @@ class Package:
         return out
 
 
-def build(work: Path, overrides: list[str] = (), stage: str = "dev", timeout: float = 900.0) -> Package:
-    """``chalice package`` of a copy of the project into ``work``. ``overrides``: requirement lines
-    that replace the pin of the same package in the copy, or are added when it has none."""
+def build(work: Path, overrides: list[str] = (), stage: str = "dev", timeout: float = 900.0, finish: bool = True) -> Package:
+    """``chalice package`` of a copy of the project into ``work``, finished as infra/ finishes it for
+    a deployment (``finish_package``: bytecode in, unused botocore models out; ``finish=False``
+    leaves chalice's zip as it is). ``overrides``: requirement lines that replace the pin of the
+    same package in the copy, or are added when it has none."""
     proj = work / "project"
     proj.mkdir(parents=True)
     shutil.copy2(REPO / "app.py", proj / "app.py")
@@ -88,9 +93,11 @@ def build(work: Path, overrides: list[str] = (), stage: str = "dev", timeout: fl
     t0 = time.perf_counter()
     proc = subprocess.run([str(bindir / "chalice"), "--project-dir", str(proj), "package", "--stage", stage, str(out)],
                           env=env, cwd=str(proj), capture_output=True, text=True, timeout=timeout)
-    seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"chalice package failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    if finish:
+        finish_package(out)
+    seconds = time.perf_counter() - t0
     pkg = Package(zips=sorted(out.glob("*.zip")), zipped=0, unzipped=0, files=0, seconds=seconds,
                   requirements=[n for n in map(requirement_name, lines) if n])
     by_top: dict[str, int] = defaultdict(int)

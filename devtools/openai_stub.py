@@ -1,13 +1,15 @@
 """A local OpenAI-compatible HTTP server for tests and benchmarks (OpenAI itself is unreachable here).
 
-``POST /v1/embeddings`` returns deterministic hashed-feature vectors (``dimensions`` honoured).
+``POST /v1/embeddings`` returns deterministic hashed-feature vectors (``dimensions`` honoured; base64
+float32 when ``encoding_format`` asks for it, floats otherwise).
 ``POST /v1/chat/completions`` answers a trajectory review the way a careful model would, from the
 compressed trajectory in the last user message: each failed call followed by a successful change
 becomes a second-person lesson naming the tools. It is a rule-based stand-in, not a model: it proves
 the real client, the schema, the prompt and the pipeline end to end.
 
 Faults for tests, set with ``POST /stub/faults`` ``{"fail": n, "invalid": n, "truncate": n, "delay": s}``:
-the next n calls answer 500, the next n answer invalid JSON, the next n answer the first half of
+the next n calls answer 500 (or ``"status"``, with a ``Retry-After`` header when ``"retry_after"`` is
+given), the next n answer invalid JSON, the next n answer the first half of
 their JSON with ``finish_reason: "length"`` (cut off at max_tokens), every call waits ``delay`` seconds.
 Scripted answers, for hostile-model tests: ``POST /stub/script`` ``{"answers": [...]}`` (or
 ``stub.script(...)``): the next chat calls answer these contents verbatim, one each, in order (an
@@ -19,12 +21,15 @@ Run: ``python -m devtools.openai_stub --port 8900``.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import numpy as np
 
 from chalicelib.adapters.hash_embedder import HashEmbedder
 
@@ -91,6 +96,8 @@ class StubState:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.fail = 0
+        self.fail_status = 500
+        self.retry_after: str | None = None  # the Retry-After header of the failed answers
         self.invalid = 0
         self.truncate = 0
         self.delay = 0.0
@@ -106,16 +113,23 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # quiet
         pass
 
-    def _send(self, status: int, body: Any) -> None:
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         try:
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
             pass
+
+    def _failure(self) -> None:
+        st = self.state
+        headers = {"Retry-After": st.retry_after} if st.retry_after is not None else {}
+        self._send(st.fail_status, {"error": {"message": "stub failure", "type": "server_error"}}, headers)
 
     def _embeddings(self, body: dict[str, Any]) -> None:
         """Deterministic embeddings (hashed word and trigram features), in reverse order, as the API
@@ -127,10 +141,14 @@ class _Handler(BaseHTTPRequestHandler):
             if fail:
                 st.fail -= 1
         if fail:
-            return self._send(500, {"error": {"message": "stub failure", "type": "server_error"}})
+            return self._failure()
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         vectors = HashEmbedder(int(body.get("dimensions") or 256)).embed(texts)
-        data = [{"object": "embedding", "index": i, "embedding": vectors[i].tolist()} for i in range(len(texts))]
+        if body.get("encoding_format") == "base64":  # little-endian float32, as OpenAI sends them
+            encoded = [base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode() for v in vectors]
+        else:
+            encoded = [v.tolist() for v in vectors]
+        data = [{"object": "embedding", "index": i, "embedding": encoded[i]} for i in range(len(texts))]
         self._send(200, {"object": "list", "data": data[::-1], "model": body.get("model", "stub"),
                          "usage": {"prompt_tokens": sum(len(t) // 4 for t in texts), "total_tokens": sum(len(t) // 4 for t in texts)}})
 
@@ -149,6 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.fail, st.invalid, st.delay = int(body.get("fail", 0)), int(body.get("invalid", 0)), float(body.get("delay", 0))
                 st.truncate = int(body.get("truncate", 0))
+                st.fail_status, st.retry_after = int(body.get("status", 500)), body.get("retry_after")
             return self._send(200, {"ok": True})
         if self.path == "/stub/script":
             with st.lock:
@@ -172,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         if delay:
             time.sleep(delay)
         if fail:
-            return self._send(500, {"error": {"message": "stub failure", "type": "server_error"}})
+            return self._failure()
         text = body["messages"][-1]["content"]
         content = "{not json" if invalid else scripted if scripted is not None else json.dumps(review_from_trajectory(text))
         if truncate:
@@ -208,10 +227,12 @@ class OpenAIStub:
         with self.state.lock:
             self.state.script = [a if isinstance(a, str) else json.dumps(a) for a in answers]
 
-    def faults(self, fail: int = 0, invalid: int = 0, delay: float = 0.0, truncate: int = 0) -> None:
+    def faults(self, fail: int = 0, invalid: int = 0, delay: float = 0.0, truncate: int = 0, status: int = 500,
+               retry_after: str | None = None) -> None:
         with self.state.lock:
             self.state.fail, self.state.invalid, self.state.delay = fail, invalid, delay
             self.state.truncate = truncate
+            self.state.fail_status, self.state.retry_after = status, retry_after
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ from ..domain.lesson import (
 )
 from ..domain.models import FULL_SCOPE, LOCAL_SCOPE, Event, LLMLessonFigures, RejectedLesson, Trajectory
 from ..domain.review import Review, review_by_rules
+from .openai_http import APITimeoutError
 
 log = logging.getLogger(__name__)
 
@@ -234,8 +235,9 @@ class LLMStats:
 
 
 class LLMReviewer:
-    """``ports.Reviewer`` through an OpenAI-compatible endpoint. The client is built by the
-    composition root and injected; model names per review kind (full, local).
+    """``ports.Reviewer`` through an OpenAI-compatible endpoint. The client
+    (``openai_http.OpenAICompatibleClient``) is built by the composition root and injected; model
+    names per review kind (full, local).
 
     ``answer``: "all" asks for the whole review (goal, path, steps, decisions, improvements,
     lessons); "lessons" asks for the lessons alone, a shorter answer for a small model (the
@@ -294,8 +296,6 @@ class LLMReviewer:
 
     def _ask(self, compact: str, kind: str) -> tuple[BaseModel | None, str]:
         """The model's answer, validated, and how it went: ok, or why it was dropped (``DROPPED``)."""
-        import openai  # the client's own module: already loaded whenever a client was built
-
         messages = [
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": FEW_SHOT_USER},
@@ -307,25 +307,24 @@ class LLMReviewer:
         for attempt in range(self.max_attempts):
             self.stats.add(calls=1)
             try:
-                response = self.client.chat.completions.create(  # other transport errors propagate: the job is retried
+                choice = self.client.chat(  # other API errors propagate: the job is retried
                     model=self._model(kind),
                     messages=messages,
                     temperature=0,
                     response_format={"type": "json_schema", "json_schema": {"name": "trajectory_review", "strict": True, "schema": self.schema}},
                     **extra,
                 )
-            except openai.APITimeoutError:
+            except APITimeoutError:
                 self.stats.add(timeouts=1)
                 if not self.timeout_fallback:  # the job is retried, then fails visibly for a redrive
                     raise
                 log.warning("LLM review timed out; the rules' lessons stand alone")
                 return None, "timeout"
-            choice = response.choices[0]
             if choice.finish_reason == "length":
                 # cut off at max_tokens: at temperature 0 the same prompt is cut off again
                 log.warning("LLM review output truncated at max_tokens; dropped")
                 return None, "truncated"
-            content = choice.message.content or ""
+            content = choice.content or ""
             try:
                 return self.answer_model.model_validate_json(content), "ok"
             except ValidationError as exc:

@@ -1,5 +1,6 @@
 """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint (the cloud deployment's embedder:
-no model in the Lambda package). The client is built by the composition root and injected.
+no model in the Lambda package). The client (``openai_http.OpenAICompatibleClient``) is built by the
+composition root and injected.
 
 Returns ``domain.vectors.Vector`` rows, pure Python: the Lambda package carries no numpy."""
 from __future__ import annotations
@@ -24,8 +25,8 @@ class OpenAIEmbedder:
         out: list[Vector | None] = [None] * len(texts)
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]  # the API refuses ""
-            response = self.client.embeddings.create(model=self.model, input=batch, dimensions=self.dim)
-            for item in response.data:  # ``index`` says which input it belongs to; order is not promised
+            # ``index`` says which input an embedding belongs to; their order is not promised
+            for item in self.client.embeddings(model=self.model, input=batch, dimensions=self.dim):
                 if len(item.embedding) != self.dim:
                     raise ValueError(f"the endpoint returned {len(item.embedding)} dimensions, {self.dim} expected")
                 out[start + item.index] = Vector(item.embedding).unit()

@@ -1,12 +1,19 @@
-"""The Lambda package's checks and the stub project, without CDK (tests import this freely).
+"""The Lambda package's checks, its finishing step and the stub project, without CDK (tests and
+devtools/lambda_package.py import this freely).
 
 See ``packaging.py`` for the two package modes, ``stub`` and ``full``.
 """
 from __future__ import annotations
 
+import compileall
+import os
+import py_compile
 import re
 import shutil
+import sys
+import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE_MODES = ("stub", "full")
@@ -58,3 +65,86 @@ def missing_from_layer(layer_zip: Path, requirements: Path) -> list[str]:
                 installed[_normalize(m.group(1))] = m.group(2)
     return [f"{name}=={version}" for name, version in sorted(pinned_requirements(requirements).items())
             if installed.get(name) != version]
+
+
+# The botocore service models the functions use: DynamoDB (pynamodb, Powertools idempotency) and
+# Secrets Manager (container.resolve_secrets). The other services' models are most of botocore's
+# size; the package's botocore shadows the runtime's, so a client of another service would fail in
+# Lambda alone: tests/infra/test_package.py checks that chalicelib asks for no other.
+BOTOCORE_SERVICES = ("dynamodb", "secretsmanager")
+_BOTOCORE_MODEL = re.compile(r"(?:^|/)botocore/data/([^/]+)/")
+
+
+@dataclass
+class Finished:
+    dropped: int  # files of other services' models
+    compiled: int  # .pyc added
+
+
+def kept(name: str) -> bool:
+    m = _BOTOCORE_MODEL.search(name)
+    return m is None or m.group(1) in BOTOCORE_SERVICES
+
+
+def runtime_of(sam_template: Path) -> str:
+    """The Python runtime of the functions of Chalice's SAM template (``python3.11``)."""
+    import json
+
+    resources = json.loads(sam_template.read_text())["Resources"].values()
+    runtimes = {r["Properties"]["Runtime"] for r in resources if r.get("Type") == "AWS::Serverless::Function"}
+    if len(runtimes) != 1:
+        raise RuntimeError(f"expected one runtime in {sam_template}, found {sorted(runtimes)}")
+    return runtimes.pop()
+
+
+def finish_package(package_dir: Path) -> dict[str, Finished]:
+    """``finish_zip`` on each zip that ``chalice package`` wrote into ``package_dir`` (the app's, and
+    its layer's with ``automatic_layer``)."""
+    runtime = runtime_of(package_dir / "sam.json")
+    return {z.name: finish_zip(z, runtime) for z in sorted(package_dir.glob("*.zip"))}
+
+
+def finish_zip(path: Path, runtime: str) -> Finished:
+    """Rewrite a zip of ``chalice package`` (the app's, or its layer's) for a cold start: without the
+    botocore models of services the functions never call, and with bytecode beside every module.
+
+    Lambda's /var/task and /opt are read-only: without a .pyc in the zip, every cold start compiles
+    every module it imports, and cannot keep the result. The bytecode is for optimization level 0
+    (the runtime runs python without -O) and unchecked-hash: the sources cannot change, so the
+    interpreter neither stats them against a timestamp (the zip's are lost at extraction anyway)
+    nor hashes them. It can only be produced by the runtime's Python version: ``runtime`` (the
+    SAM template's, e.g. ``python3.11``) must be this interpreter's."""
+    here = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if runtime != here:
+        raise RuntimeError(f"the functions run {runtime}; bytecode from {here} would be ignored there")
+    with tempfile.TemporaryDirectory(prefix="hindsight-zip-") as tmp:
+        root = Path(tmp)
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            keep = [i for i in infos if kept(i.filename)]
+            for info in keep:
+                zf.extract(info, root)
+        sources = {i.filename: i for i in keep if i.filename.endswith(".py") and not i.is_dir()}
+        # a module that does not compile (a template, a file for another Python) gets no .pyc: it
+        # cannot be imported either
+        compileall.compile_dir(str(root), quiet=2, optimize=0, workers=1,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        added = []
+        for name, info in sources.items():
+            pyc = Path(name).parent / "__pycache__" / f"{Path(name).stem}.{sys.implementation.cache_tag}.pyc"
+            if (root / pyc).is_file():
+                added.append((pyc.as_posix(), info))
+        known = {i.filename for i in keep}
+        partial = path.with_suffix(".zip.partial")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
+            for info in keep:
+                out.writestr(info, b"" if info.is_dir() else (root / info.filename).read_bytes())
+            for name, source in added:
+                if name in known:
+                    continue
+                entry = zipfile.ZipInfo(name, date_time=source.date_time)  # the source's: the same zip every time
+                entry.external_attr = source.external_attr
+                entry.compress_type = zipfile.ZIP_DEFLATED
+                out.writestr(entry, (root / name).read_bytes())
+        os.replace(partial, path)
+    return Finished(dropped=len(infos) - len(keep), compiled=len(added))

@@ -19,7 +19,7 @@ from typing import Any
 from chalice import api
 from chalice.cdk import Chalice
 
-from .lambda_package import PACKAGE_MODES, missing_from_layer, stage_stub_project
+from .lambda_package import PACKAGE_MODES, finish_package, missing_from_layer, stage_stub_project
 
 __all__ = ["PACKAGE_MODES", "ChaliceApp", "stage_stub_project"]
 
@@ -49,6 +49,7 @@ class ChaliceApp(Chalice):
                 stage=self._chalice_stage,
                 chalice_config=self.stage_config,
             )
+            finish_package(Path(self._sam_package_dir))  # before the construct makes assets of the zips
         finally:
             sys.modules.pop("app", None)
             os.environ.clear()

@@ -1,12 +1,12 @@
-"""The LLM reviewer with the real OpenAI client against the local OpenAI-compatible stub server."""
+"""The LLM reviewer with its OpenAI-compatible client against the local OpenAI-compatible stub server."""
 from __future__ import annotations
 
 import json
 
-import openai
 import pytest
 
 from chalicelib.adapters.llm_reviewer import REVIEW_SCHEMA, LLMReviewer
+from chalicelib.adapters.openai_http import APIError, APITimeoutError, OpenAICompatibleClient
 from chalicelib.domain.distill import written_keeping
 from chalicelib.domain.models import FULL_SCOPE, LOCAL_SCOPE, Event, Trajectory
 from devtools.openai_stub import OpenAIStub
@@ -20,7 +20,7 @@ def stub():
 
 
 def reviewer(stub, retries=0, **kw) -> LLMReviewer:
-    client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=retries, timeout=10)
+    client = OpenAICompatibleClient(stub.base_url, "test", max_retries=retries, timeout=10, sleep=lambda s: None)
     return LLMReviewer(client, "model-full", kw.get("local", "model-local"))
 
 
@@ -77,7 +77,7 @@ def test_invalid_output_is_retried_once_then_dropped_and_counted(stub):
 
 def test_an_unavailable_endpoint_raises_so_the_job_is_retried(stub):
     stub.faults(fail=5)
-    with pytest.raises(openai.APIError):
+    with pytest.raises(APIError):
         reviewer(stub, retries=1).review(traj(), weather_events(), FULL_SCOPE)
     assert len(stub.state.requests) == 2  # the client's own retry, then the failure surfaces
 
@@ -148,16 +148,16 @@ def test_a_truncated_answer_is_dropped_counted_and_not_retried_and_the_rules_sta
 
 
 def test_a_timeout_fails_the_review_for_a_retry_and_is_counted(stub):
-    client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0, timeout=0.3)
+    client = OpenAICompatibleClient(stub.base_url, "test", max_retries=0, timeout=0.3)
     r = LLMReviewer(client, "model-full")
     stub.faults(delay=1.5)
-    with pytest.raises(openai.APITimeoutError):
+    with pytest.raises(APITimeoutError):
         r.review(traj(), weather_events(), FULL_SCOPE)
     assert r.stats.timeouts == 1
 
 
 def test_with_the_fallback_a_timeout_is_counted_and_the_rules_stand(stub):
-    client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0, timeout=0.3)
+    client = OpenAICompatibleClient(stub.base_url, "test", max_retries=0, timeout=0.3)
     r = LLMReviewer(client, "model-full", timeout_fallback=True)
     stub.faults(delay=1.5)
     review = r.review(traj(), weather_events(), FULL_SCOPE)
@@ -231,7 +231,7 @@ def test_a_grounded_lesson_is_kept_and_duplicates_and_gate_failures_are_not(stub
 
 
 def test_the_lessons_only_answer_asks_for_lessons_with_one_example_and_a_token_cap(stub):
-    client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0, timeout=10)
+    client = OpenAICompatibleClient(stub.base_url, "test", max_retries=0, timeout=10)
     r = LLMReviewer(client, "small", answer="lessons", max_tokens=300)
     stub.script({"lessons": [_lesson()]})
     review = r.review(traj(), weather_events(), FULL_SCOPE)

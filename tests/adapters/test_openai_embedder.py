@@ -1,12 +1,12 @@
-"""The OpenAI embedder with the real client against the local OpenAI-compatible stub."""
+"""The OpenAI embedder with its OpenAI-compatible client against the local OpenAI-compatible stub."""
 from __future__ import annotations
 
 import numpy as np
-import openai
 import pytest
 
 from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.adapters.openai_embedder import OpenAIEmbedder
+from chalicelib.adapters.openai_http import APIError, Embedding, OpenAICompatibleClient
 from chalicelib.domain.vectors import Vector
 from devtools.openai_stub import OpenAIStub
 
@@ -18,7 +18,7 @@ def stub():
 
 
 def embedder(stub, dim=64, batch=3):
-    client = openai.OpenAI(base_url=stub.base_url, api_key="k", max_retries=0)
+    client = OpenAICompatibleClient(stub.base_url, "k", max_retries=0)
     return OpenAIEmbedder(client, "text-embedding-3-small", dim, batch_size=batch)
 
 
@@ -42,21 +42,17 @@ def test_empty_input_makes_no_call_and_blank_text_is_sent_as_a_space(stub):
 
 def test_a_failing_endpoint_raises(stub):
     stub.faults(fail=1)
-    with pytest.raises(openai.APIError):
+    with pytest.raises(APIError):
         embedder(stub).embed(["x"])
 
 
 def test_a_zero_embedding_stays_zero_and_a_wrong_dimension_raises(stub):
     class Fixed:
         def __init__(self, vectors):
-            self.embeddings = self
             self.vectors = vectors
 
-        def create(self, model, input, dimensions):
-            class Item:
-                def __init__(self, i, v):
-                    self.index, self.embedding = i, v
-            return type("R", (), {"data": [Item(i, v) for i, v in enumerate(self.vectors)]})
+        def embeddings(self, model, input, dimensions):
+            return [Embedding(i, v) for i, v in enumerate(self.vectors)]
 
     zero = OpenAIEmbedder(Fixed([[0.0] * 4, [3.0, 4.0, 0.0, 0.0]]), "m", 4).embed(["a", "b"])
     assert zero == [Vector([0.0] * 4), Vector([0.6, 0.8, 0.0, 0.0])]

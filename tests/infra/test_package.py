@@ -6,13 +6,18 @@ pip's cache), never AWS. Once per session (~1 min).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from devtools import lambda_package
+from infra.hindsight_infra.lambda_package import BOTOCORE_SERVICES
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +39,7 @@ def test_the_package_holds_nothing_the_functions_never_import(package):
     forbidden = sorted(pkg.tops & set(lambda_package.FORBIDDEN))
     assert not forbidden, f"the Lambda package holds {forbidden}:\n{lambda_package.describe(pkg, 'package')}"
     assert pkg.dists.isdisjoint({"numpy", "grpcio", "protobuf", "opensearch_protobufs", "onnxruntime", "tokenizers",
-                                 "waitress", "moto", "pytest", "hypothesis"}), sorted(pkg.dists)
+                                 "openai", "httpx", "httpx2", "waitress", "moto", "pytest", "hypothesis"}), sorted(pkg.dists)
 
 
 def test_the_zip_is_at_most_30_mb(package):
@@ -72,3 +77,59 @@ def test_the_functions_import_from_the_package_alone(package):
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(proc.stdout.split()[-1]) > 30, proc.stdout  # the walk found chalicelib's modules
+
+
+def _package_python(target, code: str, **env: str) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter with the package alone on the path, as Lambda runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HINDSIGHT_", "PYTHON"))} | env
+    env.update(lambda_package.DUMMY_AWS, PYTHONPATH=str(target), PYTHONNOUSERSITE="1")
+    return subprocess.run([sys.executable, "-S", "-c", code], cwd=str(target), env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_every_module_has_bytecode_the_runtime_uses_without_checking_or_writing_it(package):
+    """Lambda's /var/task is read-only: a module without a .pyc is compiled at every cold start."""
+    pkg, target = package
+    sources = [p for p in target.rglob("*.py") if "__pycache__" not in p.parts]
+    assert len(sources) > 500
+    tag = sys.implementation.cache_tag
+    missing = [str(p.relative_to(target)) for p in sources
+               if not (p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc").is_file()]
+    assert len(missing) <= len(sources) // 100, missing[:20]  # only files that do not compile (templates, py2)
+    assert not [p for p in target.rglob("*.opt-*.pyc")]  # the runtime runs without -O: it would not read them
+    code = (
+        "import os, sys\n"
+        "import app, chalicelib.adapters.dynamo_models, pynamodb.models, botocore.session, pydantic\n"
+        "flags = set()\n"
+        "ours = [m for m in sys.modules.values() if (getattr(m, '__cached__', None) or '').startswith(os.getcwd())]\n"
+        "assert len(ours) > 100, len(ours)\n"
+        "for m in ours:\n"
+        "    with open(m.__cached__, 'rb') as f:\n"
+        "        flags.add(int.from_bytes(f.read(8)[4:8], 'little'))\n"
+        "print(sorted(flags))\n"
+    )
+    # PYTHONDONTWRITEBYTECODE off: any module compiled at import would leave a new .pyc behind
+    before = {p: p.stat().st_mtime_ns for p in target.rglob("*.pyc")}
+    proc = _package_python(target, code, HINDSIGHT_BACKEND="aws")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[0] == "[1]"  # PEP 552: hash-based (bit 0), unchecked (bit 1 clear)
+    assert {p: p.stat().st_mtime_ns for p in target.rglob("*.pyc")} == before
+
+
+def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_other(package):
+    _, target = package
+    models = {p.name for p in (target / "botocore" / "data").iterdir() if p.is_dir()}
+    assert models == set(BOTOCORE_SERVICES)
+    asked = set()
+    for path in [ROOT / "app.py", *(ROOT / "chalicelib").rglob("*.py")]:
+        asked |= set(re.findall(r"""\bclient\(\s*["']([a-z0-9-]+)["']""", path.read_text()))
+    assert asked and asked <= set(BOTOCORE_SERVICES), asked  # a new client needs its model kept
+    # boto3 comes with the Lambda runtime, on top of the package's botocore: botocore's clients here
+    code = (
+        "import botocore.session\n"
+        f"for name in {sorted(BOTOCORE_SERVICES)!r}:\n"
+        "    botocore.session.get_session().create_client(name, region_name='us-east-1')\n"
+        "print('ok')\n"
+    )
+    proc = _package_python(target, code)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]

@@ -24,12 +24,15 @@ def test_make_run_installs_no_aws_or_test_tooling():
 
 
 # What a newcomer's first hour imports: the embedded server as `make run` starts it (the model
-# loaded, the app, the worker), the CLI, the MCP server and the example's OpenAI client.
+# loaded, the app, the worker, the LLM reviewer and its client), the CLI, the MCP server and the
+# example's OpenAI client.
 FIRST_HOUR = """
 import importlib.metadata as md, json, os, sys, tempfile
-os.environ.update(HINDSIGHT_DATA_DIR=tempfile.mkdtemp(), HINDSIGHT_EMBEDDER="minilm")
+os.environ.update(HINDSIGHT_DATA_DIR=tempfile.mkdtemp(), HINDSIGHT_EMBEDDER="minilm",
+                  HINDSIGHT_OPENAI_BASE_URL="http://127.0.0.1:9/v1")
 from chalicelib.container import get_deps
 get_deps().embedder.embed(["warm up"])
+assert type(get_deps().reviewer).__name__ == "LLMReviewer" and get_deps().reviewer.client.timeout
 import app, server, waitress, worker
 import hindsight_client.cli, hindsight_client.mcp_server, hindsight_client.testing, openai
 loaded = {name.split(".")[0] for name in sys.modules}
