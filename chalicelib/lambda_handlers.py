@@ -3,10 +3,13 @@
 * ``review_stream``: the review-jobs table's DynamoDB stream. A record that makes a job pending
   (inserted, or sent back by a retry or an operator) wakes the reviewer, which claims due jobs
   from the queue and runs them with the same retry and dead-letter rules as the embedded worker.
-  Powertools' BatchProcessor reports partial batch failures, so only a record whose processing
-  failed (the queue itself unreachable) is retried by Lambda and, after the retries of the event
-  source mapping, sent to its on-failure destination (the SQS DLQ). Powertools idempotency keyed
-  on the record's eventID makes a redelivered record a no-op.
+  The batch reports partial failures (``batchItemFailures`` by sequence number), so only a record
+  whose processing failed (the queue itself unreachable) is retried by Lambda and, after the
+  retries of the event source mapping, sent to its on-failure destination (the SQS DLQ); a batch
+  whose every record failed raises, and is retried whole. Powertools idempotency keyed on the
+  record's eventID makes a redelivered record a no-op. (Not Powertools' BatchProcessor: with
+  pydantic loaded, importing it builds every one of Powertools' parser models, a large part of the
+  worker's cold start, for a loop of ten lines.)
 * ``sweep``: a schedule that re-queues lost jobs and runs jobs whose retry came due.
 * ``decay``: a schedule; paginated, and safe to run twice.
 """
@@ -62,13 +65,8 @@ def _idempotent_runner():
     )
 
     settings = get_settings()
-    client = None
-    if settings.dynamodb_endpoint:  # a local stack: the persistence layer follows the endpoint override
-        import boto3
-
-        client = boto3.client("dynamodb", endpoint_url=settings.dynamodb_endpoint, region_name=settings.aws_region)
     persistence = DynamoDBPersistenceLayer(
-        table_name=settings.idempotency_table or f"{settings.table_prefix}idempotency", boto3_client=client
+        table_name=settings.idempotency_table or f"{settings.table_prefix}idempotency", boto3_client=_dynamodb_client()
     )
     config = IdempotencyConfig(expires_after_seconds=24 * 3600)
 
@@ -79,28 +77,48 @@ def _idempotent_runner():
     return run, config
 
 
-def _record_handler(record) -> None:  # Powertools requires the parameter to be named ``record``
-    raw = record.raw_event
-    if _wakes_reviewer(raw):
+def _dynamodb_client():
+    """The stores' botocore DynamoDB client (pynamodb's, pointed wherever the settings say) for
+    the idempotency records too: a second client would load botocore's service model and endpoint
+    data again on a cold start. None (Powertools builds its own) when the stores are not DynamoDB's."""
+    tables = getattr(get_deps().queue, "tables", None)
+    return tables.connection.client if tables is not None else None
+
+
+class StreamBatchFailed(RuntimeError):
+    """Every record of a batch failed: Lambda retries the batch whole (and counts an error)."""
+
+
+def _record_handler(record: dict[str, Any]) -> None:
+    if _wakes_reviewer(record):
         run, _ = _idempotent_runner()
-        run(event_id=raw["eventID"])
+        run(event_id=record["eventID"])
+
+
+def _failed(record: dict[str, Any]) -> bool:
+    try:
+        _record_handler(record)
+    except Exception as exc:  # noqa: BLE001 -- reported to Lambda as this record's failure
+        obs.logger().warning("review stream record failed", extra={
+            "sequence_number": record["dynamodb"]["SequenceNumber"], "error": f"{type(exc).__name__}: {exc}"[:300]})
+        return True
+    return False
 
 
 def review_stream(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-
     _, config = _idempotent_runner()
     if context is not None and hasattr(context, "get_remaining_time_in_millis"):
         config.register_lambda_context(context)
-    processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
-    with obs.traced("review_stream", records=len(event.get("Records", []))):
-        result = process_partial_response(event=event, record_handler=_record_handler, processor=processor, context=context)
-    failed = len(result.get("batchItemFailures", []))
-    obs.count("StreamRecords", len(event.get("Records", [])))
-    obs.count("StreamRecordsFailed", failed)
-    obs.logger().info("review stream batch", extra={"records": len(event.get("Records", [])), "failed": failed})
+    records = event.get("Records", [])
+    with obs.traced("review_stream", records=len(records)):
+        failed = [r["dynamodb"]["SequenceNumber"] for r in records if _failed(r)]
+    obs.count("StreamRecords", len(records))
+    obs.count("StreamRecordsFailed", len(failed))
+    obs.logger().info("review stream batch", extra={"records": len(records), "failed": len(failed)})
     obs.flush()
-    return result
+    if records and len(failed) == len(records):
+        raise StreamBatchFailed(f"all {len(records)} records of the batch failed")
+    return {"batchItemFailures": [{"itemIdentifier": seq} for seq in failed]}
 
 
 def sweep() -> dict[str, int]:

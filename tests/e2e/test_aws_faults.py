@@ -106,3 +106,29 @@ def test_an_llm_timing_out_fails_the_review_visibly_and_a_redrive_after_the_fix_
         assert api.call("POST", "/v1/maintenance/redrive", ADMIN, {}).json_body == {"redriven": 0}
         assert scheduled(api, "review_sweeper") == {"requeued": 0, "ran": 0}
         assert chat_requests(stub) == 4 and poller.dead_letters == []
+
+
+def test_a_batch_whose_every_record_fails_raises_so_lambda_retries_it_whole(monkeypatch):
+    with local_stack(monkeypatch) as (api, poller, stub, deps):
+        key = api.tenant()
+        for tid in ("t1", "t2"):
+            record(api, key, tid)
+        batches = []
+        poller.handler = lambda event: batches.append(event) or {"batchItemFailures": []}
+        poller.poll_once()
+        waking = [r for event in batches for r in event["Records"] if lambda_handlers._wakes_reviewer(r)]
+        assert len(waking) == 2
+
+        def unreachable(*args, **kwargs):
+            raise StoreUnavailable("DynamoDB claim failed: ProvisionedThroughputExceededException")
+
+        real_run = lambda_handlers.run_due_jobs
+        monkeypatch.setattr(lambda_handlers, "run_due_jobs", unreachable)
+        with pytest.raises(lambda_handlers.StreamBatchFailed, match="all 2 records"):
+            lambda_handlers.review_stream({"Records": waking}, None)
+        assert {status(api, key, t)["status"] for t in ("t1", "t2")} == {"finalized"}
+
+        monkeypatch.setattr(lambda_handlers, "run_due_jobs", real_run)  # the queue is back: the same batch, delivered again, runs both reviews
+        assert lambda_handlers.review_stream({"Records": waking}, None) == {"batchItemFailures": []}
+        assert {status(api, key, t)["status"] for t in ("t1", "t2")} == {"reviewed"}
+        assert chat_requests(stub) == 2
