@@ -26,6 +26,8 @@ shared machine hits them alike, and the load averages are printed with the figur
    lesson written to DynamoDB and to an OpenSearch index (devtools.opensearch_node: OPENSEARCH_URL
    or a node of its own), Powertools idempotency on the record. Each sample gets a trajectory of
    its own; the bench checks that every one ended reviewed.
+   Both (2 and 3) run a third side when the package is built: the unzipped package as shipped
+   (bytecode in, botocore trimmed) first on the path, boto3 from the venv (the Lambda runtime's).
 
 Targets printed beside: import <= 150 ms, import + first ingest <= 500 ms, review import + first
 batch <= 500 ms. Prints numbers only.
@@ -448,17 +450,26 @@ def main() -> None:
         print(f"  {'direct imports of app.py':<40} {'cumul. ms':>9}  |  {'self time by top-level package':<30} {'ms':>7}")
         two_columns(bd["direct"][:12], bd["by_pkg"][:12])
 
+        # the ingest and the review also run from the unzipped package as shipped (bytecode in,
+        # its botocore trimmed), with the venv behind it for boto3, which the Lambda runtime provides
+        runs = sides + (["package"] if pkg is not None else [])
+        if pkg is not None:
+            dirs["package"] = str(compiled)
+
+        def side_env(side: str, env: dict[str, str]) -> dict[str, str]:
+            return {**env, "PYTHONPATH": str(compiled), "PYTHONDONTWRITEBYTECODE": "1"} if side == "package" else env
+
         if args.first or args.review:
             with AwsStack(review=args.review) as stack:
                 env = base_env(stack.env)
                 if args.first:
-                    for side in sides:  # moto's first requests, the page cache
-                        run_child(FIRST_INGEST, env, dirs[side])
-                    first: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in sides}
+                    for side in runs:  # moto's first requests, the page cache
+                        run_child(FIRST_INGEST, side_env(side, env), dirs[side])
+                    first: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in runs}
                     statuses: set[int] = set()
                     for _ in range(args.first_runs):
-                        for side in sides:
-                            res, ms, _ = run_child(FIRST_INGEST, env, dirs[side])
+                        for side in runs:
+                            res, ms, _ = run_child(FIRST_INGEST, side_env(side, env), dirs[side])
                             first[side]["wall"].append(ms)
                             statuses |= {res["first_status"], res["warm_status"]}
                             for k in ("import_ms", "first_ms", "warm_ms", "total_ms"):
@@ -467,28 +478,28 @@ def main() -> None:
                     table(f"Import + first authenticated ingest (POST /v1/trajectories, status {sorted(statuses)}), ms,"
                           f" {args.first_runs} fresh interpreters per side, interleaved; DynamoDB: moto server on the"
                           f" loopback (local network)",
-                          [("import app", {s: first[s]["import_ms"] for s in sides}, None),
-                           ("first ingest (builds the Deps)", {s: first[s]["first_ms"] for s in sides}, None),
-                           ("second ingest (warm)", {s: first[s]["warm_ms"] for s in sides}, None),
-                           ("import + first ingest", {s: first[s]["total_ms"] for s in sides}, "first"),
-                           ("process wall", {s: first[s]["wall"] for s in sides}, None)], sides, base)
+                          [("import app", {s: first[s]["import_ms"] for s in runs}, None),
+                           ("first ingest (builds the Deps)", {s: first[s]["first_ms"] for s in runs}, None),
+                           ("second ingest (warm)", {s: first[s]["warm_ms"] for s in runs}, None),
+                           ("import + first ingest", {s: first[s]["total_ms"] for s in runs}, "first"),
+                           ("process wall", {s: first[s]["wall"] for s in runs}, None)], runs, base)
                     fc = first_ingest_imports(env, dirs["after"], args.importtime_runs)
                     print(f"\n-X importtime of the first ingest after import app (after): {fc['total_ms']:.0f} ms of"
                           f" imports, {fc['modules']} modules")
                     print(f"  {'imported by the first ingest':<40} {'cumul. ms':>9}  |  {'self time by top-level package':<30} {'ms':>7}")
                     two_columns(fc["tops"][:10], fc["by_pkg"][:10])
                 if args.review:
-                    review: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in sides}
+                    review: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in runs}
                     done: dict[str, int] = defaultdict(int)
                     records: list[int] = []
                     failures = 0
                     event_file = work / "event.json"
                     for i in range(args.review_runs + 1):  # the first round warms moto, the node and the page cache
-                        for side in sides:
+                        for side in runs:
                             event, tid = stack.review_batch()
                             records.append(len(event["Records"]))
                             event_file.write_text(json.dumps(event))
-                            res, ms, _ = run_child(REVIEW_BATCH, {**env, "BENCH_EVENT": str(event_file)}, dirs[side])
+                            res, ms, _ = run_child(REVIEW_BATCH, side_env(side, {**env, "BENCH_EVENT": str(event_file)}), dirs[side])
                             failures += res["failures"]
                             done[side] += stack.reviewed(tid)
                             if i == 0:
@@ -499,12 +510,12 @@ def main() -> None:
                     print(f"\n{load()} after the review runs")
                     table(f"Review worker: import app + app.review_worker(first stream batch, context), ms,"
                           f" {args.review_runs} fresh interpreters per side, interleaved; {min(records)}-{max(records)}"
-                          f" records per batch; reviewed: " + ", ".join(f"{s} {done[s]}/{args.review_runs + 1}" for s in sides)
+                          f" records per batch; reviewed: " + ", ".join(f"{s} {done[s]}/{args.review_runs + 1}" for s in runs)
                           + f"; batch item failures {failures}; moto, the stub and the OpenSearch node on the loopback",
-                          [("import app", {s: review[s]["import_ms"] for s in sides}, None),
-                           ("first batch (one review job)", {s: review[s]["batch_ms"] for s in sides}, None),
-                           ("import + first batch", {s: review[s]["total_ms"] for s in sides}, "review"),
-                           ("process wall", {s: review[s]["wall"] for s in sides}, None)], sides, base)
+                          [("import app", {s: review[s]["import_ms"] for s in runs}, None),
+                           ("first batch (one review job)", {s: review[s]["batch_ms"] for s in runs}, None),
+                           ("import + first batch", {s: review[s]["total_ms"] for s in runs}, "review"),
+                           ("process wall", {s: review[s]["wall"] for s in runs}, None)], runs, base)
 
         if pkg is not None:
             from devtools import lambda_package

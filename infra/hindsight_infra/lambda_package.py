@@ -86,6 +86,17 @@ def kept(name: str) -> bool:
     return m is None or m.group(1) in BOTOCORE_SERVICES
 
 
+def trimmed_endpoints(raw: bytes) -> bytes:
+    """botocore's endpoints.json (1.2 MB of JSON, parsed by every new botocore session) with the
+    kept services' entries alone; each partition's regions and defaults stay as they are."""
+    import json
+
+    data = json.loads(raw)
+    for partition in data["partitions"]:
+        partition["services"] = {k: v for k, v in partition["services"].items() if k in BOTOCORE_SERVICES}
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
 def runtime_of(sam_template: Path) -> str:
     """The Python runtime of the functions of Chalice's SAM template (``python3.11``)."""
     import json
@@ -108,6 +119,7 @@ def finish_zip(path: Path, runtime: str) -> Finished:
     """Rewrite a zip of ``chalice package`` (the app's, or its layer's) for a cold start: without the
     botocore models of services the functions never call, and with bytecode beside every module.
 
+    botocore's endpoint data keeps those services alone too (``trimmed_endpoints``).
     Lambda's /var/task and /opt are read-only: without a .pyc in the zip, every cold start compiles
     every module it imports, and cannot keep the result. The bytecode is for optimization level 0
     (the runtime runs python without -O) and unchecked-hash: the sources cannot change, so the
@@ -124,6 +136,10 @@ def finish_zip(path: Path, runtime: str) -> Finished:
             keep = [i for i in infos if kept(i.filename)]
             for info in keep:
                 zf.extract(info, root)
+        for info in keep:
+            if info.filename.endswith("botocore/data/endpoints.json"):
+                target = root / info.filename
+                target.write_bytes(trimmed_endpoints(target.read_bytes()))
         sources = {i.filename: i for i in keep if i.filename.endswith(".py") and not i.is_dir()}
         # a module that does not compile (a template, a file for another Python) gets no .pyc: it
         # cannot be imported either

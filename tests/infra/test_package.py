@@ -124,12 +124,18 @@ def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_oth
     for path in [ROOT / "app.py", *(ROOT / "chalicelib").rglob("*.py")]:
         asked |= set(re.findall(r"""\bclient\(\s*["']([a-z0-9-]+)["']""", path.read_text()))
     assert asked and asked <= set(BOTOCORE_SERVICES), asked  # a new client needs its model kept
-    # boto3 comes with the Lambda runtime, on top of the package's botocore: botocore's clients here
+    # boto3 comes with the Lambda runtime, on top of the package's botocore: botocore's clients here,
+    # and their endpoints in two partitions, from the trimmed endpoint data
     code = (
         "import botocore.session\n"
         f"for name in {sorted(BOTOCORE_SERVICES)!r}:\n"
-        "    botocore.session.get_session().create_client(name, region_name='us-east-1')\n"
+        "    for region in ('eu-west-3', 'cn-north-1'):\n"
+        "        print(botocore.session.get_session().create_client(name, region_name=region).meta.endpoint_url)\n"
         "print('ok')\n"
     )
     proc = _package_python(target, code)
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["https://dynamodb.eu-west-3.amazonaws.com", "https://dynamodb.cn-north-1.amazonaws.com.cn",
+                                   "https://secretsmanager.eu-west-3.amazonaws.com",
+                                   "https://secretsmanager.cn-north-1.amazonaws.com.cn", "ok"]
+    assert (target / "botocore" / "data" / "endpoints.json").stat().st_size < 100_000
