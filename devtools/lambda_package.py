@@ -1,7 +1,8 @@
 """``chalice package`` of this project, offline from AWS, and what the zip holds.
 
 Used by tests/infra/test_package.py (what may not be in the Lambda package, and its size) and
-bench/package_size.py. The project (app.py, chalicelib/, requirements.txt, .chalice/config.json,
+bench/package_size.py. The zip is finished as infra/ finishes it for a deployment
+(``infra/hindsight_infra/lambda_package.finish_package``). The project (app.py, chalicelib/, requirements.txt, .chalice/config.json,
 vendor/ if any) is copied into a temporary directory, so nothing is written into the work tree.
 Chalice runs pip, which downloads the Lambda platform's wheels from the package index: packaging
 needs the index (or pip's cache), never AWS. Dummy credentials keep it from looking for real ones.
