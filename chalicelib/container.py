@@ -67,9 +67,9 @@ def resolve_admin_key(settings: Settings) -> str:
 
 
 class _Lazy:
-    """Builds the wrapped object on first use: opensearch-py's import, the LLM reviewer's schemas
-    and the OpenAI client cost a cold Lambda hundreds of ms, which requests that never embed,
-    review or search (ingest, reads) should not pay."""
+    """Builds the wrapped object on first use: opensearch-py's import and the LLM reviewer's code
+    and schemas cost a cold Lambda hundreds of ms, which requests that never embed, review or
+    search (ingest, reads) should not pay."""
 
     def __init__(self, factory) -> None:
         self._factory = factory
@@ -100,7 +100,7 @@ def openai_client(settings: Settings):
         return OpenAICompatibleClient(settings.openai_base_url, settings.openai_api_key,
                                       timeout=settings.llm_timeout_seconds, max_retries=settings.llm_max_retries)
 
-    return _Lazy(build)  # the API's requests never embed: its first ingest does not pay for urllib3's pools
+    return _Lazy(build)  # the API's requests never embed or review: nothing of it is built for them
 
 
 def build_embedder(settings: Settings):
