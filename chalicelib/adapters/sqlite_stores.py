@@ -15,7 +15,7 @@ from .fair_claim import in_turns
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
 from .cursors import decode_parts, encode_cursor
 from .event_tails import EventTails
-from .sqlite_db import SqliteDatabase, dumps, from_us, to_us
+from .sqlite_db import SqliteDatabase, dumps, fast_dumps, from_us, to_us
 
 
 class SqliteTenantStore:
@@ -88,12 +88,24 @@ def _stored_ids(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str, ev
     return found
 
 
+# rows of one INSERT: 5 parameters each, under SQLite's oldest limit of 999 per statement
+_ROWS_PER_INSERT = 150
+
+
+def _with_seq(event: Event, seq: int) -> Event:
+    """A copy of every field but ``seq`` (``dataclasses.replace`` costs several times more, per event)."""
+    copy = object.__new__(Event)
+    copy.__dict__.update(event.__dict__)
+    copy.seq = seq
+    return copy
+
+
 def _event_doc(event: Event) -> str:
     """The event's stored doc (``to_doc`` order: ``seq`` is its last field) up to the seq's value:
     the store appends the seq it assigns and the closing brace."""
     doc = {"event_id": event.event_id, "type": event.type, "timestamp": event.timestamp.isoformat(), "content": event.content,
            "node_id": event.node_id, "parent_id": event.parent_id, "context": event.context}
-    return dumps(doc)[:-1] + ',"seq":'
+    return fast_dumps(doc)[:-1] + ',"seq":'
 
 
 class SqliteTrajectoryStore:
@@ -143,7 +155,7 @@ class SqliteTrajectoryStore:
         # serialized before the commit is joined: the leader's thread runs only the statements
         docs = [(event.event_id, _event_doc(event)) for event in events]
 
-        def append(conn: sqlite3.Connection) -> AppendResult:
+        def append(conn: sqlite3.Connection) -> tuple[AppendResult, int, list[int]]:
             row = conn.execute(
                 "SELECT status, event_count FROM trajectories WHERE tenant_id=? AND trajectory_id=?",
                 (tenant_id, trajectory_id),
@@ -152,39 +164,45 @@ class SqliteTrajectoryStore:
                 raise NotFound(f"trajectory {trajectory_id} not found")
             if row["status"] != TrajectoryStatus.OPEN.value:
                 raise Conflict(f"trajectory {trajectory_id} is {row['status']}; it takes no more events")
-            seq = row["event_count"]
-            if max_events is not None and seq + len(docs) > max_events:
-                stored = _stored_ids(conn, tenant_id, trajectory_id, [event_id for event_id, _ in docs])
-                new = len({event_id for event_id, _ in docs} - stored)
-                if seq + new > max_events:
-                    raise TrajectoryFull(trajectory_id, seq, new, max_events)
-            count_before = seq
-            accepted: list[str] = []
+            count_before = row["event_count"]
+            # the first of each new id, in batch order: an id stored before, or earlier in the batch, is a duplicate
+            seen = _stored_ids(conn, tenant_id, trajectory_id, [event_id for event_id, _ in docs])
             kept: list[int] = []  # positions in the batch of the events stored
-            for i, (event_id, doc) in enumerate(docs):
-                # the seq is the last key of the doc: written in place, not serialized again
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO events(tenant_id, trajectory_id, seq, event_id, doc) VALUES (?,?,?,?,?)",
-                    (tenant_id, trajectory_id, seq + 1, event_id, f"{doc}{seq + 1}}}"),
-                )
-                if cur.rowcount == 1:
-                    seq += 1
-                    accepted.append(event_id)
+            for i, (event_id, _) in enumerate(docs):
+                if event_id not in seen:
+                    seen.add(event_id)
                     kept.append(i)
-            if accepted:  # the doc's updated_at too, or the stored one would never move
+            if max_events is not None and count_before + len(kept) > max_events:
+                raise TrajectoryFull(trajectory_id, count_before, len(kept), max_events)
+            if kept:
+                # a statement per chunk of rows, not per row: each statement lets another thread take the
+                # GIL while the commit's leader waits to get it back
+                for start in range(0, len(kept), _ROWS_PER_INSERT):
+                    chunk = kept[start : start + _ROWS_PER_INSERT]
+                    values: list[object] = []
+                    for seq, i in enumerate(chunk, count_before + start + 1):
+                        event_id, doc = docs[i]
+                        # the seq is the last key of the doc: written in place, not serialized again
+                        values += (tenant_id, trajectory_id, seq, event_id, f"{doc}{seq}}}")
+                    conn.execute(
+                        "INSERT INTO events(tenant_id, trajectory_id, seq, event_id, doc) VALUES "
+                        + ",".join(["(?,?,?,?,?)"] * len(chunk)),
+                        values,
+                    )
+                # the doc's updated_at too, or the stored one would never move
                 conn.execute(
                     "UPDATE trajectories SET event_count=?, updated_us=?, doc=json_set(doc, '$.updated_at', ?)"
                     " WHERE tenant_id=? AND trajectory_id=?",
-                    (seq, to_us(now), now.isoformat(), tenant_id, trajectory_id),
+                    (count_before + len(kept), to_us(now), now.isoformat(), tenant_id, trajectory_id),
                 )
-            result = AppendResult(accepted=len(accepted), duplicates=len(docs) - len(accepted), accepted_ids=tuple(accepted))
-            return result, count_before, kept
+            accepted = tuple(docs[i][0] for i in kept)
+            return AppendResult(accepted=len(kept), duplicates=len(docs) - len(kept), accepted_ids=accepted), count_before, kept
 
         result, count_before, kept = self.db.group_write(append)
         self.tails.appended(  # committed: what the tail holds is in the database
             (tenant_id, trajectory_id),
             count_before,
-            [replace(events[i], seq=count_before + n) for n, i in enumerate(kept, 1)],
+            [_with_seq(events[i], count_before + n) for n, i in enumerate(kept, 1)],
             [len(docs[i][1]) for i in kept],
         )
         return result

@@ -114,13 +114,13 @@ class Router:
         errors: tuple[int, ...] = (),
         repeat_status: int | None = None,
         uses_dependencies: bool = True,
-        check: Callable[[Any], None] | None = None,
+        check: Callable[[Any, bytes], None] | None = None,
         media_type: str = "application/json",
         cost: Callable[[Any], int] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Response]]:
         """Register ``view`` for ``method path``. The view gets the path parameters, then
         ``tenant_id`` (auth="tenant"), ``body`` and ``query`` (validated models) by keyword.
-        ``check`` sees the parsed JSON body before validation (limits that answer 413).
+        ``check(data, raw)`` sees the parsed JSON body and its bytes before validation (limits that answer 413).
         ``cost``: the tokens of the tenant's rate limit the validated body takes (one was taken
         when the key was checked, the rest once the body says what work it asks for)."""
         declared = Route(method.lower(), path, summary, body, query, response, status, auth, errors,
@@ -139,9 +139,10 @@ class Router:
 
                     tenants.require_admin(get_deps(), self.app.current_request.headers.get("authorization"))
                 if body is not None:
-                    data = parse_json(self.app.current_request.raw_body, get_settings().max_body_bytes, body_required(body))
+                    raw = self.app.current_request.raw_body
+                    data = parse_json(raw, get_settings().max_body_bytes, body_required(body))
                     if check is not None:
-                        check(data)
+                        check(data, raw or b"")
                     values["body"] = validate(body, data)
                     if cost is not None and auth == "tenant":
                         from ..services import tenants

@@ -312,6 +312,21 @@ def test_the_append_result_names_the_newly_stored_event_ids_in_order(trajectory_
     assert (result.accepted, result.duplicates, result.accepted_ids) == (2, 2, ("c", "d"))
 
 
+def test_a_large_batch_with_scattered_duplicates_is_stored_in_order_without_gaps(trajectory_store):
+    # more events than one statement of a backend may write, duplicates of stored and of earlier
+    # batch events among them: the new ones get the next seqs in batch order, none is skipped
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev(f"e{i}") for i in range(0, 400, 7)], at(0))
+    batch = [ev(f"e{i}", 1) for i in range(400)] + [ev("e5", 2), ev("e399", 2)]
+    result = trajectory_store.append_events("t1", "tr1", batch, at(1))
+    fresh = [f"e{i}" for i in range(400) if i % 7]
+    assert (result.accepted, result.duplicates, list(result.accepted_ids)) == (len(fresh), 402 - len(fresh), fresh)
+    events = trajectory_store.events("t1", "tr1")
+    assert [e.seq for e in events] == list(range(1, 401))
+    assert ids(events) == [f"e{i}" for i in range(0, 400, 7)] + fresh
+    assert trajectory_store.get("t1", "tr1").event_count == 400
+
+
 def test_a_local_review_is_appended_without_changing_the_status(trajectory_store):
     trajectory_store.create(traj())
     trajectory_store.add_local_review("t1", "tr1", ["x1"], {"kind": "local", "n": 1}, at(1))
