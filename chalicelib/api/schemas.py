@@ -186,8 +186,11 @@ class EventIn(Strict):
 
     @model_validator(mode="after")
     def _content_matches_type(self) -> "EventIn":
+        # model_validate(...).model_dump(exclude_none=True), without their wrappers: this runs for
+        # every event of every append
         model = CONTENT_MODELS[self.type]
-        self.content = model.model_validate(self.content).model_dump(exclude_none=True)
+        self.content = model.__pydantic_serializer__.to_python(
+            model.__pydantic_validator__.validate_python(self.content), exclude_none=True)
         return self
 
 
