@@ -134,7 +134,9 @@ def _event_limits(data: object, raw: bytes) -> None:
     if isinstance(events, list):
         if len(events) > settings.max_events_per_call:
             raise PayloadTooLarge(f"at most {settings.max_events_per_call} events per call, got {len(events)}")
-        if len(raw) * DUMPS_CHARS_PER_BODY_BYTE <= settings.max_event_bytes or len(json.dumps(events)) <= settings.max_event_bytes:
+        if len(raw) * DUMPS_CHARS_PER_BODY_BYTE <= settings.max_event_bytes:
+            return
+        if len(json.dumps(events)) <= settings.max_event_bytes:
             return  # each event's text is a part of the list's
         for i, event in enumerate(events):
             if len(json.dumps(event)) > settings.max_event_bytes:

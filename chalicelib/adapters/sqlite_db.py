@@ -81,9 +81,10 @@ def dumps(obj: Any) -> str:
 
 
 def fast_dumps(obj: Any) -> str:
-    """``dumps`` by pydantic-core's serializer, about three times faster on an event: the same text
-    but for the spelling of some floats (``1e-7`` for ``1e-07``), the same value once parsed. What
-    it cannot write (a lone surrogate: UTF-8 refuses it) goes through ``dumps``."""
+    """``dumps`` by pydantic-core's serializer, about three times faster on an event. For JSON values
+    the text reads back the same; only some spellings differ (``1e-7`` for ``1e-07``, DEL unescaped).
+    Other values are written as pydantic writes them (a datetime in ISO form, not ``str``'s). What it
+    cannot write (a lone surrogate: UTF-8 refuses it) goes through ``dumps``."""
     try:
         return to_json(obj, ensure_ascii=True, inf_nan_mode="constants", fallback=str).decode()
     except PydanticSerializationError:
