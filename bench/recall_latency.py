@@ -1,11 +1,11 @@
 """Recall latency at 1k / 10k / 100k active experiences in one tenant, against the numpy floor.
 
-Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--queries 200]
+Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--queries 200] [--embedder minilm|e5]
 
 For each size the data directory is seeded directly through the adapters (SQLite experience
-store + NumpyVectorIndex; vectors are real MiniLM embeddings of a few hundred lesson texts,
-perturbed, so queries have realistic neighbours), then the real server process is started on it
-(``python server.py``, real MiniLM embedder) and the same queries are timed, interleaved
+store + NumpyVectorIndex; vectors are real embeddings of a few hundred lesson texts, perturbed,
+so queries have realistic neighbours), then the real server process is started on it
+(``python server.py``, the real MiniLM embedder, or e5 with ``--embedder e5``) and the same queries are timed, interleaved
 query by query so that noise on this shared machine hits every method alike:
 
   http      POST /v1/recall on the server process (client: httpx keep-alive, 127.0.0.1)
@@ -14,7 +14,7 @@ query by query so that noise on this shared machine hits every method alike:
   svc-noemb the same service call with the query vector precomputed (no embedding)
   search    NumpyVectorIndex.search alone (filters, k = recall candidates)
   floor     numpy: one float32 (N x 384) @ (384,) product + argpartition top-k + sort of k
-  embed     the query embedding alone (MiniLM, one sentence)
+  embed     the query embedding alone (one sentence)
 
 Before each timed call the bench waits (bounded, <= 0.4 s) until both processes stop burning CPU:
 onnxruntime's pool threads spin ~50 ms after an inference and OpenBLAS's ~100 ms after a threaded
@@ -256,10 +256,10 @@ class Seeder:
 class FixedEmbedder:
     """Returns precomputed vectors: the service call without its embedding cost."""
 
-    def __init__(self, dim: int, table: dict[str, np.ndarray]) -> None:
-        self.dim, self.table = dim, table
+    def __init__(self, dim: int, table: dict[str, np.ndarray], similarity_floor: float = 0.0) -> None:
+        self.dim, self.table, self.similarity_floor = dim, table, similarity_floor
 
-    def embed(self, texts):
+    def embed(self, texts, query=False):
         return np.stack([self.table[t] for t in texts])
 
 
@@ -290,9 +290,9 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
     qobjs = [recall_query(tenant_id, q) for q in queries]
     qargs = [asdict(q) for q in qobjs]  # the service's keyword arguments, built outside the timing
     qtexts = [query_text(q) for q in qobjs]
-    qvecs = deps.embedder.embed(qtexts)
+    qvecs = deps.embedder.embed(qtexts, query=True)
     table = {t: v for t, v in zip(qtexts, qvecs)}
-    deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table))
+    deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table, deps.similarity_floor))
     part = deps.index._partition(tenant_id)  # the same N x 384 float32 matrix the index searches
     matrix = part.vecs[: part.n]
     assert matrix.shape[0] == n and matrix.dtype == np.float32 and matrix.flags["C_CONTIGUOUS"]
@@ -306,7 +306,7 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
 
     times: dict[str, list[float]] = {m: [] for m in METHODS}
     agree = compared = empty = 0
-    with Server(data_dir, {"HINDSIGHT_EMBEDDER": "minilm"}) as server, \
+    with Server(data_dir, {"HINDSIGHT_EMBEDDER": get_settings().embedder}) as server, \
             httpx.Client(base_url=server.url, trust_env=False, timeout=900.0,
                          headers={"content-type": "application/json", **auth}) as client:
         rss_before = proc_rss_mb(server.proc.pid)
@@ -348,9 +348,9 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
             settle(pids)
             t = pc(); floor_search(matrix, qvecs[j], k); times["floor"].append((pc() - t) * 1000)
             settle(pids)
-            t = pc(); deps.embedder.embed([qtexts[j]]); times["embed"].append((pc() - t) * 1000)
+            t = pc(); deps.embedder.embed([qtexts[j]], query=True); times["embed"].append((pc() - t) * 1000)
             settle(pids)
-            t = pc(); floor_search(matrix, deps.embedder.embed([qtexts[j]])[0], k)
+            t = pc(); floor_search(matrix, deps.embedder.embed([qtexts[j]], query=True)[0], k)
             times["emb+floor"].append((pc() - t) * 1000)
             settle(pids)
             http_ids = [h["experience"]["experience_id"] for h in r.json()["hits"]]
@@ -399,7 +399,7 @@ def sustained_load(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list
             j = i * 7
             while time.monotonic() < stop:
                 t = time.perf_counter()
-                q = deps.embedder.embed([qtexts[j % len(qtexts)]])[0] if embed else qvecs[j % len(qvecs)]
+                q = deps.embedder.embed([qtexts[j % len(qtexts)]], query=True)[0] if embed else qvecs[j % len(qvecs)]
                 floor_search(matrix, q, k)
                 out.append((time.perf_counter() - t) * 1000)
                 j += 1
@@ -473,7 +473,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated N of active experiences")
     parser.add_argument("--queries", type=int, default=200, help="measured queries per size")
     parser.add_argument("--warmup", type=int, default=20, help="warm-up queries per size and method")
-    parser.add_argument("--bases", type=int, default=300, help="real MiniLM embeddings perturbed into the N vectors")
+    parser.add_argument("--bases", type=int, default=300, help="real embeddings perturbed into the N vectors")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="time bound of the measurement per size")
     parser.add_argument("--profile", action="store_true",
                         help="always profile the WSGI path at the largest N (default: only if HTTP p50 > 3x service p50)")
@@ -482,6 +482,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the sustained-load phase per method")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--embedder", choices=("minilm", "e5"), default="minilm",
+                        help="the server's and the in-process embedder (the lessons' vectors too)")
     args = parser.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     if not sizes or sizes[0] < 1 or args.queries < 1:
@@ -493,7 +495,7 @@ def main() -> None:
 
     tmp = tempfile.mkdtemp(prefix="hindsight-bench-recall-")
     try:
-        settings = Settings(data_dir=tmp, embedder="minilm", worker=False, admin_key="hsadmin_bench_inprocess",
+        settings = Settings(data_dir=tmp, embedder=args.embedder, worker=False, admin_key="hsadmin_bench_inprocess",
                             rate_limit_per_second=0)  # measure the service, not the limit
         t0 = time.perf_counter()
         deps = build_embedded(settings)

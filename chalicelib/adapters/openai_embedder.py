@@ -11,6 +11,8 @@ from ..domain.vectors import Vector
 
 
 class OpenAIEmbedder:
+    similarity_floor = 0.0
+
     def __init__(self, client: Any, model: str, dim: int, batch_size: int = 64) -> None:
         self.client = client
         self.model = model
@@ -18,8 +20,9 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}:{dim}"
         self.batch_size = batch_size
 
-    def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """One unit vector per text, in order (a zero vector stays zero)."""
+    def embed(self, texts: Sequence[str], query: bool = False) -> list[Vector]:
+        """One unit vector per text, in order (a zero vector stays zero). The OpenAI API embeds
+        searches and documents alike."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one string")
         out: list[Vector | None] = [None] * len(texts)

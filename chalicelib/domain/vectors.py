@@ -59,3 +59,10 @@ class Vector(tuple):
 
     def __repr__(self) -> str:
         return f"Vector({len(self)} dims)"
+
+
+def rebased(cosine: float, floor: float) -> float:
+    """A cosine on the scale where unrelated texts score 0: models differ in where their unrelated
+    pairs sit (MiniLM near 0, e5 near 0.7), and the recall weights and the merge thresholds were
+    set on the first scale. Below the floor is negative, as a cosine below 0 is."""
+    return cosine if floor == 0 else (cosine - floor) / (1.0 - floor)

@@ -63,6 +63,11 @@ class Deps:
     review_notifier: ReviewNotifier | None = None
     recalls: RecallLedger | None = None  # None: served recalls are not kept, so nothing is credited
 
+    @property
+    def similarity_floor(self) -> float:
+        """Where the embedder puts unrelated texts (``domain.vectors.rebased``)."""
+        return getattr(self.embedder, "similarity_floor", 0.0)
+
 
 def policies(settings: Settings) -> dict[str, Any]:
     """The Deps fields that come straight from settings, whatever the backend."""

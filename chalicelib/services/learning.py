@@ -22,6 +22,7 @@ from ..domain.models import (
     Event, Experience, ExperienceStatus, ReviewKind, ReviewSummary, Trajectory, TrajectoryStatus,
 )
 from ..domain.review import Review
+from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .credit import credit_trajectory
 from .deps import Deps
@@ -41,7 +42,7 @@ class Distilled:
 def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
     """An active lesson in exactly the same scope whose text is nearly the same (cosine threshold)."""
     hits = deps.index.search(exp.tenant_id, vector, IndexFilter(exp.agent_id, exp.user_id, tuple(exp.tools)), 5)
-    close = [i for i, score in hits if score >= deps.merge_threshold and i != exp.experience_id]
+    close = [i for i, score in hits if rebased(score, deps.similarity_floor) >= deps.merge_threshold and i != exp.experience_id]
     for candidate in deps.experiences.get_many(exp.tenant_id, close).values():
         if (
             candidate.status is ExperienceStatus.ACTIVE
@@ -62,7 +63,8 @@ def _same_situation(deps: Deps, old: Experience, new: Experience, vectors: dict[
     that need another fix (a unit vs a schedule behind the same rejection) replace each other."""
     olds, news = [e for e in old.examples if e] or [old.situation], [e for e in new.examples if e] or [new.situation]
     embed_texts(deps, [*olds, *news], vectors)
-    return max(float(vectors[a] @ vectors[b]) for a in olds for b in news) >= deps.supersede_threshold
+    best = max(float(vectors[a] @ vectors[b]) for a in olds for b in news)
+    return rebased(best, deps.similarity_floor) >= deps.supersede_threshold
 
 
 def _first_example_kept(deps: Deps, exp: Experience, keep: Collection[str]) -> Experience:

@@ -13,6 +13,7 @@ from ..domain.advice import render_advice
 from ..domain.lexical import scaled
 from ..domain.models import ExperienceStatus, Hit, RecallQuery
 from ..domain.scoring import as_seen_at, score_hit
+from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .deps import Deps
 
@@ -40,7 +41,7 @@ def recall(
     """The best ``top_k`` lessons for the situation, and the advice block they make."""
     q = RecallQuery(tenant_id, query, agent_id, user_id, task_type, tuple(tools), intent, tuple(tags), top_k, min_score)
     text = query_text(q)
-    vector = deps.embedder.embed([text])[0]
+    vector = deps.embedder.embed([text], query=True)[0]
     flt = IndexFilter(
         agent_id=q.agent_id, user_id=q.user_id, tools=q.tools,
         task_type=q.task_type if deps.recall_filter_task_type else None,
@@ -58,7 +59,7 @@ def recall(
         if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
             continue
         score, explanation = score_hit(
-            exp, similarity, q, now, deps.weights, deps.decay, lexical=lexical.get(exp_id, 0.0)
+            exp, rebased(similarity, deps.similarity_floor), q, now, deps.weights, deps.decay, lexical=lexical.get(exp_id, 0.0)
         )
         if score >= q.min_score:
             hits.append(Hit(exp, score, explanation))

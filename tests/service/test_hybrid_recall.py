@@ -15,7 +15,7 @@ class FlatEmbedder:
 
     dim = 8
 
-    def embed(self, texts):
+    def embed(self, texts, query=False):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         out[:, 0] = 1.0
         return out
@@ -92,3 +92,30 @@ def test_the_same_lesson_in_two_scopes_is_returned_once(deps):
     ids = [h.experience.experience_id for h in hits]
     assert len(ids) == 2 and other in ids
     assert advice.count("Pass `namespace`") == 1
+
+
+class SidedEmbedder:
+    """A model whose unrelated texts sit at cosine 0.7 (as e5's do) and that embeds a query
+    otherwise than a document: every document is at cosine 0.85 of every query."""
+
+    dim = 8
+    similarity_floor = 0.7
+
+    def __init__(self) -> None:
+        self.sides: list[bool] = []
+
+    def embed(self, texts, query=False):
+        self.sides.append(query)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out[:, 0] = 1.0 if query else 0.85
+        out[:, 1] = 0.0 if query else (1 - 0.85**2) ** 0.5
+        return out
+
+
+def test_the_query_is_embedded_as_a_query_and_its_cosine_rebased_on_the_models_floor():
+    deps = fake_deps(FakeClock(), embedder=SidedEmbedder())
+    write(deps, "Pass `namespace` to `kubectl_rollout`.")
+    deps.embedder.sides.clear()
+    hits, _ = recall.recall(deps, "t1", "kubectl_rollout fails")
+    assert deps.embedder.sides == [True]
+    assert hits[0].explanation.semantic == pytest.approx((0.85 - 0.7) / (1 - 0.7), abs=1e-3)

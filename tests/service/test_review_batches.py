@@ -60,7 +60,7 @@ class CountingEmbedder(HashEmbedder):
         self.calls: list[int] = []
         self.fail_above: int | None = None
 
-    def embed(self, texts):
+    def embed(self, texts, query=False):
         if self.fail_above is not None and len(texts) > self.fail_above:
             raise ConnectionError("batch too large for the embedding service")
         self.calls.append(len(texts))

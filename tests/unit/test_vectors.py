@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chalicelib.domain.vectors import Vector
+from chalicelib.domain.vectors import Vector, rebased
 
 
 def test_the_operations_the_services_use_match_numpy():
@@ -32,3 +32,10 @@ def test_plus_is_element_wise_and_lengths_must_match():
 
 def test_a_zero_vector_has_no_direction_and_stays_zero():
     assert Vector([0.0, 0.0]).unit() == Vector([0.0, 0.0])
+
+
+def test_rebased_puts_the_models_floor_at_0_and_keeps_1():
+    assert rebased(0.85, 0.7) == pytest.approx(0.5)
+    assert rebased(1.0, 0.7) == pytest.approx(1.0) and rebased(0.7, 0.7) == 0.0
+    assert rebased(0.6, 0.7) < 0  # below the floor, as a cosine below 0
+    assert rebased(0.42, 0.0) == 0.42
