@@ -5,7 +5,6 @@ from dataclasses import replace
 
 import pytest
 
-from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.domain.errors import TrajectoryFull
 from chalicelib.domain.models import ExperienceStatus
 from chalicelib.domain.lesson import situation_key
@@ -216,20 +215,6 @@ def test_a_near_identical_lesson_is_merged_by_similarity(deps, clock):
     first = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
     other = fix_trajectory(deps, clock, "tr2", "embedded", goal="Export the monthly report as a PDF file")
     assert other.experience_ids == first
-
-
-def test_the_merge_threshold_is_on_the_embedders_scale(clock):
-    """A model whose unrelated texts sit high (e5's near 0.7) must not merge what a cosine of 0.5
-    would on MiniLM's scale: the threshold applies to the cosine rebased on the model's floor."""
-
-    class HighFloor(HashEmbedder):
-        similarity_floor = 0.97
-
-    deps = fake_deps(clock, embedder=HighFloor())
-    deps.merge_threshold = 0.5
-    first = fix_trajectory(deps, clock, "tr1", "embedded").experience_ids
-    other = fix_trajectory(deps, clock, "tr2", "embedded", goal="Export the monthly report as a PDF file")
-    assert other.experience_ids != first and deps.index.count("t1") == 2
 
 
 def test_a_lesson_with_another_fix_for_the_same_situation_supersedes_the_old_one(deps, clock):

@@ -119,3 +119,29 @@ def test_the_query_is_embedded_as_a_query_and_its_cosine_rebased_on_the_models_f
     hits, _ = recall.recall(deps, "t1", "kubectl_rollout fails")
     assert deps.embedder.sides == [True]
     assert hits[0].explanation.semantic == pytest.approx((0.85 - 0.7) / (1 - 0.7), abs=1e-3)
+
+
+@pytest.mark.parametrize("floor, merged", [(0.0, True), (0.7, False)])
+def test_the_merge_threshold_applies_to_the_cosine_on_the_models_scale(floor, merged):
+    """Two lessons at cosine 0.95: nearly the same text for a model whose unrelated texts sit at
+    0, only somewhat alike (0.83 rebased) for one whose unrelated texts sit at 0.7."""
+    from chalicelib.services.learning import _near_duplicate
+
+    class TwoPoints(FlatEmbedder):
+        similarity_floor = floor
+
+        def embed(self, texts, query=False):
+            out = np.zeros((len(texts), self.dim), dtype=np.float32)
+            for row, text in enumerate(texts):
+                second = "second" in text
+                out[row, 0], out[row, 1] = (0.95, (1 - 0.95**2) ** 0.5) if second else (1.0, 0.0)
+            return out
+
+    deps = fake_deps(FakeClock(), embedder=TwoPoints())
+    assert deps.merge_threshold == 0.92
+    first = write(deps, "Pass `namespace` to `kubectl_rollout` (first).", agent_id="a1")
+    second = Experience(tenant_id="t1", experience_id="exp_second", situation="A tool call failed.", action="",
+                        result="", lesson="second", advice="second", agent_id="a1", created_at=deps.clock.now(),
+                        updated_at=deps.clock.now(), renewed_at=deps.clock.now())
+    found = _near_duplicate(deps, second, deps.embedder.embed(["second"])[0])
+    assert (found is not None and found.experience_id == first) is merged
