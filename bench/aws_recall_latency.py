@@ -335,7 +335,7 @@ def main() -> None:
     from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex, build_client
     from chalicelib.adapters.opensearch_queries import IndexSpec
     from chalicelib.container import build_embedded
-    from chalicelib.services.recall import query_text
+    from chalicelib.services.recall import embedded_texts
     from chalicelib.services.tenants import create_tenant
     from chalicelib.settings import Settings
     from devtools.opensearch_node import RequestCounter, node_url
@@ -371,7 +371,8 @@ def main() -> None:
         base_vecs = deps.embedder.embed([f"{b['situation']} {b['lesson']} Tools: {', '.join(b['tools'])}." for b in bases])
         queries = build_queries(args.queries, args.seed + 1, tenant_a.tenant_id)
         warm = build_queries(args.warmup, args.seed + 991, tenant_a.tenant_id)
-        texts = [query_text(q) for q in queries + warm]
+        # every text the service embeds (a query that negates something: also without it)
+        texts = list(dict.fromkeys(t for q in queries + warm for t in embedded_texts(q)))
         table = dict(zip(texts, deps.embedder.embed(texts)))
         deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table))
         print(f"setup: MiniLM + {len(bases)} base and {len(texts)} query embeddings: {time.perf_counter() - t0:.1f} s;"

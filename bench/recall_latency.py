@@ -285,13 +285,17 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
 
     from chalicelib.ports import IndexFilter
     from chalicelib.services import recall as recall_svc
-    from chalicelib.services.recall import query_text
+    from chalicelib.services.recall import embedded_texts, query_text
 
     qobjs = [recall_query(tenant_id, q) for q in queries]
     qargs = [asdict(q) for q in qobjs]  # the service's keyword arguments, built outside the timing
     qtexts = [query_text(q) for q in qobjs]
     qvecs = deps.embedder.embed(qtexts, query=True)
     table = {t: v for t, v in zip(qtexts, qvecs)}
+    # and the texts the service embeds beside (a query that negates something: also without it)
+    extra = [t for q in qobjs for t in embedded_texts(q) if t not in table]
+    if extra:
+        table |= dict(zip(extra, deps.embedder.embed(extra, query=True)))
     deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table, deps.similarity_floor))
     part = deps.index._partition(tenant_id)  # the same N x 384 float32 matrix the index searches
     matrix = part.vecs[: part.n]

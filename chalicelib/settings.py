@@ -109,6 +109,8 @@ class Settings(BaseModel):
     lexical_half: float = Field(default=4.0, ge=0)
     recall_filter_task_type: bool = True
     recall_filter_intent: bool = True
+    # what a query negates ("no", "not", "nothing", "n't" and their scope) weighs half in its vector
+    recall_negation: bool = True
     advice_max_items: int = Field(default=5, ge=1, le=20)
     recall_ttl_days: float = Field(default=14.0, gt=0)  # a recall id credits its lessons until then
     advise_candidates: int = Field(default=100, ge=1)  # lessons naming the tool that advise holds a call against

@@ -41,6 +41,7 @@ class Deps:
     lexical_half: float  # the BM25 score that weighs half (saturate), or the damping of the best (relative)
     recall_filter_task_type: bool  # a lesson of another task type is not a candidate
     recall_filter_intent: bool  # nor one of another intent
+    recall_negation: bool  # what a query negates weighs half in its vector (recall.query_vector)
     advice_max_items: int
     advice_placement: str
     review_max_attempts: int
@@ -93,6 +94,7 @@ def policies(settings: Settings) -> dict[str, Any]:
         lexical_half=settings.lexical_half,
         recall_filter_task_type=settings.recall_filter_task_type,
         recall_filter_intent=settings.recall_filter_intent,
+        recall_negation=settings.recall_negation,
         advice_max_items=settings.advice_max_items,
         advice_placement=settings.advice_placement,
         review_max_attempts=settings.review_max_attempts,

@@ -12,17 +12,41 @@ from typing import Sequence
 from ..domain.advice import render_advice
 from ..domain.lexical import scaled
 from ..domain.models import ExperienceStatus, Hit, RecallQuery
+from ..domain.negation import split_negation
 from ..domain.scoring import as_seen_at, score_hit
 from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .deps import Deps
 
 
-def query_text(q: RecallQuery) -> str:
-    parts = [q.query]
+def query_text(q: RecallQuery, query: str | None = None) -> str:
+    parts = [q.query if query is None else query]
     if q.intent:
         parts.append(f"Intent: {q.intent}.")
     return " ".join(parts)
+
+
+def embedded_texts(q: RecallQuery, negation: bool = True) -> tuple[str, ...]:
+    """What recall embeds for the query: its text and, when it negates something
+    (``domain.negation``) and ``negation`` is on, its text without the negated words."""
+    text = query_text(q)
+    split = split_negation(q.query) if negation else None
+    if split is None or not split.has_negation:
+        return (text,)
+    return text, query_text(q, split.asserted)
+
+
+def query_vector(deps: Deps, q: RecallQuery):
+    """The query's embedding; for a query that negates something, the normalised sum of the
+    embeddings of ``embedded_texts``: what it negates weighs half of what it asserts. A negated word
+    is a fact the query denies ("the patron owes nothing") or the failure it reports ("won't
+    import"), which look-alike situations share; what tells them apart is what the query asserts."""
+    vectors = deps.embedder.embed(list(embedded_texts(q, deps.recall_negation)), query=True)
+    if len(vectors) == 1:
+        return vectors[0]
+    total = vectors[0] + vectors[1]
+    norm = float((total @ total) ** 0.5)
+    return total / norm if norm else total
 
 
 def recall(
@@ -41,7 +65,7 @@ def recall(
     """The best ``top_k`` lessons for the situation, and the advice block they make."""
     q = RecallQuery(tenant_id, query, agent_id, user_id, task_type, tuple(tools), intent, tuple(tags), top_k, min_score)
     text = query_text(q)
-    vector = deps.embedder.embed([text], query=True)[0]
+    vector = query_vector(deps, q)
     flt = IndexFilter(
         agent_id=q.agent_id, user_id=q.user_id, tools=q.tools,
         task_type=q.task_type if deps.recall_filter_task_type else None,
