@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..domain.lexical import Bm25Params, idf, terms
+from ..domain.lexical import Bm25Params, idf, terms, terms_key
 from ..domain.models import match_key, match_keys
 from ..ports import IndexEntry, IndexFilter, hybrid_by_parts
 from .sqlite_db import SqliteDatabase, dumps
@@ -27,6 +27,16 @@ _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking fo
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float32)
+_CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
+
+
+class _StaleTerms(Exception):
+    """A row's stored terms are not what ``terms`` makes of its text now, under the same key."""
+
+
+def _stored(key: str, words: list[str]) -> str:
+    """A row's terms as the vectors table keeps them: the key they were made under, a tab, the terms."""
+    return f"{key}\t{' '.join(words)}"
 
 
 class _Postings:
@@ -219,25 +229,29 @@ class _Partition:
         self._len_norm = None
         return row
 
-    def put(self, entry: IndexEntry, vec: np.ndarray | None) -> None:
+    def put(self, entry: IndexEntry, vec: np.ndarray | None, counts: Counter[str] | None = None) -> None:
+        """``counts``: the terms of the entry's text, counted, when the caller has them already."""
         row = self._place(entry)
         if vec is not None:
             self.vecs[row] = vec
-        counts = Counter(terms(entry.text, self.bm25_params.stemmer))
+        if counts is None:
+            counts = Counter(terms(entry.text, self.bm25_params.stemmer))
         self._set_len(row, sum(counts.values()))
         self.postings.add(row, counts, self.n)
 
-    def put_bulk(self, entries: Iterable[IndexEntry]) -> None:
+    def put_bulk(self, entries: Iterable[tuple[IndexEntry, Counter[str] | None]]) -> None:
         """``put`` of the entries of an empty partition, in rows 0.. (their vectors in place already),
-        with one build of the postings. Entries are taken one at a time and only their postings kept."""
+        with one build of the postings. Entries (each with its counted terms, or None to tokenize
+        its text) are taken one at a time and only their postings kept."""
         if self.n:
             raise ValueError("put_bulk fills an empty partition")
         term_ids, rows, tfs = array("i"), array("i"), array("f")
-        for entry in entries:
+        for entry, counts in entries:
             if entry.experience_id in self.pos:
                 raise ValueError(f"put_bulk: {entry.experience_id} twice")
             row = self._place(entry)
-            counts = Counter(terms(entry.text, self.bm25_params.stemmer))
+            if counts is None:
+                counts = Counter(terms(entry.text, self.bm25_params.stemmer))
             self._set_len(row, sum(counts.values()))
             term_ids.extend(self.postings._term_ids(counts))
             rows.extend([row] * len(counts))
@@ -356,18 +370,35 @@ class NumpyVectorIndex:
         return part
 
     def _load(self, tenant_id: str) -> _Partition:
-        part = _Partition(self.dim, self.bm25)
         conn = self.db.read()
         (count,) = conn.execute("SELECT COUNT(*) FROM vectors WHERE tenant_id=?", (tenant_id,)).fetchone()
-        part._grow(count)
-        part.put_bulk(self._stream(tenant_id, part))
+        missing: list[tuple[str, str | None, str]] = []
+        try:
+            part = self._load_rows(tenant_id, count, True, missing)
+        except _StaleTerms:  # terms changed without a new TERMS_VERSION: every row is tokenized again
+            missing.clear()
+            part = self._load_rows(tenant_id, count, False, missing)
+        self._store_terms(tenant_id, missing)
         return part
 
-    def _stream(self, tenant_id: str, part: _Partition) -> Iterator[IndexEntry]:
-        """The tenant's stored entries, in chunks: the rows' blobs and texts are never all in memory
-        at once. Each chunk's vectors go straight into the partition's matrix."""
+    def _load_rows(self, tenant_id: str, count: int, trust: bool, missing: list) -> _Partition:
+        part = _Partition(self.dim, self.bm25)
+        part._grow(count)
+        part.put_bulk(self._stream(tenant_id, part, count, trust, missing))
+        return part
+
+    def _stream(
+        self, tenant_id: str, part: _Partition, count: int, trust: bool, missing: list
+    ) -> Iterator[tuple[IndexEntry, Counter[str]]]:
+        """The tenant's stored entries with their counted terms, in chunks: the rows' blobs and
+        texts are never all in memory at once. Each chunk's vectors go straight into the partition's
+        matrix. Terms stored under the current key are read, not made again (tokenizing is most of
+        a load's time), a spread of them checked against ``terms``; the rows that had none stored
+        (or under another key) are listed in ``missing`` with what they had and their terms."""
+        key = terms_key(self.bm25.stemmer)
+        spread = max(1, count // _CHECKED_ROWS)
         cursor = self.db.read().execute(
-            "SELECT experience_id, vec, meta FROM vectors WHERE tenant_id=? ORDER BY rowid", (tenant_id,)
+            "SELECT experience_id, vec, meta, terms FROM vectors WHERE tenant_id=? ORDER BY rowid", (tenant_id,)
         )
         start = 0
         while rows := cursor.fetchmany(2048):
@@ -375,13 +406,35 @@ class NumpyVectorIndex:
             part.vecs[start : start + len(rows)] = np.frombuffer(
                 b"".join(r["vec"] for r in rows), dtype=np.float32
             ).reshape(len(rows), self.dim)
-            start += len(rows)
-            for r in rows:
+            for n, r in enumerate(rows, start):
                 m = json.loads(r["meta"])
                 # rows written before intents were indexed have none: they fit any intent
-                yield IndexEntry(
+                entry = IndexEntry(
                     r["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
                     m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""), m.get("intent"),
+                )
+                stored = r["terms"]
+                kept, _, words = (stored or "").partition("\t")
+                if trust and kept == key:
+                    counts = Counter(words.split())
+                    if (n < _CHECKED_ROWS or n % spread == 0) and counts != Counter(terms(entry.text, self.bm25.stemmer)):
+                        raise _StaleTerms(entry.experience_id)
+                else:
+                    made = terms(entry.text, self.bm25.stemmer)
+                    counts = Counter(made)
+                    missing.append((entry.experience_id, stored, _stored(key, made)))
+                yield entry, counts
+            start += len(rows)
+
+    def _store_terms(self, tenant_id: str, missing: list[tuple[str, str | None, str]]) -> None:
+        """Keep the terms made at a load (experience id, the terms read, the terms made), so that the
+        next load reads them. A row written since it was read (its terms are no longer those read)
+        is left as its writer left it."""
+        for start in range(0, len(missing), 4096):
+            with self.db.write() as conn:
+                conn.executemany(
+                    "UPDATE vectors SET terms=? WHERE tenant_id=? AND experience_id=? AND terms IS ?",
+                    [(made, tenant_id, experience_id, was) for experience_id, was, made in missing[start : start + 4096]],
                 )
 
     def _checked(self, vector: np.ndarray) -> np.ndarray:
@@ -395,21 +448,23 @@ class NumpyVectorIndex:
         if not entries:
             return
         vecs = [self._checked(e.vector) for e in entries]
+        words = [terms(e.text, self.bm25.stemmer) for e in entries]
+        key = terms_key(self.bm25.stemmer)
         with self.db.write() as conn:
             conn.executemany(
-                "INSERT OR REPLACE INTO vectors(tenant_id, experience_id, vec, meta) VALUES (?,?,?,?)",
+                "INSERT OR REPLACE INTO vectors(tenant_id, experience_id, vec, meta, terms) VALUES (?,?,?,?,?)",
                 [
                     (tenant_id, e.experience_id, v.tobytes(), dumps({
                         "agent_id": e.agent_id, "user_id": e.user_id, "tools": list(e.tools),
                         "task_type": e.task_type, "tags": list(e.tags), "text": e.text, "intent": e.intent,
-                    }))
-                    for e, v in zip(entries, vecs)
+                    }), _stored(key, w))
+                    for e, v, w in zip(entries, vecs, words)
                 ],
             )
         part = self._partition(tenant_id)
         with self._lock:
-            for e, v in zip(entries, vecs):
-                part.put(e, v)
+            for e, v, w in zip(entries, vecs, words):
+                part.put(e, v, Counter(w))
 
     def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
         if not experience_ids:

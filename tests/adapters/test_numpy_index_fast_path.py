@@ -148,4 +148,4 @@ def test_bulk_load_refuses_a_partition_that_holds_rows():
     part = numpy_index._Partition(DIM, Bm25Params())
     part.put(IndexEntry("a", np.ones(DIM, np.float32), text="x"), np.ones(DIM, np.float32))
     with pytest.raises(ValueError):
-        part.put_bulk([IndexEntry("b", None, text="y")])
+        part.put_bulk([(IndexEntry("b", None, text="y"), None)])
