@@ -354,6 +354,7 @@ class NumpyVectorIndex:
         self.db = db
         self.dim = dim
         self._parts: dict[str, _Partition] = {}
+        self._loading: dict[str, threading.Lock] = {}  # tenants being loaded, each its lock
         self._lock = threading.RLock()
         self._threads = max(1, threads)
         self.bm25 = bm25
@@ -362,11 +363,16 @@ class NumpyVectorIndex:
     def _partition(self, tenant_id: str) -> _Partition:
         part = self._parts.get(tenant_id)
         if part is None:
+            # loaded under a lock of its own: the other tenants' searches and writes go on meanwhile
             with self._lock:
+                loading = self._loading.setdefault(tenant_id, threading.Lock())
+            with loading:
                 part = self._parts.get(tenant_id)
                 if part is None:
                     part = self._load(tenant_id)
-                    self._parts[tenant_id] = part
+                    with self._lock:
+                        self._parts[tenant_id] = part
+                        del self._loading[tenant_id]
         return part
 
     def _load(self, tenant_id: str) -> _Partition:

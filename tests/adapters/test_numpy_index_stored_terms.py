@@ -122,3 +122,36 @@ def test_terms_version_changes_with_what_terms_returns():
     longer makes: update both the version and the digest below."""
     digest = hashlib.sha256(repr([terms(CORPUS, s) for s in sorted(lexical.STEMMERS)]).encode()).hexdigest()[:16]
     assert {1: "16d3d6b4add52880"}[lexical.TERMS_VERSION] == digest
+
+
+def test_a_tenant_loading_holds_up_no_other_tenant(tmp_path, monkeypatch):
+    import threading
+
+    path, tenants = seeded(tmp_path)
+    index = NumpyVectorIndex(SqliteDatabase(path), DIM)
+    index.upsert("t2", [random_entry(random.Random(1), np.random.default_rng(1), "y1")])  # t2 loaded
+    started, release = threading.Event(), threading.Event()
+    load = index._load
+
+    def slow_load(tenant_id):
+        started.set()
+        assert release.wait(10)
+        return load(tenant_id)
+
+    monkeypatch.setattr(index, "_load", slow_load)
+    counting = threading.Thread(target=index.count, args=("t1",))
+    counting.start()
+    try:
+        assert started.wait(10)
+        answered = []
+        other = threading.Thread(target=lambda: answered.append(index.search("t2", np.ones(DIM, np.float32), IndexFilter(), 5)))
+        other.start()
+        other.join(5)
+        assert len(answered) == 1, "a search of t2 waited for t1's load"
+        second = threading.Thread(target=index.count, args=("t1",))  # t1's callers wait for its one load
+        second.start()
+    finally:
+        release.set()
+        counting.join(10)
+    second.join(10)
+    assert index.count("t1") == N and not index._loading
