@@ -198,6 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
     warm = getattr(deps.index, "warm", None)
     if warm is not None:  # load every tenant's vectors now rather than on its first recall
+        # frozen once loaded, as start-up's objects are (tune_gc): they live as long as the server
         threading.Thread(target=lambda: (warm(), gc.freeze()), name="hindsight-warm-index", daemon=True).start()
     if settings.worker:
         BackgroundWorker(deps, deps.review_notifier, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
@@ -215,10 +216,6 @@ def main(argv: list[str] | None = None) -> None:
     print(f"embedder: {describe_embedder(settings)}; reviewer: {describe_reviewer(settings)}", flush=True)
     print(f"admin key: {key_src}", flush=True)
     server = create_server(make_wsgi_app(chalice_app, settings.max_body_bytes), settings)
-    # What start-up built lives as long as the server: kept out of the cyclic collector's reach, or
-    # every full collection walks its ~45k objects again (20 ms and more on a busy machine, in
-    # whichever request triggered it). The warm-up thread freezes what it loaded the same way.
-    gc.freeze()
     try:
         server.run()
     finally:
