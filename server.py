@@ -198,7 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
     warm = getattr(deps.index, "warm", None)
     if warm is not None:  # load every tenant's vectors now rather than on its first recall
-        threading.Thread(target=warm, name="hindsight-warm-index", daemon=True).start()
+        # frozen once loaded, as start-up's objects are (tune_gc): they live as long as the server
+        threading.Thread(target=lambda: (warm(), gc.freeze()), name="hindsight-warm-index", daemon=True).start()
     if settings.worker:
         BackgroundWorker(deps, deps.review_notifier, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
     from app import app as chalice_app

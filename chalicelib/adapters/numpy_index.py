@@ -17,9 +17,9 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..domain.lexical import Bm25Params, idf, terms
+from ..domain.lexical import Bm25Params, idf, terms, terms_key
 from ..domain.models import match_key, match_keys
-from ..ports import IndexEntry, IndexFilter, hybrid_by_parts
+from ..ports import IndexEntry, IndexFilter
 from .sqlite_db import SqliteDatabase, dumps
 
 
@@ -27,6 +27,16 @@ _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking fo
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float32)
+_CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
+
+
+class _StaleTerms(Exception):
+    """A row's stored terms are not what ``terms`` makes of its text now, under the same key."""
+
+
+def _stored(key: str, words: list[str]) -> str:
+    """A row's terms as the vectors table keeps them: the key they were made under, a tab, the terms."""
+    return f"{key}\t{' '.join(words)}"
 
 
 class _Postings:
@@ -50,7 +60,7 @@ class _Postings:
         self.in_base = np.zeros(0, dtype=bool)  # the row's base postings are its current ones
         self.stale = np.zeros(0, dtype=np.int64)  # per term: base postings no longer current
         self.delta: dict[int, dict[int, int]] = {}  # term -> row -> tf, rows written since the base
-        self.delta_rows: dict[int, list[int]] = {}  # row -> its term ids, for those rows
+        self.delta_rows: dict[int, np.ndarray] = {}  # row -> its term ids, for those rows
 
     def _term_ids(self, counts: dict[str, int]) -> list[int]:
         ids = self.ids
@@ -67,14 +77,14 @@ class _Postings:
         for t, tf in zip(tids, counts.values()):
             self.delta.setdefault(t, {})[row] = tf
         self.df[tids] += 1  # a row's term ids are distinct
-        self.delta_rows[row] = tids
+        self.delta_rows[row] = np.array(tids, dtype=np.int32)  # an array: nothing for the garbage collector
         if len(self.delta_rows) > max(self.REBUILD_MIN, n_rows // 8):
             self.rebuild(n_rows)
 
     def remove(self, row: int) -> None:
         tids = self.delta_rows.pop(row, None)
         if tids is not None:
-            for t in tids:
+            for t in tids.tolist():
                 d = self.delta[t]
                 del d[row]
                 if not d:
@@ -149,7 +159,9 @@ class _Partition:
         self.dim = dim
         self.bm25_params = bm25
         self.n = 0
-        self.ids: list[str | None] = []
+        # Per-row objects live in object arrays, which the cyclic garbage collector does not walk: in
+        # lists, every full collection visited each of the 1e5 ids and tool sets (about 40 ms).
+        self.ids = np.zeros(0, dtype=object)  # the experience id of each row, None once removed
         self.pos: dict[str, int] = {}
         self.vecs = np.zeros((0, dim), dtype=np.float32)
         self.alive = np.zeros(0, dtype=bool)
@@ -159,8 +171,8 @@ class _Partition:
         self.intent = np.zeros(0, dtype=np.int32)  # 0 = any intent
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.has_tools = np.zeros(0, dtype=bool)
-        self.row_tools: list[frozenset[str]] = []
-        self.tool_rows: dict[str, set[int]] = {}
+        self.row_tools = np.zeros(0, dtype=object)  # frozenset[str] per row
+        self.tool_rows: dict[str, dict[int, None]] = {}  # rows by tool: dicts of ints, which the collector skips
         self._tool_arrays: dict[str, np.ndarray] = {}  # tool_rows as arrays, until the tool's rows change
         self._interned: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct tool set
         self.postings = _Postings()
@@ -188,8 +200,10 @@ class _Partition:
         vecs[:cap] = self.vecs
         self.vecs = vecs
         for name, dtype in (("alive", bool), ("agent", np.int32), ("user", np.int32), ("task", np.int32),
-                            ("intent", np.int32), ("doc_len", np.float32), ("has_tools", bool)):
-            setattr(self, name, np.concatenate([getattr(self, name), np.zeros(new - cap, dtype)]))
+                            ("intent", np.int32), ("doc_len", np.float32), ("has_tools", bool), ("ids", object),
+                            ("row_tools", object)):
+            more = np.empty(new - cap, dtype) if dtype is object else np.zeros(new - cap, dtype)  # None, or zeros
+            setattr(self, name, np.concatenate([getattr(self, name), more]))
 
     def _place(self, entry: IndexEntry) -> int:
         """The entry's row, emptied (a new one at the end for a new id), with its filter codes set."""
@@ -200,8 +214,7 @@ class _Partition:
             row = self.n
             self._grow(row + 1)
             self.n += 1
-            self.ids.append(entry.experience_id)
-            self.row_tools.append(frozenset())
+            self.ids[row] = entry.experience_id
             self.pos[entry.experience_id] = row
         self.alive[row] = True
         self.live += 1
@@ -214,30 +227,34 @@ class _Partition:
         self.has_tools[row] = bool(tools)
         self.row_tools[row] = tools
         for t in tools:
-            self.tool_rows.setdefault(t, set()).add(row)
+            self.tool_rows.setdefault(t, {})[row] = None
             self._tool_arrays.pop(t, None)
         self._len_norm = None
         return row
 
-    def put(self, entry: IndexEntry, vec: np.ndarray | None) -> None:
+    def put(self, entry: IndexEntry, vec: np.ndarray | None, counts: Counter[str] | None = None) -> None:
+        """``counts``: the terms of the entry's text, counted, when the caller has them already."""
         row = self._place(entry)
         if vec is not None:
             self.vecs[row] = vec
-        counts = Counter(terms(entry.text, self.bm25_params.stemmer))
+        if counts is None:
+            counts = Counter(terms(entry.text, self.bm25_params.stemmer))
         self._set_len(row, sum(counts.values()))
         self.postings.add(row, counts, self.n)
 
-    def put_bulk(self, entries: Iterable[IndexEntry]) -> None:
+    def put_bulk(self, entries: Iterable[tuple[IndexEntry, Counter[str] | None]]) -> None:
         """``put`` of the entries of an empty partition, in rows 0.. (their vectors in place already),
-        with one build of the postings. Entries are taken one at a time and only their postings kept."""
+        with one build of the postings. Entries (each with its counted terms, or None to tokenize
+        its text) are taken one at a time and only their postings kept."""
         if self.n:
             raise ValueError("put_bulk fills an empty partition")
         term_ids, rows, tfs = array("i"), array("i"), array("f")
-        for entry in entries:
+        for entry, counts in entries:
             if entry.experience_id in self.pos:
                 raise ValueError(f"put_bulk: {entry.experience_id} twice")
             row = self._place(entry)
-            counts = Counter(terms(entry.text, self.bm25_params.stemmer))
+            if counts is None:
+                counts = Counter(terms(entry.text, self.bm25_params.stemmer))
             self._set_len(row, sum(counts.values()))
             term_ids.extend(self.postings._term_ids(counts))
             rows.extend([row] * len(counts))
@@ -256,7 +273,7 @@ class _Partition:
             self.live -= 1
             self.total_len -= int(self.doc_len[row])
         for t in self.row_tools[row]:
-            self.tool_rows[t].discard(row)
+            self.tool_rows[t].pop(row, None)
             self._tool_arrays.pop(t, None)
         self.postings.remove(row)
         self.row_tools[row] = frozenset()
@@ -318,7 +335,7 @@ class _Partition:
         return scores
 
 
-def _top(ids: list[str | None], candidates: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+def _top(ids: np.ndarray, candidates: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The k best (id, score), best first. Called under the lock: ``ids`` is read, not copied."""
     if candidates.size == 0:
         return []
@@ -340,6 +357,7 @@ class NumpyVectorIndex:
         self.db = db
         self.dim = dim
         self._parts: dict[str, _Partition] = {}
+        self._loading: dict[str, threading.Lock] = {}  # tenants being loaded, each its lock
         self._lock = threading.RLock()
         self._threads = max(1, threads)
         self.bm25 = bm25
@@ -348,26 +366,48 @@ class NumpyVectorIndex:
     def _partition(self, tenant_id: str) -> _Partition:
         part = self._parts.get(tenant_id)
         if part is None:
+            # loaded under a lock of its own: the other tenants' searches and writes go on meanwhile
             with self._lock:
+                loading = self._loading.setdefault(tenant_id, threading.Lock())
+            with loading:
                 part = self._parts.get(tenant_id)
                 if part is None:
                     part = self._load(tenant_id)
-                    self._parts[tenant_id] = part
+                    with self._lock:
+                        self._parts[tenant_id] = part
+                        del self._loading[tenant_id]
         return part
 
     def _load(self, tenant_id: str) -> _Partition:
-        part = _Partition(self.dim, self.bm25)
         conn = self.db.read()
         (count,) = conn.execute("SELECT COUNT(*) FROM vectors WHERE tenant_id=?", (tenant_id,)).fetchone()
-        part._grow(count)
-        part.put_bulk(self._stream(tenant_id, part))
+        missing: list[tuple[str, str | None, str]] = []
+        try:
+            part = self._load_rows(tenant_id, count, True, missing)
+        except _StaleTerms:  # terms changed without a new TERMS_VERSION: every row is tokenized again
+            missing.clear()
+            part = self._load_rows(tenant_id, count, False, missing)
+        self._store_terms(tenant_id, missing)
         return part
 
-    def _stream(self, tenant_id: str, part: _Partition) -> Iterator[IndexEntry]:
-        """The tenant's stored entries, in chunks: the rows' blobs and texts are never all in memory
-        at once. Each chunk's vectors go straight into the partition's matrix."""
+    def _load_rows(self, tenant_id: str, count: int, trust: bool, missing: list) -> _Partition:
+        part = _Partition(self.dim, self.bm25)
+        part._grow(count)
+        part.put_bulk(self._stream(tenant_id, part, count, trust, missing))
+        return part
+
+    def _stream(
+        self, tenant_id: str, part: _Partition, count: int, trust: bool, missing: list
+    ) -> Iterator[tuple[IndexEntry, Counter[str]]]:
+        """The tenant's stored entries with their counted terms, in chunks: the rows' blobs and
+        texts are never all in memory at once. Each chunk's vectors go straight into the partition's
+        matrix. Terms stored under the current key are read, not made again (tokenizing is most of
+        a load's time), a spread of them checked against ``terms``; the rows that had none stored
+        (or under another key) are listed in ``missing`` with what they had and their terms."""
+        key = terms_key(self.bm25.stemmer)
+        spread = max(1, count // _CHECKED_ROWS)
         cursor = self.db.read().execute(
-            "SELECT experience_id, vec, meta FROM vectors WHERE tenant_id=? ORDER BY rowid", (tenant_id,)
+            "SELECT experience_id, vec, meta, terms FROM vectors WHERE tenant_id=? ORDER BY rowid", (tenant_id,)
         )
         start = 0
         while rows := cursor.fetchmany(2048):
@@ -375,13 +415,35 @@ class NumpyVectorIndex:
             part.vecs[start : start + len(rows)] = np.frombuffer(
                 b"".join(r["vec"] for r in rows), dtype=np.float32
             ).reshape(len(rows), self.dim)
-            start += len(rows)
-            for r in rows:
+            for n, r in enumerate(rows, start):
                 m = json.loads(r["meta"])
                 # rows written before intents were indexed have none: they fit any intent
-                yield IndexEntry(
+                entry = IndexEntry(
                     r["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
                     m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""), m.get("intent"),
+                )
+                stored = r["terms"]
+                kept, _, words = (stored or "").partition("\t")
+                if trust and kept == key:
+                    counts = Counter(words.split())
+                    if (n < _CHECKED_ROWS or n % spread == 0) and counts != Counter(terms(entry.text, self.bm25.stemmer)):
+                        raise _StaleTerms(entry.experience_id)
+                else:
+                    made = terms(entry.text, self.bm25.stemmer)
+                    counts = Counter(made)
+                    missing.append((entry.experience_id, stored, _stored(key, made)))
+                yield entry, counts
+            start += len(rows)
+
+    def _store_terms(self, tenant_id: str, missing: list[tuple[str, str | None, str]]) -> None:
+        """Keep the terms made at a load (experience id, the terms read, the terms made), so that the
+        next load reads them. A row written since it was read (its terms are no longer those read)
+        is left as its writer left it."""
+        for start in range(0, len(missing), 4096):
+            with self.db.write() as conn:
+                conn.executemany(
+                    "UPDATE vectors SET terms=? WHERE tenant_id=? AND experience_id=? AND terms IS ?",
+                    [(made, tenant_id, experience_id, was) for experience_id, was, made in missing[start : start + 4096]],
                 )
 
     def _checked(self, vector: np.ndarray) -> np.ndarray:
@@ -395,21 +457,23 @@ class NumpyVectorIndex:
         if not entries:
             return
         vecs = [self._checked(e.vector) for e in entries]
+        words = [terms(e.text, self.bm25.stemmer) for e in entries]
+        key = terms_key(self.bm25.stemmer)
         with self.db.write() as conn:
             conn.executemany(
-                "INSERT OR REPLACE INTO vectors(tenant_id, experience_id, vec, meta) VALUES (?,?,?,?)",
+                "INSERT OR REPLACE INTO vectors(tenant_id, experience_id, vec, meta, terms) VALUES (?,?,?,?,?)",
                 [
                     (tenant_id, e.experience_id, v.tobytes(), dumps({
                         "agent_id": e.agent_id, "user_id": e.user_id, "tools": list(e.tools),
                         "task_type": e.task_type, "tags": list(e.tags), "text": e.text, "intent": e.intent,
-                    }))
-                    for e, v in zip(entries, vecs)
+                    }), _stored(key, w))
+                    for e, v, w in zip(entries, vecs, words)
                 ],
             )
         part = self._partition(tenant_id)
         with self._lock:
-            for e, v in zip(entries, vecs):
-                part.put(e, v)
+            for e, v, w in zip(entries, vecs, words):
+                part.put(e, v, Counter(w))
 
     def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
         if not experience_ids:
@@ -431,10 +495,19 @@ class NumpyVectorIndex:
         with self._lock:
             if part.n == 0:
                 return []
-            candidates = np.flatnonzero(part.mask(flt))
-            # the candidates' rows alone when they are few enough to be cheaper than every row
-            sims = self._cosines(part, q, candidates) if candidates.size * 4 < part.n else self._cosines(part, q)[candidates]
-            return _top(part.ids, candidates, sims, k)
+            return self._knn(part, q, part.mask(flt), k)
+
+    def _knn(self, part: _Partition, q: np.ndarray, mask: np.ndarray, k: int) -> list[tuple[str, float]]:
+        candidates = np.flatnonzero(mask)
+        # the candidates' rows alone when they are few enough to be cheaper than every row
+        sims = self._cosines(part, q, candidates) if candidates.size * 4 < part.n else self._cosines(part, q)[candidates]
+        return _top(part.ids, candidates, sims, k)
+
+    @staticmethod
+    def _bm25_top(part: _Partition, text: str, mask: np.ndarray, k: int) -> list[tuple[str, float]]:
+        scores = part.bm25(text)
+        candidates = np.flatnonzero(mask & (scores > 0))
+        return _top(part.ids, candidates, scores[candidates], k)
 
     def _cosines(self, part: _Partition, q: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """The cosine of ``q`` with every row, or with ``rows`` (in their order), into one output:
@@ -474,9 +547,7 @@ class NumpyVectorIndex:
         with self._lock:
             if part.n == 0:
                 return []
-            scores = part.bm25(text)
-            candidates = np.flatnonzero(part.mask(flt) & (scores > 0))
-            return _top(part.ids, candidates, scores[candidates], k)
+            return self._bm25_top(part, text, part.mask(flt), k)
 
     def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
         q = self._checked(vector)
@@ -491,7 +562,22 @@ class NumpyVectorIndex:
     def hybrid_search(
         self, tenant_id: str, vector: np.ndarray, text: str, flt: IndexFilter, k: int
     ) -> tuple[dict[str, float], dict[str, float]]:
-        return hybrid_by_parts(self, tenant_id, vector, text, flt, k)  # in process: round trips cost nothing
+        """``hybrid_by_parts``'s answer, with the filter's mask computed once for both searches."""
+        if k <= 0:
+            return {}, {}
+        q = self._checked(vector)
+        part = self._partition(tenant_id)
+        with self._lock:
+            if part.n == 0:
+                return {}, {}
+            mask = part.mask(flt)
+            semantic = dict(self._knn(part, q, mask, k))
+            lexical = dict(self._bm25_top(part, text, mask, k))
+            missing = [i for i in lexical if i not in semantic]
+            if missing:
+                sims = part.vecs[[part.pos[i] for i in missing]] @ q
+                semantic.update((i, float(s)) for i, s in zip(missing, sims))
+        return semantic, lexical
 
     def count(self, tenant_id: str) -> int:
         return len(self._partition(tenant_id).pos)

@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS review_turns (
     tenant_id TEXT PRIMARY KEY, served INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, vec BLOB NOT NULL, meta TEXT NOT NULL,
-    PRIMARY KEY (tenant_id, experience_id));
+    terms TEXT, PRIMARY KEY (tenant_id, experience_id));
 """
 
 
@@ -126,7 +126,7 @@ class SqliteDatabase:
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
-        added = {("experiences", "situation_key"): "TEXT", ("review_jobs", "triggers"): "TEXT"}
+        added = {("experiences", "situation_key"): "TEXT", ("review_jobs", "triggers"): "TEXT", ("vectors", "terms"): "TEXT"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             if cols and column not in cols:

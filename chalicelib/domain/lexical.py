@@ -76,6 +76,15 @@ def stem_light(word: str) -> str:
 
 
 STEMMERS = {"plural": stem, "light": stem_light}
+# Bump on any change to what ``terms`` returns: the embedded index stores each row's terms under
+# this and the stemmer's name, and tokenizes again the rows stored under another (a test holds the
+# terms of a fixed text to this number).
+TERMS_VERSION = 1
+
+
+def terms_key(stemmer: str) -> str:
+    """What terms stored by an index were made by: the stemmer and ``TERMS_VERSION``."""
+    return f"{stemmer}.{TERMS_VERSION}"
 
 
 def terms(text: str, stemmer: str = "light") -> list[str]:

@@ -16,7 +16,7 @@ from chalicelib.adapters.numpy_index import NumpyVectorIndex
 from chalicelib.adapters.sqlite_db import SqliteDatabase
 from chalicelib.domain.lexical import B, K1, Bm25Params, idf, terms
 from chalicelib.domain.models import match_key, match_keys
-from chalicelib.ports import IndexEntry, IndexFilter
+from chalicelib.ports import IndexEntry, IndexFilter, hybrid_by_parts
 
 DIM = 16
 WORDS = ("timeout retry orders.lookup sql_query MissingParameter refund parcel schema page backoff "
@@ -116,6 +116,9 @@ def check(index: NumpyVectorIndex, tenants: dict[str, dict[str, IndexEntry]], rn
             semantic, lexical = index.hybrid_search(tenant_id, q, text, f, 5)
             assert lexical == dict(index.lexical_search(tenant_id, text, f, 5))
             assert set(semantic) <= set(cos) and set(lexical) <= set(semantic)
+            # one mask for both searches answers what the three searches apart answer, bit for bit
+            parts = hybrid_by_parts(index, tenant_id, q, text, f, 5)
+            assert (list(semantic.items()), list(lexical.items())) == tuple(list(d.items()) for d in parts)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -148,4 +151,4 @@ def test_bulk_load_refuses_a_partition_that_holds_rows():
     part = numpy_index._Partition(DIM, Bm25Params())
     part.put(IndexEntry("a", np.ones(DIM, np.float32), text="x"), np.ones(DIM, np.float32))
     with pytest.raises(ValueError):
-        part.put_bulk([IndexEntry("b", None, text="y")])
+        part.put_bulk([(IndexEntry("b", None, text="y"), None)])

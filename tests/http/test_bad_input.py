@@ -182,7 +182,7 @@ def test_a_dependency_that_is_down_answers_503_with_retry_after(api, monkeypatch
     def down(*a, **k):
         raise Unavailable("the vector index did not answer")
 
-    monkeypatch.setattr(api.deps.index, "search", down)
+    monkeypatch.setattr(api.deps.index, "hybrid_search", down)  # what every recall calls
     resp = api.call("POST", "/v1/recall", key, {"query": "x"})
     assert_error(resp, 503, "unavailable")
     assert resp.headers["Retry-After"] == "1"
