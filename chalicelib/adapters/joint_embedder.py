@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..domain.vectors import texts_of
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -29,8 +31,7 @@ class JointEmbedder:
     def embed(self, texts: Sequence[str], query: bool = False) -> np.ndarray:
         import numpy as np
 
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of texts, not a single str")
+        texts = texts_of(texts)
         a = np.asarray(self.first.embed(texts, query=query), dtype=np.float32)
         b = np.asarray(self.second.embed(texts, query=query), dtype=np.float32)
         return np.hstack([a * np.float32(self._w**0.5), b * np.float32((1 - self._w) ** 0.5)])

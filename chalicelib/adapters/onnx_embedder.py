@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..domain.vectors import texts_of
+
 if TYPE_CHECKING:  # numpy too is imported on use: it alone adds ~120 ms to a cold start
     import numpy as np
     from tokenizers import Tokenizer
@@ -104,14 +106,13 @@ class OnnxMiniLMEmbedder:
     def embed(self, texts: Sequence[str], query: bool = False) -> np.ndarray:  # one side for both
         import numpy as np
 
-        if isinstance(texts, str):  # a str is a Sequence[str] of characters
-            raise TypeError("embed() takes a sequence of texts, not a single str")
-        if len(texts) == 0:
+        texts = texts_of(texts)
+        if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._session is None:
             self._load()
         assert self._tokenizer is not None
-        encodings = self._tokenizer.encode_batch(list(texts))
+        encodings = self._tokenizer.encode_batch(texts)
         # Length-sorted batches keep padding (wasted compute) small.
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(encodings), self.dim), dtype=np.float32)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..domain.vectors import Vector
+from ..domain.vectors import Vector, texts_of
 
 
 class OpenAIEmbedder:
@@ -23,8 +23,7 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str], query: bool = False) -> list[Vector]:
         """One unit vector per text, in order (a zero vector stays zero). The OpenAI API embeds
         searches and documents alike."""
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of texts, not one string")
+        texts = texts_of(texts)
         out: list[Vector | None] = [None] * len(texts)
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]  # the API refuses ""

@@ -8,7 +8,7 @@ request: pure Python costs microseconds there, where numpy would cost ~25 MB of 
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Iterable, Sequence
 
 
 class Vector(tuple):
@@ -66,3 +66,10 @@ def rebased(cosine: float, floor: float) -> float:
     pairs sit (MiniLM near 0, e5 near 0.7), and the recall weights and the merge thresholds were
     set on the first scale. Below the floor is negative, as a cosine below 0 is."""
     return cosine if floor == 0 else (cosine - floor) / (1.0 - floor)
+
+
+def texts_of(texts: Sequence[str]) -> list[str]:
+    """The texts of one ``embed()`` call as a list; a str, a Sequence[str] of its characters, is refused."""
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of texts, not a single str")
+    return list(texts)
