@@ -176,7 +176,7 @@ def _fix_for(
         if changed:
             return Contrast(failed, same, "param", changed)
         if between:
-            return Contrast(failed, same, "order", prerequisite=_last_new_step(between).tool)
+            return Contrast(failed, same, "order", prerequisite=between[-1].tool)
         return None
     last_failure = max((e.seq for e in after if e.tool == failed.tool and e.failed), default=failed.seq)
     episode_end = min((e.seq for e in after if e.seq > last_failure and e.failed), default=None)
@@ -186,20 +186,6 @@ def _fix_for(
     ]
     replacement = _replacement(failed, candidates)
     return Contrast(failed, replacement, "swap") if replacement is not None else None
-
-
-def _last_new_step(between: Sequence[Event]) -> Event:
-    """The last call before the retry that was not the same call (tool and parameters) made again:
-    a look repeated just before the retry (polling the checks again) is the agent making sure, and
-    the step in between that it repeats around (approving the run) is what changed the outcome."""
-    made: set[str] = set()
-    new = between[0]
-    for e in between:
-        key = call_key(e)
-        if key not in made:
-            new = e
-        made.add(key)
-    return new
 
 
 def _replacement(failed: Event, candidates: Sequence[Event]) -> Event | None:

@@ -90,9 +90,7 @@ def _contrast_key(c: Contrast) -> str:
     if c.kind == "param":
         names: tuple[str, ...] = (tool, *c.changed_params)
     elif c.kind == "order":
-        # what the prerequisite's answer fed is part of the fix: a lookup whose tray goes into
-        # `source` and the same lookup whose paper size goes into `media_size` are two fixes
-        names = (tool, c.prerequisite or "?", *c.changed_params)
+        names = (tool, c.prerequisite or "?")
     else:
         names = (tool, c.worked.tool or "?")
     return fix_fingerprint(situation_key(tool, error_class(c.failed)), names)
@@ -115,12 +113,9 @@ def fix_note(ctx: _Context, c: Contrast) -> str | None:
     item instead"). It is the situation a look-alike task with the same error does not share, and
     often the fix in words."""
     known = f"{c.failed.tool} {error_text(c.failed)}"
-    # a note that a failed attempt followed was a wrong guess ("maybe it needs a variant"), often
-    # the very situation of a look-alike task: only the reasoning after the last failure led to the fix
-    since = max((e.seq for e in ctx.events if e.failed and c.failed.seq <= e.seq < c.worked.seq), default=c.failed.seq)
     notes = [
         str(e.content.get("text") or "").strip() for e in ctx.events
-        if e.type == "llm_reasoning" and since < e.seq < c.worked.seq
+        if e.type == "llm_reasoning" and c.failed.seq < e.seq < c.worked.seq
     ]
     return next((n for n in reversed(notes) if _note_words(n, known) >= MIN_NOTE_WORDS), None)
 

@@ -32,12 +32,10 @@ def start(deps, tid="tr1", **kw):
 _n = iter(range(1, 10_000))
 
 
-def call(clock, tool, params, ok=True, error=None, result=None) -> dict:
+def call(clock, tool, params, ok=True, error=None) -> dict:
     content = {"tool": tool, "params": params, "status": "ok" if ok else "error"}
     if error:
         content["error"] = error
-    if result is not None:
-        content["result"] = result
     return dict(event_id=f"e{next(_n)}", type="tool_call", timestamp=clock.now(), content=content)
 
 
@@ -402,64 +400,3 @@ def test_a_lesson_every_task_of_which_named_a_constant_is_anchored_to_it(deps, c
     assert experiences.get_experience(deps, "t1", first).anchors == ["main"]
     push_trajectory(deps, clock, "tr4", "Ship the docs fix", "main", "docs/fix")  # a task that does not say it
     assert experiences.get_experience(deps, "t1", first).anchors == []
-
-
-def print_trajectory(deps, clock, tid, goal, status, retry):
-    """A print job held for its paper; the printer's status, then the job again with what it
-    showed (``status``: the printer's answer; ``retry``: the parameters of the job that worked)."""
-    start(deps, tid, goal=goal, tools=["print_job_submit", "printer_status"])
-    ingest.append_events(deps, "t1", tid, [
-        call(clock, "print_job_submit", {"printer": "P1", "file": f"{tid}.pdf", "media_size": "A4"}, ok=False,
-             error="JOB_HELD: media mismatch (requested media not loaded in selected source)"),
-        call(clock, "printer_status", {"printer": "P1"}, result=status),
-        call(clock, "print_job_submit", {"printer": "P1", "file": f"{tid}.pdf", **retry}),
-    ])
-    ingest.finalize(deps, "t1", tid, "success", None)
-    run_all(deps)
-    return ingest.get_trajectory(deps, "t1", tid).experience_ids
-
-
-def test_the_same_lookup_feeding_another_parameter_is_another_lesson(deps, clock):
-    in_tray = print_trajectory(deps, clock, "tray", "Print the floor plan", {"trays": [{"id": "tray2", "media": "A4"}]},
-                               {"media_size": "A4", "source": "tray2"})
-    on_letter = print_trajectory(deps, clock, "letter", "Print the contract from Berlin", {"trays": [{"id": "tray1", "media": "letter"}]},
-                                 {"media_size": "letter", "fit_to_page": True})
-    assert len(in_tray) == len(on_letter) == 1 and in_tray != on_letter
-    tray, letter = (experiences.get_experience(deps, "t1", i) for (i,) in (in_tray, on_letter))
-    assert "`source`" in tray.advice and "`fit_to_page`" in letter.advice
-    assert tray.sources == ["tray"] and letter.sources == ["letter"]
-
-
-def test_the_same_lookup_feeding_the_same_parameter_is_one_lesson(deps, clock):
-    first = print_trajectory(deps, clock, "tray", "Print the floor plan", {"trays": [{"id": "tray2", "media": "A4"}]},
-                             {"media_size": "A4", "source": "tray2"})
-    again = print_trajectory(deps, clock, "tray-again", "Print the site map", {"trays": [{"id": "tray3", "media": "A4"}]},
-                             {"media_size": "A4", "source": "tray3"})
-    assert again == first
-    assert experiences.get_experience(deps, "t1", first[0]).support == 2
-
-
-def merge_trajectory(deps, clock, tid, goal, between):
-    """A merge blocked by its checks, fixed after the calls ``between`` (tool, params, result)."""
-    start(deps, tid, goal=goal, tools=["pr_merge", "pr_checks", "workflow_approve"])
-    looks = [call(clock, tool, params, result=result) for tool, params, result in between]
-    ingest.append_events(deps, "t1", tid, [
-        call(clock, "pr_merge", {"pr": tid}, ok=False, error="Merge blocked: required checks have not succeeded"),
-        *looks,
-        call(clock, "pr_merge", {"pr": tid}),
-    ])
-    ingest.finalize(deps, "t1", tid, "success", None)
-    run_all(deps)
-    return ingest.get_trajectory(deps, "t1", tid).experience_ids
-
-
-def test_waiting_for_the_checks_and_approving_a_forks_run_are_two_lessons(deps, clock):
-    checks = ("pr_checks", {"pr": 1}, {"state": "in_progress"})
-    waited = merge_trajectory(deps, clock, "wait", "Merge the PR once approved", [checks, checks])
-    polled = merge_trajectory(deps, clock, "wait-again", "Merge the release PR", [checks, checks])
-    approved = merge_trajectory(deps, clock, "fork", "Merge the community PR from a fork",
-                                [checks, ("workflow_approve", {"run": 9}, {"status": "queued"}), checks])
-    assert polled == waited and approved != waited
-    assert experiences.get_experience(deps, "t1", waited[0]).support == 2
-    fork = experiences.get_experience(deps, "t1", approved[0])
-    assert fork.advice.startswith("Call `workflow_approve` before `pr_merge`") and fork.sources == ["fork"]

@@ -118,29 +118,6 @@ def test_after_exploring_the_last_step_before_the_retry_is_the_prerequisite():
     assert (c.kind, c.prerequisite) == ("order", "stop_vm")
 
 
-def test_a_look_repeated_before_the_retry_is_not_the_prerequisite_the_step_between_is():
-    events = [
-        call("pr_merge", {"pr": 7}, ok=False, error="Merge blocked: required checks have not succeeded"),
-        call("pr_checks", {"pr": 7}, result={"runs": [{"id": 9, "status": "action_required"}]}),
-        call("workflow_approve", {"run": 9}, result={"status": "queued"}),
-        call("pr_checks", {"pr": 7}, result={"checks": [{"name": "test", "conclusion": "success"}]}),
-        call("pr_merge", {"pr": 7}),
-    ]
-    (c,) = attribute(events).contrasts
-    assert (c.kind, c.prerequisite) == ("order", "workflow_approve")
-
-
-def test_a_look_polled_until_the_state_changes_is_the_prerequisite():
-    events = [
-        call("pr_merge", {"pr": 7}, ok=False, error="Merge blocked: required checks have not succeeded"),
-        call("pr_checks", {"pr": 7}, result={"checks": [{"name": "it", "state": "in_progress"}]}),
-        call("pr_checks", {"pr": 7}, result={"checks": [{"name": "it", "conclusion": "success"}]}),
-        call("pr_merge", {"pr": 7}),
-    ]
-    (c,) = attribute(events).contrasts
-    assert (c.kind, c.prerequisite) == ("order", "pr_checks")
-
-
 def test_a_replaced_tool_is_contrasted_with_what_worked_after_its_last_failure():
     events = [
         call("git_push", {"branch": "main"}, ok=False, error="ProtectedBranch: push to main refused"),

@@ -211,22 +211,6 @@ def test_a_note_that_says_nothing_of_its_own_is_left_out():
     assert "What showed it" not in lesson.advice
 
 
-def test_a_note_that_a_failed_attempt_followed_was_a_wrong_guess_and_is_left_out():
-    events = [
-        call("tm_import", {"memory": "TM-1", "file": "ja_en.tmx"}, ok=False, error="IMPORT_FAILED: unknown language pair ja -> en"),
-        said("Maybe it needs a regional variant. Set the target explicitly.", kind="llm_reasoning"),
-        call("tm_import", {"memory": "TM-1", "file": "ja_en.tmx", "target_lang": "ja-JP"}, ok=False,
-             error="IMPORT_FAILED: unknown language pair ja -> en"),
-        said("Same languages, opposite direction: swap them on import.", kind="llm_reasoning"),
-        call("tm_import", {"memory": "TM-1", "file": "ja_en.tmx", "swap_languages": True}, result={"segments": 3310}),
-    ]
-    (lesson,) = [l for l in review_by_rules(traj(tools=["tm_import"]), events).lessons if l.kind == "recovery"]
-    assert "opposite direction" in lesson.advice and "variant" not in lesson.advice + lesson.lesson
-    guess_only = [e for e in events if "opposite" not in str(e.content.get("text"))]
-    (lesson,) = [l for l in review_by_rules(traj(tools=["tm_import"]), guess_only).lessons if l.kind == "recovery"]
-    assert "What showed it" not in lesson.advice
-
-
 def test_the_task_example_holds_the_users_request_when_it_says_more_than_the_goal():
     events = _void_instead_of_refund("The check is open and unpaid: void the item instead.")
     lesson = review_by_rules(traj(goal="Take the steak off table 12's bill"), events).lessons[0]
