@@ -114,13 +114,18 @@ class SqliteTrajectoryStore:
         self.tails = tails or EventTails(keep=CONTEXT)
 
     @staticmethod
-    def _row(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str) -> Trajectory:
+    def _head(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str, columns: str) -> sqlite3.Row:
+        """The trajectory's row, ``columns`` of it; NotFound when there is none."""
         row = conn.execute(
-            "SELECT doc, status, event_count FROM trajectories WHERE tenant_id=? AND trajectory_id=?",
-            (tenant_id, trajectory_id),
+            f"SELECT {columns} FROM trajectories WHERE tenant_id=? AND trajectory_id=?", (tenant_id, trajectory_id)
         ).fetchone()
         if row is None:
             raise NotFound(f"trajectory {trajectory_id} not found")
+        return row
+
+    @classmethod
+    def _row(cls, conn: sqlite3.Connection, tenant_id: str, trajectory_id: str) -> Trajectory:
+        row = cls._head(conn, tenant_id, trajectory_id, "doc, status, event_count")
         traj = trajectory_from_doc(json.loads(row["doc"]))
         return replace(traj, status=TrajectoryStatus(row["status"]), event_count=row["event_count"])
 
@@ -156,12 +161,7 @@ class SqliteTrajectoryStore:
         docs = [(event.event_id, _event_doc(event)) for event in events]
 
         def append(conn: sqlite3.Connection) -> tuple[AppendResult, int, list[int]]:
-            row = conn.execute(
-                "SELECT status, event_count FROM trajectories WHERE tenant_id=? AND trajectory_id=?",
-                (tenant_id, trajectory_id),
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"trajectory {trajectory_id} not found")
+            row = self._head(conn, tenant_id, trajectory_id, "status, event_count")  # the doc is not parsed
             if row["status"] != TrajectoryStatus.OPEN.value:
                 raise Conflict(f"trajectory {trajectory_id} is {row['status']}; it takes no more events")
             count_before = row["event_count"]
