@@ -8,7 +8,6 @@ worked, a *contrast* records the pair. Deterministic, no LLM: the same events gi
 from __future__ import annotations
 
 import bisect
-import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -29,7 +28,7 @@ def params_of(event: Event) -> dict[str, Any]:
 
 
 def call_key(event: Event) -> str:
-    return f"{event.tool}:{json.dumps(params_of(event), sort_keys=True, default=str)}"
+    return event.call_key
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,18 @@
 """Domain objects. Plain dataclasses: persistence schemas live in the adapters."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from functools import cached_property
 from typing import Any, Iterable
 
 from .generalize import without_examples
+
+
+# json.dumps(..., sort_keys=True, default=str) builds an encoder per call; this is the same one, built once
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
 
 
 class TrajectoryStatus(str, Enum):
@@ -239,6 +245,15 @@ class Event:
     def is_negative_feedback(self) -> bool:
         """The user objected: an anomaly during ingest, a reason for a full review, and a lesson."""
         return self.type == "feedback" and self.content.get("sentiment") == "negative"
+
+    @cached_property
+    def call_key(self) -> str:
+        """The tool and its parameters in one canonical text (keys sorted): equal for the same call.
+
+        Computed once per event (events are not changed once built): ingest's anomaly check reads
+        the same cached events, the store's tails, on every append to a trajectory."""
+        params = self.content.get("params")
+        return f"{self.tool}:{_CANONICAL.encode(params if isinstance(params, dict) else {})}"
 
 
 @dataclass

@@ -214,3 +214,31 @@ def test_a_change_between_values_of_one_kind_says_how_they_differ():
         "in `systems`, include `slack` and leave out `email`")
     # values of different kinds keep their patterns
     assert "a decimal number" in describe_param_change({"amount": 19.99}, {"amount": 1999})
+
+
+def test_a_call_is_the_same_call_whatever_the_order_of_its_parameters_and_not_when_a_value_differs():
+    from chalicelib.domain.attribution import call_key
+
+    a = ev("a", tool="search", params={"q": "x", "limit": 10, "opts": {"b": 1, "a": [1, 2]}})
+    b = ev("b", tool="search", params={"opts": {"a": [1, 2], "b": 1}, "limit": 10, "q": "x"})
+    assert call_key(a) == call_key(b)
+    # JSON tells these apart: 1 and 1.0 and True are different calls, as are another tool and no params
+    others = [ev("c", tool="search", params={"q": "x", "limit": 10.0, "opts": {"b": 1, "a": [1, 2]}}),
+              ev("d", tool="search", params={"q": "x", "limit": True, "opts": {"b": 1, "a": [1, 2]}}),
+              ev("e", tool="lookup", params={"q": "x", "limit": 10, "opts": {"b": 1, "a": [1, 2]}}),
+              ev("f", tool="search"), ev("g", tool="search", params="not an object")]
+    keys = {call_key(e) for e in [a, *others]}
+    assert len(keys) == 5 and call_key(others[-1]) == call_key(others[-2]) == "search:{}"
+
+
+def test_a_calls_key_is_computed_once_per_event():
+    """Ingest's anomaly check reads the same cached events on every append: their keys are kept."""
+    from datetime import datetime
+
+    from chalicelib.domain.attribution import call_key
+
+    e = ev("a", tool="search", params={"when": datetime(2026, 1, 2, 3, 4, 5)})
+    key = call_key(e)
+    assert key == 'search:{"when": "2026-01-02 03:04:05"}'  # values JSON cannot write, as str() writes them
+    e.content["params"]["when"] = "changed"  # events are never changed once built: the key is not recomputed
+    assert call_key(e) is key
