@@ -1,8 +1,9 @@
 """The embedded server behind ``make run`` (``python server.py``): the Chalice app on a threaded
 WSGI server (waitress).
 
-Requests go through Chalice's own API Gateway emulation (``chalice.local.LocalGateway``), so the
-routes behave as they do behind API Gateway; waitress gives a pool of threads, keep-alive and
+Requests go through Chalice's own API Gateway emulation (``chalice.local.LocalGateway``, with what
+it recomputed per request computed once: ``LeanGateway``), so the routes behave as they do behind
+API Gateway; waitress gives a pool of threads, keep-alive and
 request-size limits that ``chalice local`` does not. It lives beside app.py, outside chalicelib/,
 so that the Lambda package (app.py and chalicelib/) does not ship it.
 """
@@ -12,15 +13,25 @@ import gc
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
 from http import HTTPStatus
 from typing import Any, Callable, Iterable
-from urllib.parse import quote, unquote, unquote_to_bytes
+from urllib.parse import parse_qs, quote, unquote, unquote_to_bytes, urlparse
 
 from chalice.config import Config
-from chalice.local import LambdaEventConverter, LocalChalice, LocalGateway, LocalGatewayException, MatchResult, RouteMatcher
+from chalice.local import (
+    LambdaContext,
+    LambdaEventConverter,
+    LocalChalice,
+    LocalGateway,
+    LocalGatewayAuthorizer,
+    LocalGatewayException,
+    MatchResult,
+    RouteMatcher,
+)
 
 from chalicelib import access_log, redaction
 from chalicelib.api.http import INTERNAL, answer_for, error_answer
@@ -83,12 +94,87 @@ def thread_safe(chalice_app: Any) -> Any:
 
 
 class DecodingRouteMatcher(RouteMatcher):
-    """Matches a percent-encoded path, then decodes each path parameter, as API Gateway does."""
+    """Matches a percent-encoded path, then decodes each path parameter, as API Gateway does.
+
+    The answer is Chalice's (``RouteMatcher.match_route``: the first of the sorted routes with as many
+    segments whose literal segments are equal, a trailing slash dropped, parameters captured on the
+    way kept), with each route's segments split once, not on every request."""
+
+    def __init__(self, route_urls: list[str]) -> None:
+        super().__init__(route_urls)
+        self._split = [(url, url.split("/")) for url in self.route_urls]
 
     def match_route(self, url: str) -> MatchResult:
-        match = super().match_route(url)
-        captured = {name: unquote(value, errors="replace") for name, value in match.captured.items()}
-        return MatchResult(match.route, captured, match.query_params)
+        parsed = urlparse(url)
+        query_params = parse_qs(parsed.query, keep_blank_values=True)
+        path = parsed.path
+        if path != "/" and path.endswith("/"):
+            path = path[:-1]
+        parts = path.split("/")
+        count = len(parts)
+        captured: dict[str, str] = {}  # shared by the attempts, as in Chalice's loop
+        for route_url, url_parts in self._split:
+            if len(url_parts) != count:
+                continue
+            for i, j in zip(parts, url_parts):
+                if j.startswith("{") and j.endswith("}"):
+                    captured[j[1:-1]] = i
+                    continue
+                if i != j:
+                    break
+            else:
+                decoded = {name: unquote(value, errors="replace") for name, value in captured.items()}
+                return MatchResult(route_url, decoded, query_params)
+        raise ValueError("No matching route found for: %s" % url)
+
+
+class LeanAuthorizer(LocalGatewayAuthorizer):
+    """Chalice's local authorizer, with the pattern of each resource of a policy compiled once.
+
+    ``ARNMatcher`` escapes and compiles every resource of the policy on each request: '*' matches
+    any run of characters (the shortest), '?' any one."""
+
+    def __init__(self, app_object: Any) -> None:
+        super().__init__(app_object)
+        self._patterns: dict[str, re.Pattern[str]] = {}
+
+    def _check_can_invoke_view_function(self, arn: str, auth_result: dict) -> bool:
+        statements = auth_result.get("policyDocument", {}).get("Statement", [])
+        for statement in statements:
+            if statement.get("Effect") == "Allow" and (
+                statement.get("Action") == "execute-api:Invoke" or "execute-api:Invoke" in statement.get("Action")
+            ):
+                for resource in statement.get("Resource"):
+                    if self._pattern(resource).match(arn) is not None:
+                        return True
+        return False
+
+    def _pattern(self, resource: str) -> "re.Pattern[str]":
+        pattern = self._patterns.get(resource)
+        if pattern is None:
+            regex = re.escape(resource).replace(r"\?", ".").replace(r"\*", ".*?")
+            pattern = re.compile(f"^{regex}$")
+            if len(self._patterns) < 1024:  # a policy names its resources; bounded all the same
+                self._patterns[resource] = pattern
+        return pattern
+
+
+class LeanGateway(LocalGateway):
+    """Chalice's API Gateway emulation (``LocalGateway``) with what it recomputed on every request
+    computed once: the routes' segments, the compiled policy patterns, the Lambda context's settings
+    (read through the config's chain of stages on each request)."""
+
+    def __init__(self, app_object: Any, config: Config) -> None:
+        super().__init__(app_object, config)
+        self.event_converter = LambdaEventConverter(DecodingRouteMatcher(list(app_object.routes)), app_object.api.binary_types)
+        self._authorizer = LeanAuthorizer(app_object)
+        timeout = config.lambda_timeout
+        self._context_args = (config.function_name, config.lambda_memory_size,
+                              (self.MAX_LAMBDA_EXECUTION_TIME if timeout is None else timeout) * 1000)
+
+    def _generate_lambda_context(self) -> LambdaContext:
+        name, memory, max_runtime_ms = self._context_args
+        return LambdaContext(function_name=name, memory_size=memory, max_runtime_ms=max_runtime_ms)
 
 
 def gateway_path(environ: dict) -> str:
@@ -113,8 +199,7 @@ def gateway_path(environ: dict) -> str:
 
 def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
     chalice_app = thread_safe(chalice_app)
-    gateway = LocalGateway(chalice_app, Config.create(chalice_stage="local", app_name=chalice_app.app_name))
-    gateway.event_converter = LambdaEventConverter(DecodingRouteMatcher(list(chalice_app.routes)), chalice_app.api.binary_types)
+    gateway = LeanGateway(chalice_app, Config.create(chalice_stage="local", app_name=chalice_app.app_name))
 
     def wsgi(environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
