@@ -324,6 +324,11 @@ def tune_gc() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
+# What one read of a socket takes (waitress's default: 8 KiB). A batch of 20 events is 9-15 KB: read
+# in one pass of the server's loop instead of two or more.
+RECV_BYTES = 65_536
+
+
 def create_server(wsgi_app: Callable, settings: Any) -> Any:
     """Waitress with limits that hold under an idle-connection flood: many open connections, idle
     ones closed after ``channel_timeout_seconds``, no body buffered past ``max_body_bytes``."""
@@ -338,6 +343,7 @@ def create_server(wsgi_app: Callable, settings: Any) -> Any:
         channel_timeout=settings.channel_timeout_seconds,
         cleanup_interval=max(1, min(30, settings.channel_timeout_seconds // 2)),
         max_request_body_size=settings.max_body_bytes,
+        recv_bytes=RECV_BYTES,
         expose_tracebacks=False,
         ident="hindsight",
     )
