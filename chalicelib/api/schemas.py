@@ -189,8 +189,10 @@ class EventIn(Strict):
         # model_validate(...).model_dump(exclude_none=True), without their wrappers: this runs for
         # every event of every append
         model = CONTENT_MODELS[self.type]
-        self.content = model.__pydantic_serializer__.to_python(
-            model.__pydantic_validator__.validate_python(self.content), exclude_none=True)
+        content = model.__pydantic_serializer__.to_python(model.__pydantic_validator__.validate_python(self.content), exclude_none=True)
+        # what BaseModel.__setattr__ does for a field (no validate_assignment here), without its dispatch
+        self.__dict__["content"] = content
+        self.__pydantic_fields_set__.add("content")
         return self
 
 
