@@ -323,9 +323,17 @@ def main() -> None:
     parser.add_argument("--service-threads", type=int, default=8,
                         help="also run the in-process service baseline with this many threads (1: skip)")
     parser.add_argument("--embedder", choices=["hash", "minilm"], default="hash", help="the server's embedder")
+    parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable of the server process (e.g. HINDSIGHT_THREADS=8); repeatable")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     args = parser.parse_args()
     levels = [int(c) for c in args.clients.split(",") if c.strip()]
+    server_env = {"HINDSIGHT_EMBEDDER": args.embedder}
+    for item in args.server_env:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            parser.error(f"--server-env takes NAME=VALUE, got {item!r}")
+        server_env[name] = value
     if not levels or min(levels) < 1 or not 1 <= args.batch <= 100 or args.seconds <= 0:
         parser.error("clients >= 1, 1 <= batch <= 100, seconds > 0")
 
@@ -363,7 +371,9 @@ def main() -> None:
         rows.append(("wsgi in-process, 1 thread", st, wall, ccpu, None, os.getloadavg()[0]))
         print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
 
-        with Server(tmp, {"HINDSIGHT_EMBEDDER": args.embedder}) as server:
+        if args.server_env:
+            print(f"server environment: {' '.join(args.server_env)}", flush=True)
+        with Server(tmp, server_env) as server:
             for c in levels:
                 st, wall, ccpu, scpu = timed(
                     lambda: http_level(server.url, http_keys, c, run_tag=f"h{c}", **kw), server.proc.pid)
