@@ -400,3 +400,32 @@ def test_a_lesson_every_task_of_which_named_a_constant_is_anchored_to_it(deps, c
     assert experiences.get_experience(deps, "t1", first).anchors == ["release/2.x"]
     push_trajectory(deps, clock, "tr4", "Ship the docs fix", "release/2.x", "docs/fix")  # a task that does not say it
     assert experiences.get_experience(deps, "t1", first).anchors == []
+
+
+def _plate_read(deps, clock, tid, goal, mode, first, fix_params):
+    run = {"reader": "SR-04", "plate_id": f"P-{tid}", "mode": mode}
+    start(deps, tid, goal=goal, tools=["plate_reader_run", "plate_reader_blank", "plate_reader_set_chamber"])
+    ingest.append_events(deps, "t1", tid, [
+        call(clock, "plate_reader_run", run, ok=False, error="INSTRUMENT_NOT_READY: optical reference invalid"),
+        call(clock, first, fix_params),
+        call(clock, "plate_reader_run", run),
+    ])
+    ingest.finalize(deps, "t1", tid, "success", None)
+    run_all(deps)
+    (exp_id,) = ingest.get_trajectory(deps, "t1", tid).experience_ids
+    return exp_id
+
+
+def test_look_alike_tasks_with_the_same_tool_and_error_are_told_apart_by_the_kind_their_values_name(deps, clock):
+    from chalicelib.services import recall
+
+    warm = _plate_read(deps, clock, "tr1", "Kinetic read of the plate on the reader", "kinetic",
+                       "plate_reader_set_chamber", {"reader": "SR-04", "temperature_c": 37})
+    blank = _plate_read(deps, clock, "tr2", "Endpoint read of the plate on the reader", "endpoint",
+                        "plate_reader_blank", {"reader": "SR-04", "plate_type": "96-flat"})
+    assert "Kinetic read" in experiences.get_experience(deps, "t1", warm).situation
+    tools = ["plate_reader_run", "plate_reader_blank", "plate_reader_set_chamber"]
+    for query, first in (("kinetic read refused: optical reference invalid", warm),
+                         ("endpoint read refused: optical reference invalid", blank)):
+        hits, _ = recall.recall(deps, "t1", query, agent_id="a1", tools=tools)
+        assert [h.experience.experience_id for h in hits][:2] == [first, blank if first == warm else warm]

@@ -1,5 +1,9 @@
+from dataclasses import replace
+
+import pytest
+
 from chalicelib.domain.distill import written_keeping
-from chalicelib.domain.generalize import generalize
+from chalicelib.domain.generalize import generalize, is_kind_word
 from chalicelib.domain.lesson import error_class
 from chalicelib.domain.review import review_by_rules
 
@@ -234,3 +238,29 @@ def test_the_state_a_look_returned_before_the_fix_is_part_of_the_situation():
     plain = [e for e in events if e.tool != "pos_check_get"]
     (lesson,) = [l for l in review_by_rules(traj(), plain).lessons if l.kind == "recovery"]
     assert "Seen before" not in lesson.situation
+
+
+@pytest.mark.parametrize("value, kind", [
+    ("kinetic", True), ("pending_start", True), ("night shift", True), ("main", True),
+    ("Paris", False), ("USD", False), ("A4", False), ("W-90017", False), ("eu-arena", False), ("450", False),
+])
+def test_a_value_in_lowercase_letters_names_a_kind_and_anything_else_an_instance(value, kind):
+    assert is_kind_word(value) is kind
+
+
+def test_the_kind_of_task_a_value_names_stays_in_the_lesson_while_its_instances_are_hidden():
+    events = [
+        call("plate_reader_run", {"reader": "SR-04", "plate_id": "P-2231", "mode": "kinetic", "temperature_c": 37},
+             ok=False, error="INSTRUMENT_NOT_READY: optical reference invalid"),
+        call("plate_reader_set_chamber", {"reader": "SR-04", "temperature_c": 37}),
+        call("plate_reader_run", {"reader": "SR-04", "plate_id": "P-2231", "mode": "kinetic", "temperature_c": 37}),
+    ]
+    t = traj(goal="Kinetic read of plate P-2231 on SR-04 at 37 degrees", tools=["plate_reader_run"])
+    (lesson,) = review_by_rules(t, events).lessons
+    assert lesson.example == "Kinetic read of plate <plate_id> on <reader> at <temperature_c> degrees"
+    assert "Kinetic read" in lesson.situation and "SR-04" not in lesson.situation + lesson.advice
+    # the look-alike task with the same tool and error in another mode is told apart by that word
+    other = [call(e.tool, {**e.content["params"], "mode": "endpoint"}, ok=not e.failed, error=e.content.get("error"))
+             for e in events]
+    (look_alike,) = review_by_rules(replace(t, goal="Endpoint read of plate P-2231 on SR-04 at 37 degrees"), other).lessons
+    assert look_alike.example != lesson.example and look_alike.fingerprint == lesson.fingerprint
