@@ -75,6 +75,18 @@ def generalize(text: str, values: Mapping[str, str] | None = None) -> str:
     return text
 
 
+# a value in lowercase letters only, one word or a few joined by spaces or underscores ("kinetic",
+# "nightly", "external", "pending_start"), is a word of the language or an enum value: it says what
+# kind of task or state it was, which is what look-alike tasks differ by. Names, codes, ids, slugs
+# and numbers ("Paris", "USD", "W-90017", "eu-arena", "450") are the instances a lesson abstracts.
+_KIND_WORD = re.compile(r"[a-z]+(?:[ _][a-z]+)*")
+
+
+def is_kind_word(value: str) -> bool:
+    """Whether a parameter value names a kind, not an instance: it is not a literal to generalize."""
+    return _KIND_WORD.fullmatch(value.strip()) is not None
+
+
 def names(text: str, literal: str) -> bool:
     """Whether ``text`` names ``literal`` as a whole (the match ``generalize`` replaces)."""
     return _literal(literal).search(text) is not None
@@ -90,7 +102,9 @@ def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """Map each literal parameter value to a placeholder named after its parameter: "Paris" -> "<city>".
 
     Only short values are taken (names, ids, codes: at most three words): long free text such as
-    a message or a query is what the task is about, not a literal to hide.
+    a message or a query is what the task is about, not a literal to hide; so is a kind
+    (``is_kind_word``: a "kinetic" read, a "nightly" suite, an "external" directory), which tells a
+    task from its look-alike with the same tool and error.
     """
     out: dict[str, str] = {}
     for p in params:
@@ -98,6 +112,8 @@ def literal_values(params: Iterable[Mapping[str, Any]]) -> dict[str, str]:
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 continue
             text = str(value).strip()
+            if is_kind_word(text):
+                continue
             if 2 <= len(text) <= 40 and len(text.split()) <= 3:
                 key = _PLACEHOLDER_NAME.sub("_", str(name).lower()).strip("_") or "value"
                 sigil = text[0] if text[0] in "#@$" else ""  # "#design" and "@omar" are different kinds of thing

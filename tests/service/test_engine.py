@@ -355,16 +355,16 @@ def push_trajectory(deps, clock, tid, goal, rejected, fixed):
 
 
 def test_literals_every_task_shared_stay_in_the_lesson_and_the_varying_ones_are_abstracted(deps, clock):
-    (first,) = push_trajectory(deps, clock, "tr1", "Push this hotfix straight to main", "main", "hotfix/login-500")
+    (first,) = push_trajectory(deps, clock, "tr1", "Push this hotfix straight to release/2.x", "release/2.x", "hotfix/login-500")
     one = experiences.get_experience(deps, "t1", first)
     assert "branch '<branch>' is protected" in one.situation  # one task cannot tell a constant from a literal
-    assert push_trajectory(deps, clock, "tr2", "Get the footer fix onto main", "main", "fix/footer-link") == [first]
-    push_trajectory(deps, clock, "tr3", "ship the version bump to main", "main", "chore/bump-1.8")
+    assert push_trajectory(deps, clock, "tr2", "Get the footer fix onto release/2.x", "release/2.x", "fix/footer-link") == [first]
+    push_trajectory(deps, clock, "tr3", "ship the version bump to release/2.x", "release/2.x", "chore/bump-1.8")
     exp = experiences.get_experience(deps, "t1", first)
-    assert exp.support == 3 and "branch 'main' is protected" in exp.situation + exp.advice
-    assert exp.examples[1:] == ["Get the footer fix onto main", "ship the version bump to main"]
-    assert len(exp.literals) == 2 and "main" not in str(exp.literals)  # main and origin, as digests
-    lexical = deps.index.lexical_search("t1", "main", IndexFilter("a1", None, ()), 5)
+    assert exp.support == 3 and "branch 'release/2.x' is protected" in exp.situation + exp.advice
+    assert exp.examples[1:] == ["Get the footer fix onto release/2.x", "ship the version bump to release/2.x"]
+    assert len(exp.literals) == 1 and "release" not in str(exp.literals)  # the branch, as a digest ("origin" is a word)
+    lexical = deps.index.lexical_search("t1", "release/2.x", IndexFilter("a1", None, ()), 5)
     assert [i for i, _ in lexical] == [first]  # the index has the new wording
 
 
@@ -389,14 +389,43 @@ def test_a_trajectory_reviewed_locally_then_fully_does_not_count_as_a_second_tas
 
 
 def test_a_lesson_every_task_of_which_named_a_constant_is_anchored_to_it(deps, clock):
-    (first,) = push_trajectory(deps, clock, "tr1", "Push this hotfix straight to main", "main", "hotfix/login-500")
+    (first,) = push_trajectory(deps, clock, "tr1", "Push this hotfix straight to release/2.x", "release/2.x", "hotfix/login-500")
     assert experiences.get_experience(deps, "t1", first).anchors == []
-    push_trajectory(deps, clock, "tr2", "Get the footer fix onto main", "main", "fix/footer-link")
+    push_trajectory(deps, clock, "tr2", "Get the footer fix onto release/2.x", "release/2.x", "fix/footer-link")
     exp = experiences.get_experience(deps, "t1", first)
     # the first task's example is written again with what the second showed to be constant
-    assert exp.examples == ["Push this hotfix straight to main", "Get the footer fix onto main"]
-    assert exp.anchors == ["main"]  # "origin" recurs too, but no task named it
-    push_trajectory(deps, clock, "tr3", "Land the release commit on main, please", "main", "release/1.2")
-    assert experiences.get_experience(deps, "t1", first).anchors == ["main"]
-    push_trajectory(deps, clock, "tr4", "Ship the docs fix", "main", "docs/fix")  # a task that does not say it
+    assert exp.examples == ["Push this hotfix straight to release/2.x", "Get the footer fix onto release/2.x"]
+    assert exp.anchors == ["release/2.x"]
+    push_trajectory(deps, clock, "tr3", "Land the release commit on release/2.x, please", "release/2.x", "release/1.2")
+    assert experiences.get_experience(deps, "t1", first).anchors == ["release/2.x"]
+    push_trajectory(deps, clock, "tr4", "Ship the docs fix", "release/2.x", "docs/fix")  # a task that does not say it
     assert experiences.get_experience(deps, "t1", first).anchors == []
+
+
+def _plate_read(deps, clock, tid, goal, mode, first, fix_params):
+    run = {"reader": "SR-04", "plate_id": f"P-{tid}", "mode": mode}
+    start(deps, tid, goal=goal, tools=["plate_reader_run", "plate_reader_blank", "plate_reader_set_chamber"])
+    ingest.append_events(deps, "t1", tid, [
+        call(clock, "plate_reader_run", run, ok=False, error="INSTRUMENT_NOT_READY: optical reference invalid"),
+        call(clock, first, fix_params),
+        call(clock, "plate_reader_run", run),
+    ])
+    ingest.finalize(deps, "t1", tid, "success", None)
+    run_all(deps)
+    (exp_id,) = ingest.get_trajectory(deps, "t1", tid).experience_ids
+    return exp_id
+
+
+def test_look_alike_tasks_with_the_same_tool_and_error_are_told_apart_by_the_kind_their_values_name(deps, clock):
+    from chalicelib.services import recall
+
+    warm = _plate_read(deps, clock, "tr1", "Kinetic read of the plate on the reader", "kinetic",
+                       "plate_reader_set_chamber", {"reader": "SR-04", "temperature_c": 37})
+    blank = _plate_read(deps, clock, "tr2", "Endpoint read of the plate on the reader", "endpoint",
+                        "plate_reader_blank", {"reader": "SR-04", "plate_type": "96-flat"})
+    assert "Kinetic read" in experiences.get_experience(deps, "t1", warm).situation
+    tools = ["plate_reader_run", "plate_reader_blank", "plate_reader_set_chamber"]
+    for query, first in (("kinetic read refused: optical reference invalid", warm),
+                         ("endpoint read refused: optical reference invalid", blank)):
+        hits, _ = recall.recall(deps, "t1", query, agent_id="a1", tools=tools)
+        assert [h.experience.experience_id for h in hits][:2] == [first, blank if first == warm else warm]

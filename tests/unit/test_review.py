@@ -1,5 +1,9 @@
+from dataclasses import replace
+
+import pytest
+
 from chalicelib.domain.distill import written_keeping
-from chalicelib.domain.generalize import generalize
+from chalicelib.domain.generalize import generalize, is_kind_word
 from chalicelib.domain.lesson import error_class
 from chalicelib.domain.review import review_by_rules
 
@@ -141,9 +145,9 @@ def test_long_free_text_stays_in_the_situation_while_short_literals_are_hidden()
     assert "Tell #<channel> that the new mockups are in Figma" in lesson.situation
 
 
-def _protected_push(branch_fix: str, goal: str = "Push this hotfix straight to main"):
+def _protected_push(branch_fix: str, goal: str = "Push this hotfix straight to release/2.x"):
     events = [
-        call("git_push", {"remote": "origin", "branch": "main"}, ok=False, error="Protected: branch 'main' is protected"),
+        call("git_push", {"remote": "origin", "branch": "release/2.x"}, ok=False, error="Protected: branch 'release/2.x' is protected"),
         call("git_push", {"remote": "origin", "branch": branch_fix}),
     ]
     return traj(goal=goal, tools=["git_push"]), events
@@ -152,10 +156,10 @@ def _protected_push(branch_fix: str, goal: str = "Push this hotfix straight to m
 def test_literals_are_generalized_and_remembered_only_as_digests():
     t, events = _protected_push("hotfix/login-500")
     (lesson,) = review_by_rules(t, events).lessons
-    assert "<branch>" in lesson.situation and "'main'" not in lesson.situation
+    assert "<branch>" in lesson.situation and "'release/2.x'" not in lesson.situation
     assert lesson.example == "Push this hotfix straight to <branch>"
-    assert set(lesson.literals.values()) == {"<branch>", "<remote>"} and len(lesson.literals) == 3
-    assert not {"main", "origin", "hotfix/login-500"} & set(lesson.literals)  # no value in clear
+    assert set(lesson.literals.values()) == {"<branch>"} and len(lesson.literals) == 2  # "origin" is a word: kept
+    assert not {"release/2.x", "hotfix/login-500"} & set(lesson.literals)  # no value in clear
     other_tenant = review_by_rules(traj(goal=t.goal, tools=["git_push"], tenant_id="t2"), events).lessons[0]
     assert not set(other_tenant.literals) & set(lesson.literals)  # salted per tenant
 
@@ -167,8 +171,8 @@ def test_a_lesson_written_again_keeps_the_literals_asked_for_and_stays_the_same_
         kept = written_keeping(lesson, {digest}, t.tenant_id)
         assert (kept.fingerprint, kept.situation_key) == (lesson.fingerprint, lesson.situation_key)
     shared = set(lesson.literals) & set(review_by_rules(*_protected_push("fix/footer-link")).lessons[0].literals)
-    special = written_keeping(lesson, shared, t.tenant_id)  # what two pushes to main have in common: "main" and "origin"
-    assert "branch 'main' is protected" in special.situation and "straight to main" in special.example
+    special = written_keeping(lesson, shared, t.tenant_id)  # what two pushes to release/2.x have in common: "release/2.x"
+    assert "branch 'release/2.x' is protected" in special.situation and "straight to release/2.x" in special.example
     assert "`hotfix/login-500`" in special.advice  # the fix's value is still only an example
     assert special.literals == lesson.literals
     assert written_keeping(lesson, (), t.tenant_id) == lesson
@@ -176,13 +180,13 @@ def test_a_lesson_written_again_keeps_the_literals_asked_for_and_stays_the_same_
 
 def test_feedback_lessons_keep_their_identity_when_written_with_kept_literals():
     events = [
-        call("git_push", {"branch": "main", "force": True}, ok=False, error="Protected: branch 'main' is protected"),
-        said("Never force-push to main!", kind="feedback", sentiment="negative"),
+        call("git_push", {"branch": "release/2.x", "force": True}, ok=False, error="Protected: branch 'release/2.x' is protected"),
+        said("Never force-push to release/2.x!", kind="feedback", sentiment="negative"),
     ]
     t = traj(tools=["git_push"])
     (lesson,) = [d for d in review_by_rules(t, events).lessons if d.kind == "negative_feedback"]
     special = written_keeping(lesson, set(lesson.literals), t.tenant_id)
-    assert "Never force-push to main!" in special.advice and "<branch>" in lesson.advice
+    assert "Never force-push to release/2.x!" in special.advice and "<branch>" in lesson.advice
     assert (special.fingerprint, special.situation_key) == (lesson.fingerprint, lesson.situation_key)
 
 
@@ -234,3 +238,29 @@ def test_the_state_a_look_returned_before_the_fix_is_part_of_the_situation():
     plain = [e for e in events if e.tool != "pos_check_get"]
     (lesson,) = [l for l in review_by_rules(traj(), plain).lessons if l.kind == "recovery"]
     assert "Seen before" not in lesson.situation
+
+
+@pytest.mark.parametrize("value, kind", [
+    ("kinetic", True), ("pending_start", True), ("night shift", True), ("main", True),
+    ("Paris", False), ("USD", False), ("A4", False), ("W-90017", False), ("eu-arena", False), ("450", False),
+])
+def test_a_value_in_lowercase_letters_names_a_kind_and_anything_else_an_instance(value, kind):
+    assert is_kind_word(value) is kind
+
+
+def test_the_kind_of_task_a_value_names_stays_in_the_lesson_while_its_instances_are_hidden():
+    events = [
+        call("plate_reader_run", {"reader": "SR-04", "plate_id": "P-2231", "mode": "kinetic", "temperature_c": 37},
+             ok=False, error="INSTRUMENT_NOT_READY: optical reference invalid"),
+        call("plate_reader_set_chamber", {"reader": "SR-04", "temperature_c": 37}),
+        call("plate_reader_run", {"reader": "SR-04", "plate_id": "P-2231", "mode": "kinetic", "temperature_c": 37}),
+    ]
+    t = traj(goal="Kinetic read of plate P-2231 on SR-04 at 37 degrees", tools=["plate_reader_run"])
+    (lesson,) = review_by_rules(t, events).lessons
+    assert lesson.example == "Kinetic read of plate <plate_id> on <reader> at <temperature_c> degrees"
+    assert "Kinetic read" in lesson.situation and "SR-04" not in lesson.situation + lesson.advice
+    # the look-alike task with the same tool and error in another mode is told apart by that word
+    other = [call(e.tool, {**e.content["params"], "mode": "endpoint"}, ok=not e.failed, error=e.content.get("error"))
+             for e in events]
+    (look_alike,) = review_by_rules(replace(t, goal="Endpoint read of plate P-2231 on SR-04 at 37 degrees"), other).lessons
+    assert look_alike.example != lesson.example and look_alike.fingerprint == lesson.fingerprint
