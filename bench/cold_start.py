@@ -48,6 +48,7 @@ import uuid
 import zipfile
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -120,6 +121,44 @@ print("RESULT " + json.dumps({"import_ms": (t1 - t0) * 1000, "batch_ms": (t2 - t
                               "failures": len((result or {}).get("batchItemFailures", [])),
                               "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                               "modules": len(sys.modules)}))
+"""
+
+# The same batch with every HTTP request of the child timed at urllib3 (botocore, opensearch-py and
+# the OpenAI-compatible client all go through HTTPConnectionPool.urlopen), and the batch profiled.
+REVIEW_TIMELINE = r"""
+import cProfile, io, json, os, pstats, sys, time
+import urllib3.connectionpool as cp
+with open(os.environ["BENCH_EVENT"]) as f:
+    event = json.load(f)
+calls = []
+real_urlopen = cp.HTTPConnectionPool.urlopen
+def urlopen(self, method, url, *args, **kwargs):
+    headers = kwargs.get("headers") if "headers" in kwargs else (args[1] if len(args) > 1 else None)
+    t = time.perf_counter()
+    try:
+        return real_urlopen(self, method, url, *args, **kwargs)
+    finally:
+        target = str((headers or {}).get("X-Amz-Target", "")).rsplit(".", 1)[-1]
+        calls.append([t, time.perf_counter() - t, self.port, method, url.split("?")[0], target])
+cp.HTTPConnectionPool.urlopen = urlopen
+t0 = time.perf_counter()
+import app
+t1 = time.perf_counter()
+""" + CONTEXT + r"""
+lines = int(os.environ.get("BENCH_PROFILE_LINES", "0"))
+profile = cProfile.Profile() if lines else None
+if profile:
+    profile.enable()
+result = app.review_worker(event, Context())
+if profile:
+    profile.disable()
+t2 = time.perf_counter()
+out = io.StringIO()
+if profile:
+    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(lines)
+print("RESULT " + json.dumps({"import_ms": (t1 - t0) * 1000, "batch_ms": (t2 - t1) * 1000,
+                              "calls": [[(c[0] - t1) * 1000, c[1] * 1000, *c[2:]] for c in calls if c[0] >= t1],
+                              "profile": out.getvalue(), "modules": len(sys.modules)}))
 """
 
 # A trajectory whose finalize queues a review that yields a lesson (a failed call, then the fix).
@@ -343,6 +382,54 @@ class AwsStack:
 # --- main -----------------------------------------------------------------------------------------
 
 
+def _service(stack: AwsStack, port: int, target: str) -> str:
+    ports = {urlsplit(stack.moto).port: "dynamodb", urlsplit(stack.stub.base_url).port: "llm/embed",
+             urlsplit(stack.settings.opensearch_endpoint).port: "opensearch"}
+    name = ports.get(port, f"port {port}")
+    return f"{name} {target}" if target else name
+
+
+def timeline(stack: AwsStack, runs: list[str], dirs: dict[str, str], env_of, work: Path, samples: int,
+             profile_lines: int) -> None:
+    """Every HTTP request of the review batch, by service and operation: count and ms (median of
+    ``samples`` fresh interpreters per side), and the time of the batch outside them."""
+    per: dict[str, list[dict]] = defaultdict(list)
+    event_file = work / "timeline-event.json"
+    for i in range(samples):
+        for side in runs:
+            event, tid = stack.review_batch()
+            event_file.write_text(json.dumps(event))
+            lines = profile_lines if side == "after" and i == samples - 1 else 0
+            res, _, _ = run_child(REVIEW_TIMELINE, {**env_of(side), "BENCH_EVENT": str(event_file),
+                                                    "BENCH_PROFILE_LINES": str(lines)}, dirs[side])
+            if not stack.reviewed(tid):
+                raise RuntimeError(f"timeline sample of {side}: the trajectory was not reviewed")
+            per[side].append(res)
+    print(f"\n{load()} after the timeline runs")
+    print(f"Review batch, every HTTP request timed at urllib3: median over {samples} fresh interpreters per side"
+          f" of the count and the ms spent, by service and operation")
+    ops = sorted({_service(stack, c[2], c[5]) for side in runs for r in per[side] for c in r["calls"]})
+    print(f"{'':<44} | " + " | ".join(f"{s:>17}" for s in runs))
+    for op in ops:
+        cells = []
+        for side in runs:
+            counts = [sum(1 for c in r["calls"] if _service(stack, c[2], c[5]) == op) for r in per[side]]
+            ms = [sum(c[1] for c in r["calls"] if _service(stack, c[2], c[5]) == op) for r in per[side]]
+            cells.append(f"{med(counts):4.0f} x {med(ms):8.1f} ms")
+        print(f"{op:<44} | " + " | ".join(cells))
+    for label, fn in (("requests", lambda r: len(r["calls"])), ("ms in requests", lambda r: sum(c[1] for c in r["calls"])),
+                      ("batch ms", lambda r: r["batch_ms"]),
+                      ("batch ms outside requests", lambda r: r["batch_ms"] - sum(c[1] for c in r["calls"])),
+                      ("modules after the batch", lambda r: r["modules"])):
+        print(f"{label:<44} | " + " | ".join(f"{med([fn(r) for r in per[side]]):17.1f}" for side in runs))
+    sample = sorted(per["after"], key=lambda r: r["batch_ms"])[len(per["after"]) // 2]
+    print("\nthe median sample of after, request by request (start ms after import app, ms):")
+    for start, ms, port, method, path, target in sample["calls"]:
+        print(f"  {start:8.1f} {ms:7.1f}  {_service(stack, port, target):<40} {method} {path[:60]}")
+    if profile_lines:
+        print(per["after"][-1]["profile"])
+
+
 def cell(xs: list[float]) -> str:
     return f"{med(xs):7.1f} [{min(xs):6.0f}-{max(xs):6.0f}]" if xs else f"{'':>23}"
 
@@ -392,6 +479,9 @@ def main() -> None:
     parser.add_argument("--first-runs", type=int, default=9, help="fresh interpreters per side for import + first ingest")
     parser.add_argument("--review-runs", type=int, default=5, help="fresh interpreters per side for the review worker")
     parser.add_argument("--importtime-runs", type=int, default=3)
+    parser.add_argument("--timeline", type=int, default=0, metavar="N",
+                        help="N more review samples per side with every HTTP request timed (count and ms by service)")
+    parser.add_argument("--profile-lines", type=int, default=0, help="with --timeline: cProfile the after side's batch")
     parser.add_argument("--no-first", dest="first", action="store_false", help="skip import + first ingest")
     parser.add_argument("--no-review", dest="review", action="store_false", help="skip the review worker (no OpenSearch node)")
     parser.add_argument("--no-package", dest="package", action="store_false", help="skip chalice package")
@@ -516,6 +606,9 @@ def main() -> None:
                            ("first batch (one review job)", {s: review[s]["batch_ms"] for s in runs}, None),
                            ("import + first batch", {s: review[s]["total_ms"] for s in runs}, "review"),
                            ("process wall", {s: review[s]["wall"] for s in runs}, None)], runs, base)
+
+                if args.review and args.timeline:
+                    timeline(stack, runs, dirs, lambda side: side_env(side, env), work, args.timeline, args.profile_lines)
 
         if pkg is not None:
             from devtools import lambda_package

@@ -44,14 +44,20 @@ def _vectors() -> VectorCache:
 
 
 def run_due_jobs(budget_seconds: float = 60.0) -> int:
-    """Claim and run due review jobs, ``review_batch_size`` at a time, until none is left or the
-    time budget is spent."""
+    """Claim and run due review jobs, ``review_batch_size`` at a time, until a claim takes fewer
+    than that or the time budget is spent.
+
+    A claim that took fewer than it could found no other job due, so a second claim would find
+    nothing (on DynamoDB it costs about ten requests): a job enqueued since starts an invocation of
+    its own through the stream, and a retry that comes due later is the sweeper's. (A DynamoDB
+    claim reads the turns of the 32 least recently served tenants: when stale turns fill them, a
+    job of a tenant past them waits for the next wake or the sweeper's minute.)"""
     deps, ran, deadline = get_deps(), 0, time.monotonic() + budget_seconds
     while time.monotonic() < deadline:
         n = process_review_jobs(deps, deps.review_batch_size, _vectors())
-        if not n:
-            break
         ran += n
+        if n < deps.review_batch_size:
+            break
     return ran
 
 

@@ -8,8 +8,16 @@ Serverless (faiss, ``serverless=True``) and a local node (lucene). Request bodie
                                      opensearch-py exception (connection, timeout, HTTP status,
                                      serialization, a failed bulk item)
 
-Consistency: on a managed domain or a local node every write waits for a refresh
-(``refresh="wait_for"``) so a search right after it sees it. Serverless has no refresh and makes a
+Consistency: on a managed domain or a local node a search right after a write sees it. A small
+write (at most ``SMALL_WRITE`` documents: a review's lessons, a manual write, a forget) refreshes
+the shards it touched at once (``refresh=true``, a few ms); a larger one (a reindex) waits for the
+index's periodic refresh (``refresh="wait_for"``, up to ``refresh_interval``, 1 s by default),
+which a review would otherwise pay on every lesson it stores. The price of the immediate refresh is
+one small segment per small write and shard, merged away by the index's merge policy: at the
+review function's reserved concurrency (8 invocations, 0.2-1 review/s each with an LLM) up to
+about 8 refreshes a second instead of at most one, each costing the node a searcher reopen and,
+later, a merge (for k-NN segments, re-inserting their few vectors into the merged graph). A
+deployment that writes far faster than that passes ``refresh="wait_for"``. Serverless has no refresh and makes a
 write searchable some seconds later; it also chooses document ids itself, so a write first looks
 up the documents it replaces -- a write repeated within that window can leave a duplicate, which
 searches drop, ``count`` includes, and the next write or delete of the id removes. The experience
@@ -26,7 +34,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Sequence
 from urllib.parse import urlsplit
 
-from opensearchpy.exceptions import ImproperlyConfigured, OpenSearchException, RequestError
+from opensearchpy.exceptions import ImproperlyConfigured, NotFoundError, OpenSearchException, RequestError
 
 from ..domain.errors import Unavailable
 from ..ports import IndexEntry, IndexFilter
@@ -40,6 +48,8 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger(__name__)
+
+SMALL_WRITE = 16  # documents of a write refreshed at once under the default policy
 
 
 class IndexUnavailable(Unavailable, RuntimeError):
@@ -113,15 +123,16 @@ class OpenSearchVectorIndex:
         client: "OpenSearch",
         spec: q.IndexSpec,
         *,
-        refresh: bool | str = "wait_for",
+        refresh: bool | str | None = None,
         bulk_chunk: int = 500,
         node_cosines: bool | None = None,
     ) -> None:
         self.client = client
         self.spec = spec
         self.dim = spec.dim
-        # Serverless answers a refresh parameter with an error
-        self._refresh = None if spec.serverless else refresh
+        # Serverless answers a refresh parameter with an error. None: the size decides (module doc)
+        self._serverless = spec.serverless
+        self._refresh = refresh
         self._bulk_chunk = bulk_chunk
         # cosines by a Painless script field (one round trip per hybrid search); default: everywhere
         # but Serverless, where it was never run. False: the k-NN by ids, a second request.
@@ -141,23 +152,26 @@ class OpenSearchVectorIndex:
                 return
             name = self.spec.name
             with _boundary(f"creating index {name}"):
-                if not self.client.indices.exists(index=name):
+                # one request on a cold start: GET <index> answers its mappings and settings both
+                try:
+                    described = self.client.indices.get(index=name)
+                except NotFoundError:
                     try:
                         self.client.indices.create(index=name, body=q.index_body(self.spec))
                     except RequestError as exc:
                         if exc.error != "resource_already_exists_exception":
                             raise
-                mapping = self.client.indices.get_mapping(index=name)
-                drift = q.similarity_drift(self.client.indices.get_settings(index=name), name, self.spec)
+                    described = self.client.indices.get(index=name)
+            drift = q.similarity_drift(described, name, self.spec)
             if drift:
                 # not an error: recall still works, ranked by the index's own parameters
                 log.warning("index %s ranks BM25 with %s, the settings say %s: a new index (or a reindex into "
                             "one) takes the settings", name, {k: v[0] for k, v in drift.items()},
                             {k: v[1] for k, v in drift.items()})
-            dim = q.mapped_dimension(mapping, name)
+            dim = q.mapped_dimension(described, name)
             if dim is not None and dim != self.spec.dim:
                 raise ValueError(f"index {name} holds {dim}-dimensional vectors, not {self.spec.dim}")
-            missing = q.missing_properties(mapping, name, self.spec)
+            missing = q.missing_properties(described, name, self.spec)
             if missing:
                 with _boundary(f"adding {', '.join(missing)} to index {name}"):
                     self.client.indices.put_mapping(index=name, body={"properties": missing})
@@ -190,10 +204,17 @@ class OpenSearchVectorIndex:
                 raise IndexUnavailable(f"OpenSearch {action} failed: {answer['error']}")
         return answers
 
-    def _bulk(self, lines: list[dict], action: str) -> None:
+    def _refresh_param(self, documents: int) -> dict:
+        if self._serverless:
+            return {}
+        if self._refresh is None:
+            return {"refresh": "true" if documents <= SMALL_WRITE else "wait_for"}
+        return {"refresh": self._refresh}
+
+    def _bulk(self, lines: list[dict], action: str, documents: int) -> None:
         if not lines:
             return
-        params = {} if self._refresh is None else {"refresh": self._refresh}
+        params = self._refresh_param(documents)
         with _boundary(action):
             response = self.client.bulk(body=lines, **params)
         if response.get("errors"):
@@ -234,7 +255,7 @@ class OpenSearchVectorIndex:
                 stale = self._lookup(tenant_id, [d["experience_id"] for d in chunk])
                 lines += q.bulk_delete_lines(self.spec.name, stale)
             lines += q.bulk_index_lines(self.spec.name, tenant_id, chunk, self.spec.serverless)
-            self._bulk(lines, "upsert")
+            self._bulk(lines, "upsert", len(docs))  # the write's size, not the chunk's, picks the refresh
 
     def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
         ids = list(dict.fromkeys(experience_ids))
@@ -246,7 +267,7 @@ class OpenSearchVectorIndex:
                 doc_ids = self._lookup(tenant_id, chunk)
             else:
                 doc_ids = [q.doc_id(tenant_id, i) for i in chunk]
-            self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids), "delete")
+            self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids), "delete", len(ids))
 
     def _knn_body(self, tenant_id: str, unit: list[float] | None, flt: IndexFilter, k: int) -> dict:
         if unit is None:  # cosine with a zero vector is 0 for every entry, as in the numpy index

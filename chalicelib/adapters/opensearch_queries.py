@@ -134,7 +134,7 @@ def missing_properties(mapping_response: dict, index: str, spec: IndexSpec) -> d
 
 
 def similarity_drift(settings_response: dict, index: str, spec: IndexSpec) -> dict[str, tuple[float, float]]:
-    """BM25 parameters of an existing index (a GET <index>/_settings response) that differ from the
+    """BM25 parameters of an existing index (a GET <index> or <index>/_settings response) that differ from the
     spec, as {name: (index's, spec's)}. A similarity cannot change on an open index, so the caller
     can only report it; an index created before the parameters were set has none and counts as
     OpenSearch's own defaults (k1 1.2, b 0.75)."""
@@ -146,7 +146,7 @@ def similarity_drift(settings_response: dict, index: str, spec: IndexSpec) -> di
 
 
 def mapped_dimension(mapping_response: dict, index: str) -> int | None:
-    """The vector dimension of an existing index, from a GET <index>/_mapping response."""
+    """The vector dimension of an existing index, from a GET <index> or <index>/_mapping response."""
     props = mapping_response.get(index, {}).get("mappings", {}).get("properties", {})
     dim = props.get(VECTOR_FIELD, {}).get("dimension")
     return int(dim) if dim is not None else None

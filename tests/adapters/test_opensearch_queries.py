@@ -13,7 +13,7 @@ import pytest
 from botocore.credentials import Credentials
 
 from chalicelib.adapters import opensearch_queries as q
-from chalicelib.adapters.opensearch_index import IndexUnavailable, OpenSearchVectorIndex, build_client
+from chalicelib.adapters.opensearch_index import SMALL_WRITE, IndexUnavailable, OpenSearchVectorIndex, build_client
 from chalicelib.domain.lexical import Bm25Params
 from chalicelib.ports import IndexEntry, IndexFilter
 
@@ -375,21 +375,20 @@ class FakeIndices:
     def __init__(self, client: "FakeClient") -> None:
         self.client = client
 
-    def exists(self, index):
-        self.client.calls.append(("exists", index))
-        return self.client.index_exists
+    def get(self, index):
+        """GET <index>: its mappings and settings, or 404 (until a create, or another creator, made it)."""
+        self.client.calls.append(("get", index))
+        if not self.client.index_exists:
+            raise os_exc.NotFoundError(404, "index_not_found_exception", {})
+        props = dict(self.client.mapped, embedding={"dimension": self.client.dim})
+        return {index: {"mappings": {"properties": props},
+                        "settings": {"index": {"similarity": {"hindsight_bm25": self.client.similarity}}}}}
 
     def create(self, index, body):
         self.client.calls.append(("create", index))
+        self.client.index_exists = True
         if self.client.create_error is not None:
             raise self.client.create_error
-
-    def get_settings(self, index):
-        return {index: {"settings": {"index": {"similarity": {"hindsight_bm25": self.client.similarity}}}}}
-
-    def get_mapping(self, index):
-        props = dict(self.client.mapped, embedding={"dimension": self.client.dim})
-        return {index: {"mappings": {"properties": props}}}
 
     def put_mapping(self, index, body):
         self.client.calls.append(("put_mapping", index, body))
@@ -449,13 +448,23 @@ def searches(client: FakeClient) -> list[tuple]:
     return [c for c in client.calls if c[0] in ("search", "msearch")]
 
 
-def test_writes_wait_for_a_refresh_and_replace_by_document_id():
+def test_small_writes_refresh_at_once_large_ones_wait_for_a_refresh_and_ids_replace_documents():
     client = FakeClient()
-    adapter(client).upsert("t1", [IndexEntry("e1", np.array([3.0, 4.0]))])
+    index = adapter(client)
+    index.upsert("t1", [IndexEntry("e1", np.array([3.0, 4.0]))])
     ((_, lines, params),) = bulks(client)
-    assert params == {"refresh": "wait_for"}
+    assert params == {"refresh": "true"}  # a review's lessons: searchable when the write returns, no wait
     assert lines[0] == {"index": {"_index": "ix", "_id": "2:t1:e1"}}
     assert lines[1]["embedding"] == pytest.approx([0.6, 0.8])
+    small = [IndexEntry(f"e{i}", np.ones(2)) for i in range(SMALL_WRITE)]
+    index.upsert("t1", small)
+    index.delete("t1", [e.experience_id for e in small])
+    index.upsert("t1", [*small, IndexEntry("one more", np.ones(2))])  # a reindex: one refresh for all of it
+    index.delete("t1", [e.experience_id for e in small] + ["one more"])
+    assert [params for _, _, params in bulks(client)[1:]] == [{"refresh": "true"}] * 2 + [{"refresh": "wait_for"}] * 2
+    fixed = OpenSearchVectorIndex(client, q.IndexSpec("ix", 2), refresh="wait_for")  # a deployment's choice
+    fixed.upsert("t1", [IndexEntry("e1", np.ones(2))])
+    assert bulks(client)[-1][2] == {"refresh": "wait_for"}
 
 
 def test_serverless_writes_send_no_id_and_no_refresh_and_replace_what_a_lookup_finds():
@@ -592,7 +601,14 @@ def test_the_index_is_created_once_when_missing_and_a_concurrent_creator_is_fine
     client.create_error = os_exc.RequestError(400, "resource_already_exists_exception", {})
     index = adapter(client)
     assert index.count("t1") == 3 and index.count("t1") == 3
-    assert [c for c in client.calls if c[0] in ("exists", "create")] == [("exists", "ix"), ("create", "ix")]
+    assert [c for c in client.calls if c[0] in ("get", "create")] == [("get", "ix"), ("create", "ix"), ("get", "ix")]
+
+
+def test_an_existing_index_costs_one_request_to_check():
+    client = FakeClient()
+    index = adapter(client)
+    assert index.count("t1") == 3 and index.count("t1") == 3
+    assert [c[0] for c in client.calls] == ["get", "count", "count"]
 
 
 def test_an_index_created_by_an_earlier_version_gets_the_fields_it_lacks_once():
