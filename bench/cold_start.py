@@ -2,7 +2,8 @@
 import plus the first authenticated ingest, the review worker's import plus its first stream batch.
 
 Usage: .venv/bin/python bench/cold_start.py [--before main] [--runs 15] [--first-runs 9]
-       [--review-runs 5] [--importtime-runs 3] [--no-first] [--no-review] [--no-package]
+       [--review-runs 5] [--importtime-runs 3] [--timeline N [--profile-lines K]] [--no-first] [--no-review]
+       [--no-package]
 
 "before" is the app.py and chalicelib/ of a git ref (``--before``, default ``main``), exported with
 ``git archive`` into a temporary directory; "after" is the work tree. Every sample is a fresh
@@ -28,6 +29,9 @@ shared machine hits them alike, and the load averages are printed with the figur
    its own; the bench checks that every one ended reviewed.
    Both (2 and 3) run a third side when the package is built: the unzipped package as shipped
    (bytecode in, botocore trimmed) first on the path, boto3 from the venv (the Lambda runtime's).
+
+4. ``--timeline N``: N more review samples per side with every HTTP request of the child timed at
+   urllib3 (count and ms by service and DynamoDB operation, the batch's time outside requests).
 
 Targets printed beside: import <= 150 ms, import + first ingest <= 500 ms, review import + first
 batch <= 500 ms. Prints numbers only.
