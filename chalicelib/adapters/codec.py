@@ -32,13 +32,17 @@ def _names(cls: type) -> frozenset[str]:
 
 def _from_doc(cls: type[T], doc: dict[str, Any], datetimes: tuple[str, ...], enums: dict[str, type[Enum]]) -> T:
     names = _names(cls)
-    kwargs = {k: v for k, v in doc.items() if k in names}
+    # a doc written by this version holds only the class's fields: one copy in C, not a filter by key
+    kwargs = dict(doc) if names.issuperset(doc) else {k: v for k, v in doc.items() if k in names}
     for key in datetimes:
-        if kwargs.get(key) is not None:
-            kwargs[key] = datetime.fromisoformat(kwargs[key])
+        value = kwargs.get(key)
+        if value is not None:
+            kwargs[key] = datetime.fromisoformat(value)
     for key, enum in enums.items():
-        if kwargs.get(key) is not None:
-            kwargs[key] = enum(kwargs[key])
+        value = kwargs.get(key)
+        if value is not None:
+            # the members by value, looked up as ``enum(value)`` does first, without its call's cost
+            kwargs[key] = enum._value2member_map_.get(value) or enum(value)
     return cls(**kwargs)
 
 

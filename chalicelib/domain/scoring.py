@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
+from typing import Iterable
 
 from .generalize import names
 from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Signal, match_key, match_keys
@@ -131,6 +133,16 @@ class Match:
     anchors: tuple[str, ...] = ()
 
 
+@lru_cache(maxsize=1024)
+def _cached_keys(values: tuple[str | None, ...]) -> frozenset[str]:
+    return frozenset(match_keys(values))
+
+
+def _query_keys(values: Iterable[str | None]) -> frozenset[str] | set[str]:
+    """``match_keys`` of a query's tools or tags, made once per query rather than once per candidate."""
+    return _cached_keys(values) if isinstance(values, tuple) else match_keys(values)
+
+
 def tag_match(exp: Experience, query: RecallQuery) -> Match:
     """How well the lesson's tools, tags, task type, intent and anchors fit the query, in [0, 1].
 
@@ -139,11 +151,11 @@ def tag_match(exp: Experience, query: RecallQuery) -> Match:
     ``score`` is ``None`` when there is nothing to compare.
     """
     parts: list[float] = []
-    q_tools, e_tools = match_keys(query.tools), match_keys(exp.tools)
+    q_tools, e_tools = _query_keys(query.tools), match_keys(exp.tools)
     matched_tools = tuple(sorted(q_tools & e_tools))
     if q_tools and e_tools:
         parts.append(len(matched_tools) / len(e_tools))
-    q_tags, e_tags = match_keys(query.tags), match_keys(exp.tags)
+    q_tags, e_tags = _query_keys(query.tags), match_keys(exp.tags)
     matched_tags = tuple(sorted(q_tags & e_tags))
     if q_tags and e_tags:
         parts.append(len(matched_tags) / len(q_tags))
@@ -159,17 +171,11 @@ def tag_match(exp: Experience, query: RecallQuery) -> Match:
     return Match(sum(parts) / len(parts) if parts else None, matched_tools, matched_tags, task_match, anchors)
 
 
-def score_hit(
-    exp: Experience,
-    similarity: float,
-    query: RecallQuery,
-    now: datetime,
-    weights: ScoringWeights,
-    policy: DecayPolicy,
-    lexical: float = 0.0,
-) -> tuple[float, Explanation]:
-    """The recall score in [0, 1] and its parts. Cosine similarity below 0 counts as 0;
-    ``lexical`` is the saturated BM25 score in [0, 1)."""
+def _scored(
+    exp: Experience, similarity: float, query: RecallQuery, now: datetime, weights: ScoringWeights, policy: DecayPolicy,
+    lexical: float,
+) -> tuple[float, float, Match, float]:
+    """The recall score and what explains it: (score, semantic part, tag match, freshness)."""
     semantic = min(1.0, max(0.0, similarity))
     match = tag_match(exp, query)
     tags = match.score
@@ -185,6 +191,36 @@ def score_hit(
         parts["tag_match"] = (weights.tag_match, tags)
     total_weight = sum(w for w, _ in parts.values())
     score = sum(w * v for w, v in parts.values()) / total_weight if total_weight else 0.0
+    return round(score, 4), semantic, match, freshness
+
+
+def recall_score(
+    exp: Experience,
+    similarity: float,
+    query: RecallQuery,
+    now: datetime,
+    weights: ScoringWeights,
+    policy: DecayPolicy,
+    lexical: float = 0.0,
+) -> float:
+    """``score_hit``'s score without its explanation: recall ranks every candidate and explains
+    only the handful it returns."""
+    return _scored(exp, similarity, query, now, weights, policy, lexical)[0]
+
+
+def score_hit(
+    exp: Experience,
+    similarity: float,
+    query: RecallQuery,
+    now: datetime,
+    weights: ScoringWeights,
+    policy: DecayPolicy,
+    lexical: float = 0.0,
+) -> tuple[float, Explanation]:
+    """The recall score in [0, 1] and its parts. Cosine similarity below 0 counts as 0;
+    ``lexical`` is the saturated BM25 score in [0, 1)."""
+    score, semantic, match, freshness = _scored(exp, similarity, query, now, weights, policy, lexical)
+    tags = match.score
     explanation = Explanation(
         semantic=round(semantic, 4),
         tag_match=round(tags if tags is not None else 0.0, 4),
@@ -197,4 +233,4 @@ def score_hit(
         task_type_match=match.task_type,
         matched_anchors=match.anchors,
     )
-    return round(score, 4), explanation
+    return score, explanation

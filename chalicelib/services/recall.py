@@ -11,9 +11,9 @@ from typing import Sequence
 
 from ..domain.advice import render_advice
 from ..domain.lexical import scaled
-from ..domain.models import ExperienceStatus, Hit, RecallQuery
+from ..domain.models import Experience, ExperienceStatus, Hit, RecallQuery
 from ..domain.negation import split_negation
-from ..domain.scoring import as_seen_at, score_hit
+from ..domain.scoring import as_seen_at, recall_score, score_hit
 from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .deps import Deps
@@ -76,37 +76,42 @@ def recall(
     lexical = scaled(lexical, deps.lexical_fusion, deps.lexical_half)
     stored = deps.experiences.get_many(q.tenant_id, list(semantic))
     now = deps.clock.now()
-    hits: list[Hit] = []
+    # every candidate is ranked by its score; only those returned are explained (score_hit)
+    ranked: list[tuple[float, Experience, float, float]] = []
     for exp_id, similarity in semantic.items():
         exp = stored.get(exp_id)
         # The store is the source of truth: an index entry it no longer backs is never returned.
         if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
             continue
-        score, explanation = score_hit(
-            exp, rebased(similarity, deps.similarity_floor), q, now, deps.weights, deps.decay, lexical=lexical.get(exp_id, 0.0)
-        )
+        cosine, words = rebased(similarity, deps.similarity_floor), lexical.get(exp_id, 0.0)
+        score = recall_score(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
         if score >= q.min_score:
-            hits.append(Hit(exp, score, explanation))
-    hits.sort(key=lambda h: (-h.score, h.experience.experience_id))
+            ranked.append((score, exp, cosine, words))
+    ranked.sort(key=lambda r: (-r[0], r[1].experience_id))
+    hits: list[Hit] = []
     # only the lessons served are copied as seen now (ranking and _distinct read no freshness)
-    hits = [
-        Hit(as_seen_at(h.experience, now, deps.decay.half_life_days), h.score, h.explanation)
-        for h in _distinct(hits)[: q.top_k]
-    ]
+    for _, exp, cosine, words in _distinct(ranked, q.top_k):
+        score, explanation = score_hit(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
+        hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), score, explanation))
     return hits, render_advice(hits, deps.advice_max_items)
 
 
-def _distinct(hits: list[Hit]) -> list[Hit]:
-    """One hit per lesson: the same fix learned in two scopes, or worded identically, would only
-    take the place of another lesson in the handful an agent reads."""
+def _distinct(
+    ranked: list[tuple[float, Experience, float, float]], limit: int
+) -> list[tuple[float, Experience, float, float]]:
+    """The first ``limit`` of one hit per lesson: the same fix learned in two scopes, or worded
+    identically, would only take the place of another lesson in the handful an agent reads."""
     seen: set[str] = set()
     out = []
-    for hit in hits:
-        keys = {" ".join(hit.experience.advice.lower().split())}
-        if hit.experience.fingerprint:
-            keys.add(hit.experience.fingerprint)
+    for item in ranked:
+        if len(out) >= limit:
+            break
+        exp = item[1]
+        keys = {" ".join(exp.advice.lower().split())}
+        if exp.fingerprint:
+            keys.add(exp.fingerprint)
         if keys & seen:
             continue
         seen |= keys
-        out.append(hit)
+        out.append(item)
     return out
