@@ -27,6 +27,9 @@ _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking fo
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float32)
+# postings whose BM25 shares a partition keeps between writes (8 bytes each: 16 MB), for the terms
+# queries used first; a write empties them
+_TERM_CACHE_POSTINGS = 1 << 21
 _CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
 
 
@@ -177,6 +180,10 @@ class _Partition:
         self._interned: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct tool set
         self.postings = _Postings()
         self._len_norm: np.ndarray | None = None  # BM25's length normalisation per row, until a write
+        # each term's rows and their share of the BM25 score, as a query made them, until a write: the
+        # common words of queries are most of a search's arithmetic and come back in query after query
+        self._term_scores: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._term_postings = 0  # postings held in _term_scores, at most _TERM_CACHE_POSTINGS
         self.codes: dict[str, int] = {}
         self.total_len = 0  # an exact count of terms: it stays exact however rows come and go
         self.live = 0
@@ -229,7 +236,7 @@ class _Partition:
         for t in tools:
             self.tool_rows.setdefault(t, {})[row] = None
             self._tool_arrays.pop(t, None)
-        self._len_norm = None
+        self._written()
         return row
 
     def put(self, entry: IndexEntry, vec: np.ndarray | None, counts: Counter[str] | None = None) -> None:
@@ -279,7 +286,7 @@ class _Partition:
         self.row_tools[row] = frozenset()
         self.alive[row] = False
         self.doc_len[row] = 0
-        self._len_norm = None
+        self._written()
 
     def remove(self, experience_id: str) -> None:
         row = self.pos.pop(experience_id, None)
@@ -314,6 +321,28 @@ class _Partition:
             m &= tool_ok
         return m
 
+    def _written(self) -> None:
+        """A row changed: the length normalisation and every term's scores are made again."""
+        self._len_norm = None
+        if self._term_postings:
+            self._term_scores, self._term_postings = {}, 0
+
+    def _term_score(self, term: str, len_norm: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows, their BM25 score for the term) of the live rows holding it, or None."""
+        cached = self._term_scores.get(term)
+        if cached is not None:
+            return cached
+        found = self.postings.postings(term)
+        if found is None:
+            return None
+        rows, tfs = found
+        norm = tfs + len_norm[rows]
+        made = rows, idf(len(rows), self.live) * tfs * (self.bm25_params.k1 + 1) / norm
+        if self._term_postings + len(rows) <= _TERM_CACHE_POSTINGS:
+            self._term_scores[term] = made
+            self._term_postings += len(rows)
+        return made
+
     def bm25(self, query: str) -> np.ndarray:
         scores = np.zeros(self.n, dtype=np.float32)
         if not self.live:
@@ -326,12 +355,10 @@ class _Partition:
             self._len_norm = k1 * (1 - b + b * self.doc_len[: self.n] / max(avg_len, 1e-9))
         len_norm = self._len_norm
         for term in set(terms(query, self.bm25_params.stemmer)):
-            found = self.postings.postings(term)
-            if found is None:
-                continue
-            rows, tfs = found
-            norm = tfs + len_norm[rows]
-            scores[rows] += idf(len(rows), self.live) * tfs * (self.bm25_params.k1 + 1) / norm
+            found = self._term_score(term, len_norm)
+            if found is not None:
+                rows, share = found
+                scores[rows] += share
         return scores
 
 

@@ -121,8 +121,10 @@ def check(index: NumpyVectorIndex, tenants: dict[str, dict[str, IndexEntry]], rn
             assert (list(semantic.items()), list(lexical.items())) == tuple(list(d.items()) for d in parts)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_path, monkeypatch, seed):
+# each term's BM25 shares kept between writes: for every term, or for some (a budget of 40 postings)
+@pytest.mark.parametrize("seed, term_cache", [(1, numpy_index._TERM_CACHE_POSTINGS), (2, 40)])
+def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_path, monkeypatch, seed, term_cache):
+    monkeypatch.setattr(numpy_index, "_TERM_CACHE_POSTINGS", term_cache)
     monkeypatch.setattr(numpy_index._Postings, "REBUILD_MIN", 16)  # rebuilds, stale and recent rows all happen
     monkeypatch.setattr(numpy_index, "_ROWS_PER_THREAD", 8)  # the product split in blocks
     monkeypatch.setattr(numpy_index, "_GATHER_ROWS", 5)  # a filter's rows copied a few at a time
