@@ -94,6 +94,16 @@ def test_the_same_lesson_in_two_scopes_is_returned_once(deps):
     assert advice.count("Pass `namespace`") == 1
 
 
+def test_lessons_ranked_above_as_copies_of_one_leave_top_k_to_distinct_ones(deps):
+    copies = [write(deps, "Pass `namespace` to `kubectl_rollout`.", fingerprint="fp-ns") for _ in range(3)]
+    label = write(deps, "Label the pod before `kubectl_rollout` restarts it.")
+    write(deps, "Drain the node before `kubectl_upgrade`.")
+    hits, advice = recall.recall(deps, "t1", "kubectl_rollout namespace", top_k=2)
+    ids = [h.experience.experience_id for h in hits]
+    assert len(ids) == 2 and ids[0] in copies and ids[1] == label
+    assert advice.count("Pass `namespace`") == 1
+
+
 class SidedEmbedder:
     """A model whose unrelated texts sit at cosine 0.7 (as e5's do) and that embeds a query
     otherwise than a document: every document is at cosine 0.85 of every query."""

@@ -4,7 +4,9 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.domain.models import ExperienceStatus, RecallQuery, Signal
-from chalicelib.domain.scoring import DecayPolicy, ScoringWeights, apply_feedback, decay, freshness_at, score_hit
+from chalicelib.domain.scoring import (
+    DecayPolicy, ScoringWeights, apply_feedback, decay, freshness_at, recall_score, score_hit, tag_match,
+)
 
 from tests.support.builders import T0, experience
 
@@ -119,3 +121,31 @@ def test_a_lesson_naming_no_tool_weighs_its_words_with_the_untooled_lexical_weig
     assert score_hit(tooled, 0.3, q, T0, heavy, POLICY, lexical=1.0) == score_hit(tooled, 0.3, q, T0, WEIGHTS, POLICY, lexical=1.0)
     # unset: every lesson takes ``lexical``
     assert WEIGHTS.lexical_for(note) == WEIGHTS.lexical_for(tooled) == 0.15 and heavy.lexical_for(note) == 0.45
+
+
+@pytest.mark.parametrize("query", [
+    RecallQuery(tenant_id="t1", query="weather"),
+    RecallQuery(tenant_id="t1", query="weather in main", tools=("GET_WEATHER ", "ask_user"), tags=("ops",), task_type="query"),
+    RecallQuery(tenant_id="t1", query="weather", tools=["get_weather"], intent="fix"),  # a list: not cached
+])
+@pytest.mark.parametrize("lesson", [
+    {}, {"tools": [], "tags": ["OPS", "x"]}, {"anchors": ["main", "dev"], "intent": "fix", "task_type": "Query"},
+    {"utility": 0.0, "confidence": 1.0, "freshness": 0.3, "renewed_at": T0 - timedelta(days=40)},
+])
+def test_the_ranking_score_is_the_explained_hits_score(query, lesson):
+    """Recall ranks by ``recall_score`` and explains the returned hits with ``score_hit``: one score."""
+    weights = replace(WEIGHTS, lexical_untooled=0.4)
+    exp = experience(**lesson)
+    for similarity, lexical in ((0.8, 0.0), (-0.3, 0.6), (1.2, 0.99)):
+        score, _ = score_hit(exp, similarity, query, T0 + timedelta(days=3), weights, POLICY, lexical=lexical)
+        assert recall_score(exp, similarity, query, T0 + timedelta(days=3), weights, POLICY, lexical=lexical) == score
+
+
+def test_a_querys_tools_and_tags_match_alike_as_a_tuple_or_a_list():
+    """The query's keys are made once per query when they are a tuple (a RecallQuery's): the same match."""
+    exp = experience(tools=["get_weather", "ask_user", "geo.lookup"], tags=["ops", "Billing"])
+    for tools, tags in ((("ASK_USER", "x", "get_weather "), ("billing", "y")), (("geo.lookup",), ()), ((), ("ops", "OPS"))):
+        by_tuple = tag_match(exp, RecallQuery(tenant_id="t1", query="q", tools=tools, tags=tags))
+        by_list = tag_match(exp, RecallQuery(tenant_id="t1", query="q", tools=list(tools), tags=list(tags)))
+        assert by_tuple == by_list
+        assert set(by_tuple.tools) == {t.strip().lower() for t in tools} & {"get_weather", "ask_user", "geo.lookup"}
