@@ -1,6 +1,7 @@
 """Recall latency at 1k / 10k / 100k active experiences in one tenant, against the numpy floor.
 
 Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--queries 200] [--embedder minilm|e5]
+       [--clients 4] [--seconds 20] [--loads 0.5,0.8] [--load-seconds 20]
 
 For each size the data directory is seeded directly through the adapters (SQLite experience
 store + NumpyVectorIndex; vectors are real embeddings of a few hundred lesson texts, perturbed,
@@ -20,6 +21,10 @@ Before each timed call the bench waits (bounded, <= 0.4 s) until both processes 
 onnxruntime's pool threads spin ~50 ms after an inference and OpenBLAS's ~100 ms after a threaded
 matrix-vector product, and on 2 cores that spinning would slow whichever call is timed next. So
 the latencies are those of sparse traffic (one recall at a time, idle threads at its start).
+
+Then, on the same server, load: ``--clients`` threads without pauses (closed loop) measure the
+capacity (recalls/s); then recalls arrive open loop, a Poisson process at each ``--loads`` fraction
+of that capacity, latency counted from each request's scheduled send time (``open_loop``).
 
 Prints numbers only; it is not a pass/fail test. Compare ratios, not absolute times: the machine
 is shared and noisy, and every ratio is between numbers measured in the same run.
@@ -280,7 +285,8 @@ METHODS = ["http", "wsgi", "service", "svc-noemb", "search", "floor", "embed", "
 
 
 def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], data_dir: str, warmup: int,
-                 max_seconds: float, clients: int = 0, seconds: float = 0.0) -> dict:
+                 max_seconds: float, clients: int = 0, seconds: float = 0.0, loads: tuple[float, ...] = (),
+                 load_seconds: float = 0.0) -> dict:
     import httpx
 
     from chalicelib.ports import IndexFilter
@@ -365,11 +371,16 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
         cpu1 = proc_cpu_seconds(server.proc.pid)
         sustained = sustained_load(server.url, auth, bodies, deps, qtexts, qvecs, matrix, k, clients, seconds) \
             if clients and seconds > 0 else None
+        offered = None
+        if sustained and loads and load_seconds > 0:
+            capacity = sustained["rate"]["http"]  # what the server answered without pauses: its capacity
+            offered = [open_loop(server.url, auth, bodies, deps, qtexts, qvecs, matrix, k, capacity * f, load_seconds)
+                       | {"fraction": f, "capacity": capacity} for f in loads]
         rss_after = proc_rss_mb(server.proc.pid)
     server_cpu = (cpu1 - cpu0) * 1000 / compared if cpu0 is not None and cpu1 is not None and compared else None
     return {"n": n, "times": times, "cold_ms": cold_ms, "agree": agree, "compared": compared, "empty": empty,
             "rss": (rss_before, rss_after), "server_cpu": server_cpu, "wsgi": wsgi, "bodies": bodies, "auth": auth,
-            "sustained": sustained}
+            "sustained": sustained, "offered": offered}
 
 
 SUSTAINED = ["http", "floor", "emb+floor"]
@@ -428,6 +439,91 @@ def sustained_load(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list
             "rate": {m: len(times[m]) / spent[m] for m in SUSTAINED}}
 
 
+OPEN_SENDERS = 32  # threads of the open-loop phase: more than the server's, so a send is never late for want of one
+
+
+def open_loop(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str], qvecs: np.ndarray,
+              matrix: np.ndarray, k: int, rate: float, seconds: float, seed: int = 11) -> dict:
+    """Sustained load, open loop: recalls arrive at ``rate`` per second (a Poisson process of a fixed
+    seed) for ``seconds``, whether or not the earlier ones were answered, as independent agents'
+    recalls do. Each latency runs from the request's scheduled send time to its answer, so a
+    request that waited for a free sender or a free server thread counts its wait (a closed loop
+    hides that wait: a slow answer delays the next send). The same arrivals (the same schedule,
+    the same queries) then drive the floor and the embedding plus the floor in this process."""
+    import httpx
+
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(1.0 / rate, size=int(rate * seconds * 1.5) + 10)
+    offsets = np.cumsum(gaps)
+    offsets = offsets[offsets < seconds].tolist()
+
+    def run(send) -> tuple[list[float], int, float, float]:
+        lat: list[float] = []
+        errors = late = 0
+        lock = threading.Lock()
+        nxt = iter(range(len(offsets)))
+        start = time.perf_counter() + 0.05
+
+        def sender() -> None:
+            nonlocal errors, late
+            ctx = send()
+            with ctx as call:
+                while True:
+                    with lock:
+                        i = next(nxt, None)
+                    if i is None:
+                        return
+                    due = start + offsets[i]
+                    wait = due - time.perf_counter()
+                    if wait > 0:
+                        time.sleep(wait)
+                    elif wait < -0.005:
+                        late += 1  # every sender was busy: the request queued in the client, and that counts
+                    ok = call(i)
+                    done = time.perf_counter()
+                    with lock:
+                        if ok:
+                            lat.append((done - due) * 1000)
+                        else:
+                            errors += 1
+
+        threads = [threading.Thread(target=sender) for _ in range(OPEN_SENDERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return lat, errors, late, time.perf_counter() - start
+
+    @contextmanager
+    def http_sender():
+        with httpx.Client(base_url=url, trust_env=False, timeout=60.0,
+                          headers={"content-type": "application/json", **auth}) as client:
+            def call(i: int) -> bool:
+                try:
+                    return client.post("/v1/recall", content=bodies[i % len(bodies)]).status_code == 200
+                except httpx.HTTPError:
+                    return False
+            yield call
+
+    def floor_sender(embed: bool):
+        @contextmanager
+        def make():
+            def call(i: int) -> bool:
+                j = i % len(qtexts)
+                q = deps.embedder.embed([qtexts[j]], query=True)[0] if embed else qvecs[j]
+                floor_search(matrix, q, k)
+                return True
+            yield call
+        return make
+
+    out: dict = {"rate": rate, "seconds": seconds, "sent": len(offsets), "times": {}, "errors": {}, "late": {}}
+    for name, send in (("http", http_sender), ("floor", floor_sender(False)), ("emb+floor", floor_sender(True))):
+        time.sleep(0.5)  # the previous method's threads go idle
+        lat, errors, late, spent = run(send)
+        out["times"][name], out["errors"][name], out["late"][name] = lat, errors, late
+    return out
+
+
 def index_memory(data_dir: str, tenant_id: str, dim: int) -> tuple[float, float, float] | None:
     """RSS of a fresh process before and after it loads the tenant into a NumpyVectorIndex, and the
     seconds the load took: the index's own memory, apart from the server's model and caches."""
@@ -484,12 +580,18 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4,
                         help="concurrent clients of the sustained-load phase (0: sparse traffic only)")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the sustained-load phase per method")
+    parser.add_argument("--loads", default="0.5,0.8",
+                        help="open-loop arrival rates as fractions of the capacity the closed loop measured ('': none)")
+    parser.add_argument("--load-seconds", type=float, default=20.0, help="length of each open-loop run per method")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--embedder", choices=("minilm", "e5"), default="minilm",
                         help="the server's and the in-process embedder (the lessons' vectors too)")
     args = parser.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    loads = tuple(float(f) for f in args.loads.split(",") if f.strip())
+    if any(not 0 < f <= 2 for f in loads):
+        parser.error("--loads: fractions of the capacity in (0, 2]")
     if not sizes or sizes[0] < 1 or args.queries < 1:
         parser.error("sizes and queries must be positive")
 
@@ -523,7 +625,7 @@ def main() -> None:
                   f"{seeder.put_rate:.0f}/s", flush=True)
             t0 = time.perf_counter()
             res = measure_size(n, deps, tenant.tenant_id, key, queries, tmp, args.warmup, args.max_seconds,
-                               args.clients, args.seconds)
+                               args.clients, args.seconds, loads, args.load_seconds)
             res["index_memory"] = index_memory(tmp, tenant.tenant_id, deps.embedder.dim)
             print(f"measured N={n}: {time.perf_counter() - t0:.1f} s", flush=True)
             results.append(res)
@@ -543,8 +645,9 @@ def main() -> None:
 
         if any(r["sustained"] for r in results):
             c = next(r["sustained"]["clients"] for r in results if r["sustained"])
-            print(f"\nSustained load: {c} clients without pauses, {args.seconds:.0f} s per method (alternating in"
-                  " 2 rounds); the floor and emb+floor run in this process with as many threads")
+            print(f"\nSaturation (closed loop): {c} clients without pauses, {args.seconds:.0f} s per method (alternating"
+                  " in 2 rounds); the floor and emb+floor run in this process with as many threads. HTTP req/s is the"
+                  " capacity the open-loop rates below are fractions of")
             print(f"{'N':>8} | {'HTTP p50':>8} {'p99':>8} {'req/s':>7} {'errors':>6} | {'floor p50':>9} {'p99':>8}"
                   f" {'q/s':>7} | {'emb+floor p50':>13} {'p99':>8} {'q/s':>7} | {'HTTP/floor p50':>14} |"
                   f" {'HTTP/(emb+floor) p50':>20}")
@@ -558,6 +661,22 @@ def main() -> None:
                       f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} {rate['floor']:7.1f} |"
                       f" {fmt(e50):>13} {fmt(pct(t['emb+floor'], 99))} {rate['emb+floor']:7.1f} |"
                       f" {h50 / f50:14.2f} | {h50 / e50:20.2f}")
+
+        if any(r.get("offered") for r in results):
+            print(f"\nSustained load (open loop): Poisson arrivals at a fraction of the capacity above, {args.load_seconds:.0f} s"
+                  " per method, the same arrivals for each; latency from each request's scheduled send time (a wait for"
+                  " a sender or a server thread counts); late: sent over 5 ms after its time")
+            print(f"{'N':>8} | {'load':>4} {'rate/s':>6} {'sent':>5} | {'HTTP p50':>8} {'p99':>8} {'errors':>6} {'late':>5} |"
+                  f" {'floor p50':>9} {'p99':>8} | {'emb+floor p50':>13} {'p99':>8} | {'HTTP/floor p50':>14} |"
+                  f" {'HTTP/(emb+floor) p50':>20}")
+            for r in results:
+                for o in r.get("offered") or ():
+                    t = o["times"]
+                    h50, f50, e50 = (pct(t[m], 50) for m in SUSTAINED)
+                    print(f"{r['n']:>8} | {o['fraction']:4.0%} {o['rate']:6.1f} {o['sent']:>5} | {fmt(h50)}"
+                          f" {fmt(pct(t['http'], 99))} {o['errors']['http']:>6} {o['late']['http']:>5} |"
+                          f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {fmt(e50):>13} {fmt(pct(t['emb+floor'], 99))} |"
+                          f" {h50 / f50:14.2f} | {h50 / e50:20.2f}")
 
         print("\nWhere the time goes, p50 ms (p99 in brackets)")
         print(f"{'N':>8} | {'embed':>15} | {'floor':>15} | {'index.search':>15} | {'svc-no-embed':>15} |"
