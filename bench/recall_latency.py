@@ -462,12 +462,18 @@ def open_loop(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str]
         errors = late = 0
         lock = threading.Lock()
         nxt = iter(range(len(offsets)))
-        start = time.perf_counter() + 0.05
+        start = 0.0
+
+        def begin() -> None:  # once every sender holds its connection: the schedule starts now
+            nonlocal start
+            start = time.perf_counter() + 0.05
+
+        ready = threading.Barrier(OPEN_SENDERS, action=begin)
 
         def sender() -> None:
             nonlocal errors, late
-            ctx = send()
-            with ctx as call:
+            with send() as call:
+                ready.wait()
                 while True:
                     with lock:
                         i = next(nxt, None)
