@@ -27,8 +27,9 @@ _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking fo
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float32)
-# postings whose BM25 shares a partition keeps between writes (8 bytes each: 16 MB), for the terms
-# queries used first; a write empties them
+# postings whose BM25 shares a partition keeps between writes, for the terms queries used first; a
+# write empties them. 8 bytes each: at most 16 MB per partition, and never more than 2/3 of what its
+# postings take (12 bytes each), as no term is kept twice
 _TERM_CACHE_POSTINGS = 1 << 21
 _CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
 
