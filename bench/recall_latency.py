@@ -449,7 +449,8 @@ def open_loop(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str]
     recalls do. Each latency runs from the request's scheduled send time to its answer, so a
     request that waited for a free sender or a free server thread counts its wait (a closed loop
     hides that wait: a slow answer delays the next send). The same arrivals (the same schedule,
-    the same queries) then drive the floor and the embedding plus the floor in this process."""
+    the same queries) then drive the floor and the embedding plus the floor in this process, the
+    embeddings concurrent and the products one at a time, as the server computes them."""
     import httpx
 
     rng = np.random.default_rng(seed)
@@ -511,13 +512,18 @@ def open_loop(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str]
                     return False
             yield call
 
+    # one product at a time, as the index computes them (under its lock): many threads calling
+    # numpy's threaded BLAS at once in this process thrash, and the floor would not be one
+    product = threading.Lock()
+
     def floor_sender(embed: bool):
         @contextmanager
         def make():
             def call(i: int) -> bool:
                 j = i % len(qtexts)
                 q = deps.embedder.embed([qtexts[j]], query=True)[0] if embed else qvecs[j]
-                floor_search(matrix, q, k)
+                with product:
+                    floor_search(matrix, q, k)
                 return True
             yield call
         return make
