@@ -13,8 +13,9 @@ One index holds every tenant; one document is one ``IndexEntry`` of one tenant:
     tools                      keyword[], lower-cased; absent = names no tool
     tags                       keyword[]
     text                       ``domain.lexical.terms(entry.text)`` joined by spaces, split again by
-                               the whitespace analyzer: both backends tokenize the same way (BM25)
-    embedding                  knn_vector, HNSW, lucene or faiss
+                               the whitespace analyzer: both backends tokenize the same way (BM25;
+                               frequencies and norms, no positions)
+    embedding                  knn_vector, HNSW, lucene or faiss; indexed, left out of ``_source``
 
 Absent means the key is left out of the document, so "shared" is ``must_not exists``.
 """

@@ -35,7 +35,7 @@ def either(field: str, clause: dict) -> dict:
 # --- index ----------------------------------------------------------------------------------------
 
 
-def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_text_field():
+def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_a_bm25_text_field_and_no_vector_in_source():
     spec = q.IndexSpec("hindsight-experiences", 384, replicas=0)
     keyword = {"type": "keyword"}
     assert q.index_body(spec) == {
