@@ -1,7 +1,8 @@
 """Recall latency of the aws backend's index (OpenSearch, lucene HNSW) beside the embedded one (numpy).
 
 Usage: .venv/bin/python bench/aws_recall_latency.py [--sizes 10000,100000] [--queries 200]
-       [--ef 100,400] [--other-frac 0.1] [--no-service] [--seed-budget 600] [--max-seconds 600]
+       [--ef 100,400] [--other-frac 0.1] [--no-service] [--before main] [--profile 30]
+       [--seed-budget 600] [--max-seconds 600]
 
 The OpenSearch node is ``OPENSEARCH_URL`` when that is set and reachable, else a private node that
 ``devtools.opensearch_node.node_url`` starts (scripts/opensearch/start.sh, a free 127.0.0.1 port,
@@ -28,8 +29,15 @@ tenant, agent/user scope, tools, task type), k = the service's candidate count (
   svc.np      services.recall.recall on SQLite + numpy, query vector precomputed (no embedding)
   svc.os      the same service call with the OpenSearch index (same SQLite store): hybrid_search =
               one _msearch (k-NN + BM25 whose hits carry their cosine as a script field)
-  svc.os2     the same with the request shape before it (``node_cosines=False``): the _msearch,
-              then a k-NN by ids for the cosines of BM25 hits the k-NN did not return
+  b.search    os.search, b.lex os.lex and svc.b svc.os with the adapter of ``--before`` (a git ref,
+              default main: its chalicelib exported by ``git archive`` and imported under another
+              package name) on an index of its own, created by that code (its mapping and
+              settings) and seeded with the same entries: the code before, in the same run
+
+``--profile Q`` (default 30) runs Q of the queries again with the profile API, on both indexes: the
+node's time per search of the _msearch split into the k-NN graph search with its filter (the k-NN
+plugin runs it when the query's weight is created), the BM25 matching and scoring, the collector and
+the rewrite (``phases``).
 
 Round trips per service recall are HTTP requests counted at the client's connections
 (``devtools.opensearch_node.RequestCounter``), so nothing the adapter does escapes the count.
@@ -76,20 +84,30 @@ OTHER_START = 10_000_000  # tenant B's experience ids start here: exp_1000xxxx i
 
 
 class TookRecorder:
-    """Wraps the opensearch-py client: records the node's ``took`` (ms) of every search and msearch."""
+    """Wraps the opensearch-py client: records the node's ``took`` (ms) of every search and msearch.
+    With ``profiles`` a list, every search is sent with ``profile: true`` and its profile kept there."""
 
     def __init__(self, client) -> None:
         self._client = client
         self.took: list[int] = []
+        self.profiles: list[dict] | None = None
 
-    def search(self, *args, **kwargs):
-        response = self._client.search(*args, **kwargs)
+    def search(self, *args, body=None, **kwargs):
+        if self.profiles is not None:
+            body = {**body, "profile": True}
+        response = self._client.search(*args, body=body, **kwargs)
         self.took.append(int(response.get("took", -1)))
+        if self.profiles is not None:
+            self.profiles.append(response["profile"])
         return response
 
-    def msearch(self, *args, **kwargs):
-        response = self._client.msearch(*args, **kwargs)
+    def msearch(self, *args, body=None, **kwargs):
+        if self.profiles is not None:  # every second line is a search (after its header)
+            body = [line if i % 2 == 0 else {**line, "profile": True} for i, line in enumerate(body)]
+        response = self._client.msearch(*args, body=body, **kwargs)
         self.took.append(int(response.get("took", -1)))  # the whole request, all its searches
+        if self.profiles is not None:
+            self.profiles += [answer["profile"] for answer in response["responses"]]
         return response
 
     def __getattr__(self, name):
@@ -109,23 +127,75 @@ def node_pid(client) -> int | None:
     return int(pid) if pid and Path(f"/proc/{pid}/stat").exists() else None
 
 
+def phases(profile: dict) -> dict[str, float]:
+    """ms of one search's profile (one shard) by phase: ``weight`` the weight creation of the query,
+    where the k-NN plugin (2.19, lucene) runs the graph search with its filter, segment by segment;
+    ``match`` the rest of the query (BM25: iterating the terms' postings under the filter and
+    scoring); ``collect`` the top-k collector; ``rewrite`` the query rewrite. The fetch phase (ids,
+    cosines) is not in a 2.19 profile: it is ``took`` minus these."""
+    search = profile["shards"][0]["searches"][0]
+    total = sum(node["time_in_nanos"] for node in search["query"])
+    weight = sum(node["breakdown"].get("create_weight", 0) for node in search["query"])
+    return {"weight": weight / 1e6, "match": (total - weight) / 1e6,
+            "collect": sum(c["time_in_nanos"] for c in search["collector"]) / 1e6,
+            "rewrite": search["rewrite_time"] / 1e6}
+
+
+def profile_recalls(recorder: TookRecorder, sides: dict, tenant: str, prepared, k: int) -> dict:
+    """The node's time by phase for each side's ``hybrid_search`` (its k-NN and its BM25 search),
+    queries in the same order, one side after the other per query."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for _, vec, flt, text in prepared:
+        for side, index in sides.items():
+            recorder.profiles = []
+            try:
+                index.hybrid_search(tenant, vec, text, flt, k)
+            finally:
+                got, recorder.profiles = recorder.profiles, None
+            for kind, profile in zip(("knn", "bm25"), got):
+                for phase, ms in phases(profile).items():
+                    out.setdefault(f"{side} {kind}", {}).setdefault(phase, []).append(ms)
+    return out
+
+
 def index_stats(client, name: str) -> dict:
     p = client.indices.stats(index=name, metric="store,segments,docs")["_all"]["primaries"]
     return {"segments": p["segments"]["count"], "bytes": p["store"]["size_in_bytes"], "docs": p["docs"]["count"]}
 
 
-class Seeder:
-    """Grows tenant A (SQLite store, numpy index, OpenSearch) and tenant B (OpenSearch only) in step."""
+def load_before(ref: str, dest: Path):
+    """The OpenSearch adapter of git ref ``ref``: its chalicelib/ exported into ``dest`` and imported
+    as the package ``chalicelib_before`` (chalicelib imports itself by relative imports only, so the
+    copy runs its own code beside the work tree's). Returns (opensearch_index module, label)."""
+    import importlib
+    import subprocess
 
-    def __init__(self, deps, os_index, tenant_a: str, tenant_b: str, bases, base_vecs, seed: int,
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=root, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    archive = subprocess.run(["git", "archive", "--format=tar", ref, "chalicelib"], cwd=root, capture_output=True,
+                             check=True)
+    dest.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    (dest / "chalicelib").rename(dest / "chalicelib_before")
+    sys.path.insert(0, str(dest))
+    return importlib.import_module("chalicelib_before.adapters.opensearch_index"), f"{ref} {commit}"
+
+
+class Seeder:
+    """Grows tenant A (SQLite store, numpy index, OpenSearch) and tenant B (OpenSearch only) in step;
+    every OpenSearch index of ``os_indexes`` gets the same entries."""
+
+    def __init__(self, deps, os_indexes, tenant_a: str, tenant_b: str, bases, base_vecs, seed: int,
                  service: bool) -> None:
-        self.deps, self.os_index, self.a, self.b = deps, os_index, tenant_a, tenant_b
+        self.deps, self.os_indexes, self.a, self.b = deps, os_indexes, tenant_a, tenant_b
         self.bases, self.base_vecs, self.service = bases, base_vecs, service
         self.rng, self.nrng = random.Random(seed), np.random.default_rng(seed)
         self.now = datetime.now(timezone.utc)
         self.n_a = self.n_b = 0
-        self.os_docs = 0
+        self.os_docs = 0  # documents written, over every index
         self.os_seconds = 0.0
+        self.seconds_by_index = [0.0] * len(os_indexes)  # bulk time per index (the refresh is apart)
 
     def _chunk(self, tenant: str, start: int, count: int):
         from chalicelib.ports import IndexEntry
@@ -162,20 +232,24 @@ class Seeder:
                     t3 = pc()
                 else:
                     t2 = t3 = pc()
-                self.os_index.upsert(tid, entries)
+                for j, os_index in enumerate(self.os_indexes):
+                    t_ix = pc()
+                    os_index.upsert(tid, entries)
+                    self.seconds_by_index[j] += pc() - t_ix
                 t4 = pc()
                 t["gen"] += t1 - t0
                 t["store"] += t2 - t1
                 t["numpy"] += t3 - t2
                 t["os"] += t4 - t3
-                self.os_docs += size
+                self.os_docs += size * len(self.os_indexes)
                 self.os_seconds += t4 - t3
                 if tenant == "a":
                     self.n_a += size
                 else:
                     self.n_b += size
         t0 = pc()
-        self.os_index.client.indices.refresh(index=self.os_index.spec.name)
+        for os_index in self.os_indexes:
+            os_index.client.indices.refresh(index=os_index.spec.name)
         t["refresh"] = pc() - t0
         self.os_seconds += t["refresh"]
         t["truncated"] = truncated
@@ -183,7 +257,7 @@ class Seeder:
 
 
 def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookRecorder, tenant: str,
-            queries, warm_queries, n: int, client, index_name: str, os_two=None, counter=None) -> dict:
+            queries, warm_queries, n: int, client, index_name: str, os_before=None, counter=None) -> dict:
     from chalicelib.ports import IndexFilter
     from chalicelib.services import recall as recall_svc
 
@@ -192,31 +266,38 @@ def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookR
     assert matrix.shape[0] == n and matrix.dtype == np.float32
     k = max(deps.recall_candidates, 5 * 4)
     deps_os = replace(deps_noemb, index=os_plain)
-    deps_os2 = replace(deps_noemb, index=os_two)
+    deps_b = replace(deps_noemb, index=os_before)
+    before = os_before is not None
 
-    methods = ["floor", "np.search", "os.search", *os_variants, "np.lex", "os.lex"]
+    methods = ["floor", "np.search", "os.search", *(["b.search"] if before else []), *os_variants, "np.lex", "os.lex",
+               *(["b.lex"] if before else [])]
     if args.service:
-        methods += ["svc.np", "svc.os", "svc.os2"]
+        methods += ["svc.np", "svc.os", *(["svc.b"] if before else [])]
     times: dict[str, list[float]] = {m: [] for m in methods}
-    took: dict[str, list[int]] = {m: [] for m in methods if m.startswith(("os.", "svc.os"))}
+    took: dict[str, list[int]] = {m: [] for m in methods if m.startswith(("os.", "b.", "svc.os", "svc.b"))}
     trips: dict[str, list[int]] = {m: [] for m in took}
-    quality = {m: {"r10": [], "r50": []} for m in ["os.search", *os_variants]}
+    quality = {m: {"r10": [], "r50": []} for m in ["os.search", *(["b.search"] if before else []), *os_variants]}
     lex_overlap: list[float] = []
     lex_tie_ok: list[float] = []
-    svc_agree = svc_scores = svc_compared = svc_same = leaks = empty_np = 0
+    svc_agree = svc_scores = svc_compared = svc_same = lex_same = leaks = empty_np = 0
 
     def ops(q, vec, flt, text):
         out = [("floor", lambda: floor_search(matrix, vec, k)),
                ("np.search", lambda: deps.index.search(tenant, vec, flt, k)),
                ("os.search", lambda: os_plain.search(tenant, vec, flt, k))]
+        if before:
+            out.append(("b.search", lambda: os_before.search(tenant, vec, flt, k)))
         out += [(name, (lambda ix=ix: ix.search(tenant, vec, flt, k))) for name, ix in os_variants.items()]
         out += [("np.lex", lambda: deps.index.lexical_search(tenant, text, flt, k)),
                 ("os.lex", lambda: os_plain.lexical_search(tenant, text, flt, k))]
+        if before:
+            out.append(("b.lex", lambda: os_before.lexical_search(tenant, text, flt, k)))
         if args.service:
             kw = asdict(q)
             out += [("svc.np", lambda: recall_svc.recall(deps_noemb, **kw)),
-                    ("svc.os", lambda: recall_svc.recall(deps_os, **kw)),
-                    ("svc.os2", lambda: recall_svc.recall(deps_os2, **kw))]
+                    ("svc.os", lambda: recall_svc.recall(deps_os, **kw))]
+            if before:
+                out.append(("svc.b", lambda: recall_svc.recall(deps_b, **kw)))
         return out
 
     def prepared(qs):
@@ -280,15 +361,24 @@ def measure(args, deps, deps_noemb, os_plain, os_variants: dict, recorder: TookR
             svc_compared += 1
             svc_agree += [h.experience.experience_id for h in a] == [h.experience.experience_id for h in b]
             svc_scores += len(a) == len(b) and all(abs(x.score - y.score) <= 0.01 for x, y in zip(a, b))
-            c = results["svc.os2"][0]
+        if args.service and before:
+            c = results["svc.b"][0]
             leaks += sum(int(h.experience.experience_id.split("_")[1]) >= OTHER_START for h in c)
-            # the one-request shape must answer what the two-request one did: same ids, same order
+            # the code before on its own index: the same ids in the same order, scores within 1e-6 (two HNSW
+            # graphs built apart may still differ in a near tie)
             svc_same += [h.experience.experience_id for h in b] == [h.experience.experience_id for h in c] and all(
                 abs(x.score - y.score) <= 1e-6 for x, y in zip(b, c))
+        if before:
+            leaks += sum(int(i.split("_")[1]) >= OTHER_START for i, _ in results["b.lex"])
+            # BM25 of both indexes: the same scores, rank by rank (which of tied ids comes first is the engine's)
+            mine, theirs = [s for _, s in results["os.lex"]], [s for _, s in results["b.lex"]]
+            lex_same += len(mine) == len(theirs) and all(abs(x - y) <= 1e-4 * max(1.0, abs(y)) for x, y in zip(mine, theirs))
     elapsed = time.perf_counter() - t_start
     cpu1 = node_stats(client)["cpu_ms"]
+    sides = {"after": os_plain, **({"before": os_before} if before else {})}
+    profile = profile_recalls(recorder, sides, tenant, prepared(queries[: args.profile]), k) if args.profile else {}
     return {"n": n, "times": times, "took": took, "trips": trips, "quality": quality, "lex_overlap": lex_overlap, "lex_tie_ok": lex_tie_ok,
-            "leaks": leaks, "svc": (svc_agree, svc_scores, svc_compared), "svc_same": svc_same, "done": done, "empty_np": empty_np,
+            "leaks": leaks, "svc": (svc_agree, svc_scores, svc_compared), "svc_same": svc_same, "lex_same": lex_same, "profile": profile, "done": done, "empty_np": empty_np,
             "node_cpu_per_req": (cpu1 - cpu0) / requests if requests else float("nan"),
             "node_busy": (cpu1 - cpu0) / 1000 / elapsed, "index": index_stats(client, index_name),
             "node": node_stats(client)}
@@ -322,6 +412,10 @@ def main() -> None:
     parser.add_argument("--seed-budget", type=float, default=600.0,
                         help="seconds of seeding per size; past it the size is measured where the seeding stopped")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="time bound of the measurement per size")
+    parser.add_argument("--before", default="main",
+                        help="git ref whose OpenSearch adapter is measured beside the work tree's ('none': skip)")
+    parser.add_argument("--profile", type=int, default=30,
+                        help="queries run again with the profile API on each index (0: none)")
     parser.add_argument("--heap", default="1g", help="heap of a node this script starts (OPENSEARCH_HEAP)")
     parser.add_argument("--keep-index", action="store_true", help="do not delete the OpenSearch index at the end")
     parser.add_argument("--seed", type=int, default=7)
@@ -355,9 +449,17 @@ def main() -> None:
         os_plain = OpenSearchVectorIndex(client, spec, refresh=False, bulk_chunk=args.chunk)
         os_plain.ensure_index()
         os_variants = {f"os.ef={e}": OpenSearchVectorIndex(client, replace(spec, ef_search=e)) for e in efs}
-        os_two = OpenSearchVectorIndex(client, spec, node_cosines=False)
-        for ix in [*os_variants.values(), os_two]:
+        for ix in os_variants.values():
             ix._ready = True  # the same index: no second existence check
+        os_before, before_label = None, None
+        if args.before != "none":
+            before_mod, before_label = load_before(args.before, Path(tmp) / "before")
+            os_before = before_mod.OpenSearchVectorIndex(
+                client, before_mod.q.IndexSpec(name=f"{index_name}-before", dim=384, engine="lucene"), refresh=False,
+                bulk_chunk=args.chunk)
+            os_before.ensure_index()
+            print(f"before: {before_label} (chalicelib/ of that ref), index {os_before.spec.name}", flush=True)
+        os_all = [os_plain] + ([os_before] if os_before is not None else [])
         counter = RequestCounter(raw_client)
 
         settings = Settings(data_dir=tmp, embedder="minilm", worker=False, admin_key="hsadmin_bench_inprocess",
@@ -378,27 +480,33 @@ def main() -> None:
         print(f"setup: MiniLM + {len(bases)} base and {len(texts)} query embeddings: {time.perf_counter() - t0:.1f} s;"
               f" index {index_name} (lucene, m={spec.m}, ef_construction={spec.ef_construction}, 1 shard)", flush=True)
 
-        seeder = Seeder(deps, os_plain, tenant_a.tenant_id, tenant_b.tenant_id, bases, base_vecs, args.seed + 2,
+        seeder = Seeder(deps, os_all, tenant_a.tenant_id, tenant_b.tenant_id, bases, base_vecs, args.seed + 2,
                         args.service)
         results, seeding = [], []
         for n in sizes:
-            raw_client.indices.put_settings(index=index_name, body={"index": {"refresh_interval": "-1"}})
+            for ix in os_all:
+                raw_client.indices.put_settings(index=ix.spec.name, body={"index": {"refresh_interval": "-1"}})
             t0 = time.perf_counter()
             docs0, os0, cpu0 = seeder.os_docs, seeder.os_seconds, node_stats(raw_client)["cpu_ms"]
+            by0 = list(seeder.seconds_by_index)
             parts = seeder.grow_to(n, int(n * args.other_frac), args.seed_budget)
-            raw_client.indices.put_settings(index=index_name, body={"index": {"refresh_interval": None}})
+            for ix in os_all:
+                raw_client.indices.put_settings(index=ix.spec.name, body={"index": {"refresh_interval": None}})
             wall = time.perf_counter() - t0
             rate = (seeder.os_docs - docs0) / max(seeder.os_seconds - os0, 1e-9)
             node_ms_doc = (node_stats(raw_client)["cpu_ms"] - cpu0) / max(seeder.os_docs - docs0, 1)
-            n_os_a, n_os_b = os_plain.count(tenant_a.tenant_id), os_plain.count(tenant_b.tenant_id)
-            if (n_os_a, n_os_b) != (seeder.n_a, seeder.n_b) or deps.index.count(tenant_a.tenant_id) != seeder.n_a:
-                raise RuntimeError(f"counts disagree: OpenSearch A={n_os_a} B={n_os_b}, numpy A="
-                                   f"{deps.index.count(tenant_a.tenant_id)}, seeded A={seeder.n_a} B={seeder.n_b}")
+            for ix in os_all:
+                n_os_a, n_os_b = ix.count(tenant_a.tenant_id), ix.count(tenant_b.tenant_id)
+                if (n_os_a, n_os_b) != (seeder.n_a, seeder.n_b) or deps.index.count(tenant_a.tenant_id) != seeder.n_a:
+                    raise RuntimeError(f"counts disagree: OpenSearch {ix.spec.name} A={n_os_a} B={n_os_b}, numpy A="
+                                       f"{deps.index.count(tenant_a.tenant_id)}, seeded A={seeder.n_a} B={seeder.n_b}")
             stats = index_stats(raw_client, index_name)
+            per_index = [{"name": ix.spec.name, "bulk": seeder.seconds_by_index[j] - by0[j],
+                          **index_stats(raw_client, ix.spec.name)} for j, ix in enumerate(os_all)]
             seeding.append({"target": n, "n": seeder.n_a, "n_b": seeder.n_b, "wall": wall, "rate": rate, **parts,
-                            **stats, "node_ms_doc": node_ms_doc})
+                            **stats, "node_ms_doc": node_ms_doc, "per_index": per_index})
             note = (f"; STOPPED by --seed-budget {args.seed_budget:.0f} s: at {rate:.0f} docs/s, {n} would need "
-                    f"~{(n * (1 + args.other_frac) - seeder.os_docs) / rate / 60 + wall / 60:.0f} min") \
+                    f"~{(n * (1 + args.other_frac) * len(os_all) - seeder.os_docs) / rate / 60 + wall / 60:.0f} min") \
                 if parts["truncated"] else ""
             print(f"seeded A={seeder.n_a} B={seeder.n_b}: {wall:.1f} s (generate {parts['gen']:.1f}, SQLite "
                   f"{parts['store']:.1f}, numpy {parts['numpy']:.1f}, OpenSearch bulk {parts['os']:.1f} + refresh "
@@ -407,23 +515,23 @@ def main() -> None:
             t0 = time.perf_counter()
             client.took.clear()
             res = measure(args, deps, deps_noemb, os_plain, os_variants, client, tenant_a.tenant_id, queries, warm,
-                          seeder.n_a, raw_client, index_name, os_two, counter)
+                          seeder.n_a, raw_client, index_name, os_before, counter)
             print(f"measured N={seeder.n_a}: {time.perf_counter() - t0:.1f} s", flush=True)
             results.append(res)
             if parts["truncated"]:
                 break
-        report(results, seeding, args, url)
+        report(results, seeding, args, url, before_label)
     finally:
         if client is not None and index_name and not args.keep_index:
             try:
-                client.indices.delete(index=index_name, ignore_unavailable=True)
-                print(f"deleted index {index_name}")
+                client.indices.delete(index=f"{index_name},{index_name}-before", ignore_unavailable=True)
+                print(f"deleted index {index_name} (and {index_name}-before)")
             except Exception as exc:  # noqa: BLE001 -- reported; the private node goes away anyway
                 print(f"could not delete index {index_name}: {exc}")
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def report(results, seeding, args, url) -> None:
+def report(results, seeding, args, url, before_label=None) -> None:
     def cell(xs):
         return f"{pct(xs, 50):7.2f} [{pct(xs, 99):7.2f}]"
 
@@ -435,6 +543,12 @@ def report(results, seeding, args, url) -> None:
         print(f"{s['target']:>8} | {s['n']:>7} | {s['n_b']:>6} | {s['wall']:7.1f} | {s['os']:7.1f} |"
               f" {s['refresh']:9.1f} | {s['rate']:7.0f} | {s['node_ms_doc']:15.2f} | {s['segments']:>8} | {s['bytes'] / 2**20:9.0f} |"
               f" {'YES' if s['truncated'] else 'no'}")
+    if before_label:
+        print(f"per index (after: the work tree; before: {before_label}), bulk seconds of each, the refresh apart")
+        for s in seeding:
+            for side, ix in zip(("after", "before"), s["per_index"]):
+                print(f"{s['target']:>8} | {side:>7} | bulk {ix['bulk']:7.1f} s | {ix['segments']:>3} segments |"
+                      f" {ix['bytes'] / 2**20:6.0f} MiB | {ix['docs']:>7} docs | {ix['name']}")
 
     names = list(results[0]["times"])
     print(f"\nIndex-level latency, ms p50 [p99] (k=50, same vectors, same IndexFilter; {results[0]['done']} queries;"
@@ -449,17 +563,25 @@ def report(results, seeding, args, url) -> None:
         print(f"{m:>10} | " + " | ".join(f"{cell([float(x) for x in r['took'][m]]):>17}" for r in results))
 
     print("\nRatios of p50 (same run)")
-    hdr = ["os.search/np.search", "os.search/floor", "np.search/floor", "os.lex/np.lex"]
+    pairs = [("os.search", "np.search"), ("os.search", "floor"), ("np.search", "floor"), ("os.lex", "np.lex")]
     if args.service:
-        hdr.append("svc.os/svc.np")
-    print(f"{'N':>8} | " + " | ".join(f"{h:>19}" for h in hdr))
+        pairs.append(("svc.os", "svc.np"))
+    print(f"{'N':>8} | " + " | ".join(f"{a + '/' + b:>19}" for a, b in pairs))
     for r in results:
         p = {m: pct(r["times"][m], 50) for m in names}
-        vals = [p["os.search"] / p["np.search"], p["os.search"] / p["floor"], p["np.search"] / p["floor"],
-                p["os.lex"] / p["np.lex"]]
-        if args.service:
-            vals.append(p["svc.os"] / p["svc.np"])
-        print(f"{r['n']:>8} | " + " | ".join(f"{v:19.2f}" for v in vals))
+        print(f"{r['n']:>8} | " + " | ".join(f"{p[a] / p[b]:19.2f}" for a, b in pairs))
+    if before_label:
+        pairs = [("os.search", "b.search"), ("os.lex", "b.lex")] + ([("svc.os", "svc.b")] if args.service else [])
+        print(f"\nAfter (the work tree) / before ({before_label}), same run: latency p50 and p99, node 'took' p50 and p99")
+        print(f"{'N':>8} | " + " | ".join(f"{a + '/' + b:>27}" for a, b in pairs))
+        for r in results:
+            t, tk = r["times"], r["took"]
+
+            def four(a, b):
+                ta, tb = [float(x) for x in tk[a]], [float(x) for x in tk[b]]
+                return (f"{pct(t[a], 50) / pct(t[b], 50):5.2f} {pct(t[a], 99) / pct(t[b], 99):5.2f}"
+                        f" {pct(ta, 50) / max(pct(tb, 50), 1):5.2f} {pct(ta, 99) / max(pct(tb, 99), 1):5.2f}")
+            print(f"{r['n']:>8} | " + " | ".join(f"{four(a, b):>27}" for a, b in pairs))
     if len(results) > 1:
         print(f"{'growth':>8} | " + " | ".join(
             f"{'x' + format(pct(results[-1]['times'][m], 50) / pct(results[0]['times'][m], 50), '.2f'):>19}"
@@ -468,28 +590,41 @@ def report(results, seeding, args, url) -> None:
     print("\nQuality against the exact numpy answer under the same filter (mean over queries)")
     variants = list(results[0]["quality"])
     print(f"{'N':>8} | " + " | ".join(f"{v + ' r@10':>16} {'r@50':>5}" for v in variants)
-          + f" | {'BM25 top-10 ids':>15} {'(ties ok)':>9} | {'svc top-5 ids':>13} {'scores±.01':>10} | {'tenant leaks':>12}")
+          + f" | {'BM25 top-10 ids':>15} {'(ties ok)':>9} | {'svc top-5 ids':>13} {'scores±.01':>10} | {'tenant leaks':>12}"
+          + (f" | {'BM25 = before':>13}" if before_label else ""))
     for r in results:
         qs = " | ".join(f"{np.mean(r['quality'][v]['r10']):16.3f} {np.mean(r['quality'][v]['r50']):5.3f}" for v in variants)
         agree, same_scores, compared = r["svc"]
         svc = f"{agree:>6}/{compared:<6} {same_scores:>6}/{compared:<3}" if compared else "n/a"
         lex = (f"{np.mean(r['lex_overlap']):15.3f} {np.mean(r['lex_tie_ok']):9.3f}" if r["lex_overlap"]
                else f"{'n/a':>25}")
-        print(f"{r['n']:>8} | {qs} | {lex} | {svc:>24} | {r['leaks']:>12}")
+        same = f" | {r['lex_same']:>6}/{r['done']:<6}" if before_label else ""
+        print(f"{r['n']:>8} | {qs} | {lex} | {svc:>24} | {r['leaks']:>12}{same}")
 
     if args.service:
         print("\nService recall on OpenSearch (k-NN + BM25 with filters: tenant, agent/user scope, tools, task type):"
               " HTTP requests per recall, ms p50 [p99], beside numpy and the floor of the same run")
-        print(f"{'N':>8} | {'trips svc.os':>12} | {'trips svc.os2':>13} | {'svc.os':>17} | {'svc.os2':>17} |"
-              f" {'svc.np':>17} | {'floor':>17} | {'os/os2 p50':>10} | {'os/np p50':>9} | {'same hits as os2':>16}")
+        sides = ["svc.os"] + (["svc.b"] if before_label else [])
+        print(f"{'N':>8} | " + " | ".join(f"{'trips ' + m:>12}" for m in sides) + " | "
+              + " | ".join(f"{m:>17}" for m in [*sides, "svc.np", "floor"]) + f" | {'os/np p50':>9}"
+              + (f" | {'same hits as svc.b':>18}" if before_label else ""))
         for r in results:
             t, tr = r["times"], r["trips"]
-            p = {m: pct(t[m], 50) for m in ("svc.os", "svc.os2", "svc.np")}
-            trip = {m: f"{np.mean(tr[m]):.2f} ({min(tr[m])}-{max(tr[m])})" for m in ("svc.os", "svc.os2")}
-            print(f"{r['n']:>8} | {trip['svc.os']:>12} | {trip['svc.os2']:>13} | {cell(t['svc.os']):>17} |"
-                  f" {cell(t['svc.os2']):>17} | {cell(t['svc.np']):>17} | {cell(t['floor']):>17} |"
-                  f" {p['svc.os'] / p['svc.os2']:10.2f} | {p['svc.os'] / p['svc.np']:9.2f} |"
-                  f" {r['svc_same']:>9}/{r['svc'][2]:<6}")
+            trip = {m: f"{np.mean(tr[m]):.2f} ({min(tr[m])}-{max(tr[m])})" for m in sides}
+            print(f"{r['n']:>8} | " + " | ".join(f"{trip[m]:>12}" for m in sides) + " | "
+                  + " | ".join(f"{cell(t[m]):>17}" for m in [*sides, "svc.np", "floor"])
+                  + f" | {pct(t['svc.os'], 50) / pct(t['svc.np'], 50):9.2f}"
+                  + (f" | {r['svc_same']:>9}/{r['svc'][2]:<8}" if before_label else ""))
+
+    for r in results:
+        if not r["profile"]:
+            continue
+        print(f"\nWhere the node spends a recall's time (profile API, {args.profile} queries, N={r['n']}): ms p50 [p99]"
+              " by phase of each search of the _msearch (weight: lucene's k-NN graph search with the filter)")
+        phase_names = ("weight", "match", "collect", "rewrite")
+        print(f"{'search':>13} | " + " | ".join(f"{ph:>17}" for ph in phase_names))
+        for name, per in r["profile"].items():
+            print(f"{name:>13} | " + " | ".join(f"{cell(per[ph]):>17}" for ph in phase_names))
 
     print(f"\nNode ({url})")
     print(f"{'N':>8} | {'CPU ms/request':>14} | {'node busy (cores)':>17} | {'heap used/max MiB':>17} | {'segments':>8} |"

@@ -13,8 +13,9 @@ One index holds every tenant; one document is one ``IndexEntry`` of one tenant:
     tools                      keyword[], lower-cased; absent = names no tool
     tags                       keyword[]
     text                       ``domain.lexical.terms(entry.text)`` joined by spaces, split again by
-                               the whitespace analyzer: both backends tokenize the same way (BM25)
-    embedding                  knn_vector, HNSW, lucene or faiss
+                               the whitespace analyzer: both backends tokenize the same way (BM25;
+                               frequencies and norms, no positions)
+    embedding                  knn_vector, HNSW, lucene or faiss; indexed, left out of ``_source``
 
 Absent means the key is left out of the document, so "shared" is ``must_not exists``.
 """
@@ -100,6 +101,10 @@ def index_body(spec: IndexSpec) -> dict:
         "settings": {"index": index},
         "mappings": {
             "dynamic": "strict",
+            # The vector is indexed (HNSW, and the doc values the cosine script reads) but not kept in
+            # _source: as JSON it was most of the stored bytes, and nothing reads it back (a reindex
+            # rewrites from the experience store, services.maintenance.reindex_tenant).
+            "_source": {"excludes": [VECTOR_FIELD]},
             "properties": {
                 "tenant_id": keyword,
                 "experience_id": keyword,
@@ -109,7 +114,8 @@ def index_body(spec: IndexSpec) -> dict:
                 "intent": keyword,
                 "tools": keyword,
                 "tags": keyword,
-                "text": {"type": "text", "analyzer": "whitespace", "similarity": BM25},
+                # BM25 reads term frequencies and the length norm, never positions (no phrase query)
+                "text": {"type": "text", "analyzer": "whitespace", "similarity": BM25, "index_options": "freqs"},
                 VECTOR_FIELD: {
                     "type": "knn_vector",
                     "dimension": spec.dim,
@@ -247,8 +253,14 @@ def ids_clause(tenant_id: str, experience_ids: Sequence[str]) -> dict:
 
 # --- queries --------------------------------------------------------------------------------------
 
-# No _source: the experience id comes from doc values, so no hit loads its stored vector.
-_IDS_ONLY = {"_source": False, "docvalue_fields": ["experience_id"]}
+# A hit is its experience id, read from doc values, and its score. No stored field is read, not even
+# _id: the stored fields of a hit sit in a compressed block beside its neighbours', which the fetch
+# phase would decompress for each hit. No total either: counting every match keeps lucene from
+# skipping the documents that cannot enter the top k, and nothing reads the count.
+_IDS_ONLY = {"_source": False, "stored_fields": "_none_", "docvalue_fields": ["experience_id"],
+             "track_total_hits": False}
+# what Serverless needs to replace or delete a document: its _id (which it chose)
+_DOC_IDS = {"_source": False, "docvalue_fields": ["experience_id"], "track_total_hits": False}
 
 
 def knn_query(vector: Sequence[float], filter_: dict, k: int, ef_search: int | None = None) -> dict:
@@ -337,7 +349,7 @@ def msearch_lines(bodies: Sequence[dict]) -> list[dict]:
 def lookup_query(tenant_id: str, experience_ids: Sequence[str]) -> dict:
     """The documents (their ``_id``) of listed entries: how Serverless, which chose the ids,
     finds what to replace or delete. Also finds any duplicate left by an earlier write."""
-    return {"size": MAX_K, **_IDS_ONLY, "query": {"bool": {"filter": [ids_clause(tenant_id, experience_ids)]}}}
+    return {"size": MAX_K, **_DOC_IDS, "query": {"bool": {"filter": [ids_clause(tenant_id, experience_ids)]}}}
 
 
 def count_query(tenant_id: str) -> dict:

@@ -20,7 +20,7 @@ from chalicelib.ports import IndexEntry, IndexFilter
 ABSENT_AGENT = {"bool": {"must_not": [{"exists": {"field": "agent_id"}}]}}
 ABSENT_USER = {"bool": {"must_not": [{"exists": {"field": "user_id"}}]}}
 TENANT = {"term": {"tenant_id": "t1"}}
-IDS_ONLY = {"_source": False, "docvalue_fields": ["experience_id"]}
+IDS_ONLY = {"_source": False, "stored_fields": "_none_", "docvalue_fields": ["experience_id"], "track_total_hits": False}
 
 
 def either(field: str, clause: dict) -> dict:
@@ -35,7 +35,7 @@ def either(field: str, clause: dict) -> dict:
 # --- index ----------------------------------------------------------------------------------------
 
 
-def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_text_field():
+def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_a_bm25_text_field_and_no_vector_in_source():
     spec = q.IndexSpec("hindsight-experiences", 384, replicas=0)
     keyword = {"type": "keyword"}
     assert q.index_body(spec) == {
@@ -49,6 +49,7 @@ def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_te
         },
         "mappings": {
             "dynamic": "strict",
+            "_source": {"excludes": ["embedding"]},
             "properties": {
                 "tenant_id": keyword,
                 "experience_id": keyword,
@@ -58,7 +59,8 @@ def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_and_a_bm25_te
                 "intent": keyword,
                 "tools": keyword,
                 "tags": keyword,
-                "text": {"type": "text", "analyzer": "whitespace", "similarity": "hindsight_bm25"},
+                "text": {"type": "text", "analyzer": "whitespace", "similarity": "hindsight_bm25",
+                         "index_options": "freqs"},
                 "embedding": {
                     "type": "knn_vector",
                     "dimension": 384,
@@ -331,7 +333,7 @@ def test_an_msearch_puts_an_empty_header_before_each_search():
 def test_lookup_and_count_are_tenant_scoped():
     assert q.lookup_query("t1", ["a"]) == {
         "size": q.MAX_K,
-        **IDS_ONLY,
+        "_source": False, "docvalue_fields": ["experience_id"], "track_total_hits": False,  # and the _id
         "query": {"bool": {"filter": [{"bool": {"filter": [TENANT, {"terms": {"experience_id": ["a"]}}]}}]}},
     }
     assert q.count_query("t1") == {"query": {"term": {"tenant_id": "t1"}}}
