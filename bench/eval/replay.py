@@ -199,6 +199,33 @@ def margins(deps, tenant_id: str, nonce: str, recs: list, depth: int = 10) -> li
     return out
 
 
+def cost(deps, tenant_id: str, nonce: str, assignments: Sequence[str], rounds: int = 3) -> dict[str, float]:
+    """In-process recall time (ms, p50) of blind2's queries (tools known) under ``base`` and the
+    variant, interleaved query by query; the variant twice: with its embedder's token-vector cache
+    emptied before each recall (cold: every candidate's tokens computed) and kept (warm)."""
+    from statistics import median
+
+    from chalicelib.services import recall as recall_service
+
+    from . import independent
+
+    fams = independent.load(independent.BLIND2_PATH)
+    agent = f"{independent.PREFIX}-agent-{nonce}"
+    variant = with_settings(deps, assignments)
+    cache = getattr(variant.embedder, "_tokens", None)
+    times: dict[str, list[float]] = {"base": [], "cold": [], "warm": []}
+    for _ in range(rounds):
+        for f in fams:
+            for query in f.tests:
+                for label, d in (("base", deps), ("cold", variant), ("warm", variant)):
+                    if label == "cold" and cache is not None:
+                        cache.clear()
+                    t0 = time.perf_counter()
+                    recall_service.recall(d, tenant_id, query, agent_id=agent, tools=f.tools, task_type=f.task_type)
+                    times[label].append(1000 * (time.perf_counter() - t0))
+    return {k: median(v) for k, v in times.items()}
+
+
 def print_rows(rows: list[tuple[str, str, dict[str, Any]]]) -> None:
     from .run import COLUMNS, cell
 
@@ -221,6 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--margins", action="store_true", help="print blind2's sibling-first cases of each variant")
     p.add_argument("--out", help="write every variant's figures (and margins) as JSON here")
+    p.add_argument("--cost", metavar="NAME", help="time blind2's recalls under base and this variant (cold and warm)")
     args = p.parse_args(argv)
     kept = Path(args.kept)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
@@ -250,6 +278,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             report["variants"][name] = res
             print(f"  {name} done", file=sys.stderr, flush=True)
         print_rows(sorted(rows, key=lambda r: r[0]))
+        if args.cost:
+            spec = dict(variants)[args.cost]
+            c = cost(base, ids[f"eval-blind2-{nonce}"], nonce, spec)
+            report["cost"] = c
+            print(f"\nin-process recall p50, blind2 queries interleaved: base {c['base']:.1f} ms, {args.cost} with "
+                  f"token vectors computed {c['cold']:.1f} ms ({c['cold'] / c['base']:.2f}x), cached {c['warm']:.1f} ms "
+                  f"({c['warm'] / c['base']:.2f}x)")
         if args.margins:
             for name, res in report["variants"].items():
                 for m in res.get("margins", []):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..domain.advice import render_advice
+from ..domain.models import Experience
 from ..domain.lexical import scaled
 from ..domain.models import ExperienceStatus, Hit, RecallQuery
 from ..domain.negation import split_negation
@@ -88,12 +89,43 @@ def recall(
         if score >= q.min_score:
             hits.append(Hit(exp, score, explanation))
     hits.sort(key=lambda h: (-h.score, h.experience.experience_id))
+    if deps.recall_late_weight > 0 and hasattr(deps.embedder, "token_vectors"):
+        hits = late_interaction(deps, q, hits)
     # only the lessons served are copied as seen now (ranking and _distinct read no freshness)
     hits = [
         Hit(as_seen_at(h.experience, now, deps.decay.half_life_days), h.score, h.explanation)
         for h in _distinct(hits)[: q.top_k]
     ]
     return hits, render_advice(hits, deps.advice_max_items)
+
+
+def late_text(exp: Experience, which: str) -> str:
+    """The text of a lesson whose tokens the query's meet in ``late_interaction``."""
+    if which == "examples":
+        return " ".join(exp.embedding_texts())
+    if which == "search":
+        return exp.search_text()
+    return exp.embedding_text()
+
+
+def late_interaction(deps: Deps, q: RecallQuery, hits: list[Hit]) -> list[Hit]:
+    """The leading ``recall_late_candidates`` hits re-scored by late interaction
+    (``domain.interaction``): a word that tells a situation from its look-alike must find its match
+    in the lesson, which one pooled vector per text washes out. The query's negated words
+    (``domain.negation``) are left out: they name what the situation is not."""
+    from ..domain.interaction import best_matches, blended, late_scores
+
+    head, tail = hits[: deps.recall_late_candidates], hits[deps.recall_late_candidates :]
+    if len(head) < 2:
+        return hits
+    split = split_negation(q.query) if deps.recall_negation else None
+    asserted = split.asserted if split is not None and split.has_negation else None
+    vectors = deps.embedder.token_vectors([query_text(q, asserted), *(late_text(h.experience, deps.recall_late_text) for h in head)])
+    late = late_scores(best_matches(vectors[0], vectors[1:]), deps.recall_late_rare)
+    scores = blended([h.score for h in head], late, deps.recall_late_weight)
+    head = [Hit(h.experience, round(s, 4), h.explanation) for h, s in zip(head, scores)]
+    head.sort(key=lambda h: (-h.score, h.experience.experience_id))
+    return head + tail
 
 
 def _distinct(hits: list[Hit]) -> list[Hit]:
