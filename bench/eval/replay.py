@@ -199,7 +199,7 @@ def margins(deps, tenant_id: str, nonce: str, recs: list, depth: int = 10) -> li
     return out
 
 
-def cost(deps, tenant_id: str, nonce: str, assignments: Sequence[str], rounds: int = 3) -> dict[str, float]:
+def cost(deps, tenant_id: str, nonce: str, assignments: Sequence[str], rounds: int = 2) -> dict[str, float]:
     """In-process recall time (ms, p50) of blind2's queries (tools known) under ``base`` and the
     variant, interleaved query by query; the variant twice: with its embedder's token-vector cache
     emptied before each recall (cold: every candidate's tokens computed) and kept (warm)."""

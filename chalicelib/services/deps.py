@@ -103,6 +103,7 @@ def policies(settings: Settings) -> dict[str, Any]:
         recall_late_weight=settings.recall_late_weight,
         recall_late_candidates=settings.recall_late_candidates,
         recall_late_text=settings.recall_late_text,
+        recall_late_rare=settings.recall_late_rare,
         advice_max_items=settings.advice_max_items,
         advice_placement=settings.advice_placement,
         review_max_attempts=settings.review_max_attempts,
