@@ -94,3 +94,14 @@ def test_maxsim_is_the_mean_of_each_query_tokens_best_match():
 def test_blending_moves_scores_around_the_candidates_mean_within_0_1():
     assert blended([0.5, 0.5], [0.9, 0.1], 0.5) == pytest.approx([0.7, 0.3])
     assert blended([0.99, 0.0], [1.0, 0.0], 1.0) == [1.0, 0.0]
+
+
+def test_with_rare_on_a_token_the_candidates_all_match_counts_less_than_one_only_some_match():
+    from chalicelib.domain.interaction import best_matches, late_scores
+
+    # rows: texts, columns: query tokens; token 0 is matched well by both texts, token 1 by one
+    best = np.array([[1.0, 0.2], [0.6, 0.6]], dtype=np.float32)
+    assert late_scores(best) == pytest.approx([0.6, 0.6])
+    assert late_scores(best, rare=True) == pytest.approx([0.4, 0.6])
+    a, b = np.eye(2)
+    assert best_matches(np.array([a, b]), [np.array([a]), np.zeros((0, 2))]).tolist() == [[1.0, 0.0], [0.0, 0.0]]
