@@ -111,6 +111,12 @@ class Settings(BaseModel):
     recall_filter_intent: bool = True
     # what a query negates ("no", "not", "nothing", "n't" and their scope) weighs half in its vector
     recall_negation: bool = True
+    # late interaction (recall.late_interaction): weight of the query tokens' best matches among a
+    # lesson's tokens, over the leading candidates; 0 turns it off; only embedders with token vectors
+    recall_late_weight: float = Field(default=0.0, ge=0)
+    recall_late_candidates: int = Field(default=20, ge=2)
+    recall_late_text: Literal["lesson", "examples", "search"] = "lesson"
+    recall_late_rare: bool = True  # each query token weighed by how little the candidates match it
     advice_max_items: int = Field(default=5, ge=1, le=20)
     recall_ttl_days: float = Field(default=14.0, gt=0)  # a recall id credits its lessons until then
     advise_candidates: int = Field(default=100, ge=1)  # lessons naming the tool that advise holds a call against

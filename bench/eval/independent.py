@@ -127,6 +127,12 @@ class Rec:
         return next((i for i, fams in enumerate(self.ranked) if self.family in fams), None)
 
 
+def strict_first(family: str, ranked: Sequence[Sequence[str]]) -> bool:
+    """The first item was learned from the test's own family only: a lesson merged from the runs of
+    both siblings ranks first for either sibling's tests, so hit@1 counts it twice; this does not."""
+    return bool(ranked) and set(ranked[0]) == {family}
+
+
 def same_tool_siblings(fams: Sequence[Fam]) -> set[str]:
     by = {f.id: f for f in fams}
     return {f.id for f in fams if f.sibling and set(f.tools) & set(by[f.sibling].tools)}
@@ -147,6 +153,7 @@ def metrics(fams: Sequence[Fam], recs: Sequence[Rec], unknown: Sequence[Rec] | N
     out: dict[str, Any] = {
         "n": len(recs),
         "hit@1": mean(1.0 if k == 0 else 0.0 for k in ranks),
+        "strict_hit@1": mean(1.0 if strict_first(r.family, r.ranked) else 0.0 for r in recs),
         "hit@3": mean(1.0 if k is not None and k < 3 else 0.0 for k in ranks),
         "mrr": mean(1.0 / (k + 1) if k is not None else 0.0 for k in ranks),
         "sibling@1": sib_first([r for r in recs if by[r.family].sibling]),

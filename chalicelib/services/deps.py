@@ -63,6 +63,11 @@ class Deps:
     # the queue itself starts the review (the jobs table's stream in the cloud)
     review_notifier: ReviewNotifier | None = None
     recalls: RecallLedger | None = None  # None: served recalls are not kept, so nothing is credited
+    # late interaction over the leading candidates (``recall.late_interaction``); weight 0: off
+    recall_late_weight: float = 0.0
+    recall_late_candidates: int = 20
+    recall_late_text: str = "lesson"  # which of a lesson's texts its tokens come from
+    recall_late_rare: bool = False  # query tokens weighed by how little the candidates match them
 
     @property
     def similarity_floor(self) -> float:
@@ -95,6 +100,10 @@ def policies(settings: Settings) -> dict[str, Any]:
         recall_filter_task_type=settings.recall_filter_task_type,
         recall_filter_intent=settings.recall_filter_intent,
         recall_negation=settings.recall_negation,
+        recall_late_weight=settings.recall_late_weight,
+        recall_late_candidates=settings.recall_late_candidates,
+        recall_late_text=settings.recall_late_text,
+        recall_late_rare=settings.recall_late_rare,
         advice_max_items=settings.advice_max_items,
         advice_placement=settings.advice_placement,
         review_max_attempts=settings.review_max_attempts,

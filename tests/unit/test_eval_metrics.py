@@ -106,3 +106,17 @@ def test_the_second_blind_set_is_a_dev_set_and_the_independent_one_held_out():
     roles = {(name, system): role for name, role, system, _ in run.rows(res)}
     assert roles[("blind2", "hindsight")] == "dev" and roles[("independent", "hindsight")] == "held-out"
     assert run.parse_args(["--sets", "blind2"]).blind2.endswith("bench/blind2/families.json")
+
+
+def test_strict_hit_at_1_does_not_count_a_first_lesson_merged_from_both_siblings():
+    fams = independent.load(SAMPLE)
+    recs = [
+        independent.Rec("inv_unit_cents", "q1", [["inv_unit_cents"]]),
+        independent.Rec("inv_unit_cents", "q2", [["inv_unit_cents", "inv_currency_code"], ["inv_unit_cents"]]),
+        independent.Rec("inv_currency_code", "q3", [["inv_currency_code", "inv_unit_cents"]]),
+        independent.Rec("deploy_freeze_window", "q4", []),
+    ]
+    m = independent.metrics(fams, recs)
+    assert m["hit@1"] == 0.75
+    assert m["strict_hit@1"] == 0.25
+    assert independent.strict_first("a", [["a"], ["b"]]) and not independent.strict_first("a", [])

@@ -1,0 +1,52 @@
+"""Late interaction (ColBERT's MaxSim): how well every word of the query finds its match somewhere
+in a text, from the embedder's token vectors. Mean pooling folds a text's words into one vector,
+where a word that tells two look-alike situations apart weighs as little as any other; here each
+query token counts on its own, by its best match.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+def maxsim(query: np.ndarray, doc: np.ndarray) -> float:
+    """Mean over the query's token vectors of the best cosine to any of the text's (rows are unit
+    vectors); 0 when either side has no token."""
+    if not len(query) or not len(doc):
+        return 0.0
+    sims = query.astype(np.float32) @ doc.astype(np.float32).T
+    return float(sims.max(axis=1).mean())
+
+
+def best_matches(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
+    """(docs, query tokens): each query token's best cosine in each text (0 for an empty text)."""
+    out = np.zeros((len(docs), len(query)), dtype=np.float32)
+    if not len(query):
+        return out
+    q = query.astype(np.float32)
+    for row, doc in enumerate(docs):
+        if len(doc):
+            out[row] = (q @ doc.astype(np.float32).T).max(axis=1)
+    return out
+
+
+def late_scores(best: np.ndarray, rare: bool = False) -> list[float]:
+    """Per text, the mean of the query tokens' best matches; ``rare``: each token weighed by how
+    little the texts match it on average, so that what they all share counts less than what only
+    some of them hold."""
+    if best.size == 0:
+        return [0.0] * len(best)
+    if not rare:
+        return [float(x) for x in best.mean(axis=1)]
+    w = np.clip(1.0 - best.mean(axis=0), 1e-3, None)
+    return [float(x) for x in (best @ w) / w.sum()]
+
+
+def blended(scores: Sequence[float], late: Sequence[float], weight: float) -> list[float]:
+    """Each score moved by ``weight`` times its late-interaction score's distance from the mean of
+    the candidates': the order among them changes, their level against the others does not."""
+    if not late:
+        return list(scores)
+    centre = sum(late) / len(late)
+    return [min(1.0, max(0.0, s + weight * (x - centre))) for s, x in zip(scores, late)]
