@@ -5,14 +5,17 @@ query token counts on its own, by its best match.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
+if TYPE_CHECKING:  # imported on use: the Lambda package has no numpy, and its functions import every module
+    import numpy as np
 
 
 def maxsim(query: np.ndarray, doc: np.ndarray) -> float:
     """Mean over the query's token vectors of the best cosine to any of the text's (rows are unit
     vectors); 0 when either side has no token."""
+    import numpy as np
+
     if not len(query) or not len(doc):
         return 0.0
     sims = query.astype(np.float32) @ doc.astype(np.float32).T
@@ -21,6 +24,8 @@ def maxsim(query: np.ndarray, doc: np.ndarray) -> float:
 
 def best_matches(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
     """(docs, query tokens): each query token's best cosine in each text (0 for an empty text)."""
+    import numpy as np
+
     out = np.zeros((len(docs), len(query)), dtype=np.float32)
     if not len(query):
         return out
@@ -39,6 +44,8 @@ def late_scores(best: np.ndarray, rare: bool = False) -> list[float]:
         return [0.0] * len(best)
     if not rare:
         return [float(x) for x in best.mean(axis=1)]
+    import numpy as np
+
     w = np.clip(1.0 - best.mean(axis=0), 1e-3, None)
     return [float(x) for x in (best @ w) / w.sum()]
 
