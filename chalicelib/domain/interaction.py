@@ -14,12 +14,7 @@ if TYPE_CHECKING:  # imported on use: the Lambda package has no numpy, and its f
 def maxsim(query: np.ndarray, doc: np.ndarray) -> float:
     """Mean over the query's token vectors of the best cosine to any of the text's (rows are unit
     vectors); 0 when either side has no token."""
-    import numpy as np
-
-    if not len(query) or not len(doc):
-        return 0.0
-    sims = query.astype(np.float32) @ doc.astype(np.float32).T
-    return float(sims.max(axis=1).mean())
+    return late_scores(best_matches(query, [doc]))[0]
 
 
 def best_matches(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
