@@ -152,11 +152,13 @@ def tag_match(exp: Experience | Candidate, query: RecallQuery) -> Match:
     """
     parts: list[float] = []
     q_tools, e_tools = _query_keys(query.tools), match_keys(exp.tools)
-    matched_tools = tuple(sorted(q_tools & e_tools))
+    common = q_tools & e_tools
+    matched_tools = tuple(sorted(common)) if common else ()
     if q_tools and e_tools:
         parts.append(len(matched_tools) / len(e_tools))
     q_tags, e_tags = _query_keys(query.tags), match_keys(exp.tags)
-    matched_tags = tuple(sorted(q_tags & e_tags))
+    common = q_tags & e_tags
+    matched_tags = tuple(sorted(common)) if common else ()
     if q_tags and e_tags:
         parts.append(len(matched_tags) / len(q_tags))
     task_match = None
@@ -180,17 +182,16 @@ def _scored(
     match = tag_match(exp, query)
     tags = match.score
     freshness = current_freshness(exp, now, policy.half_life_days)
-    parts = {
-        "semantic": (weights.semantic, semantic),
-        "lexical": (weights.lexical_for(exp), lexical),
-        "freshness": (weights.freshness, freshness),
-        "utility": (weights.utility, exp.utility),
-        "confidence": (weights.confidence, exp.confidence),
-    }
-    if tags is not None:
-        parts["tag_match"] = (weights.tag_match, tags)
-    total_weight = sum(w for w, _ in parts.values())
-    score = sum(w * v for w, v in parts.values()) / total_weight if total_weight else 0.0
+    # the weighted mean of the parts, each sum taken left to right in this order (semantic, lexical,
+    # freshness, utility, confidence, tag match): written out, it runs for every candidate of a recall
+    w_lexical = weights.lexical_for(exp)
+    total_weight = weights.semantic + w_lexical + weights.freshness + weights.utility + weights.confidence
+    total = (weights.semantic * semantic + w_lexical * lexical + weights.freshness * freshness
+             + weights.utility * exp.utility + weights.confidence * exp.confidence)
+    if tags is not None:  # nothing to compare: the part is left out, not counted as 0
+        total_weight += weights.tag_match
+        total += weights.tag_match * tags
+    score = total / total_weight if total_weight else 0.0
     return round(score, 4), semantic, match, freshness
 
 
