@@ -88,3 +88,27 @@ def test_a_lesson_forgotten_between_the_two_reads_is_not_returned(tmp_path):
     hits, _ = recall.recall(fake_deps(clock, experiences=racing, index=deps.index), "t1", "timeout retry", top_k=3)
     assert gone.experience_id not in [h.experience.experience_id for h in hits]
     assert [h.experience.experience_id for h in hits] == [h.experience.experience_id for h in first[1:]]
+
+
+def test_a_store_that_read_whole_lessons_for_the_candidates_is_not_asked_for_them_again():
+    """DynamoDB reads whole items anyway (``Candidate.whole``): a second read would be a second round trip."""
+
+    class WholeReads(InMemoryExperienceStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.get_many_calls = 0
+
+        def get_many(self, tenant_id, ids):
+            self.get_many_calls += 1
+            return super().get_many(tenant_id, ids)
+
+    clock = FakeClock()
+    store = WholeReads()
+    deps = fake_deps(clock, experiences=store)
+    exps = lessons(clock, 12)
+    for exp in exps:
+        store.put(exp)
+    index_experiences(deps, "t1", exps)
+    store.get_many_calls = 0
+    hits, _ = recall.recall(deps, "t1", "timeout retry", top_k=4)
+    assert len(hits) == 4 and store.get_many_calls == 1  # recall_candidates' own read, and no other
