@@ -55,8 +55,12 @@ def proc_rss_mb(pid: int) -> float | None:
 class Server:
     """``python server.py`` on a free 127.0.0.1 port; a context manager that always kills it."""
 
-    def __init__(self, data_dir: str, env: dict[str, str] | None = None, log_path: str | None = None) -> None:
+    def __init__(self, data_dir: str, env: dict[str, str] | None = None, log_path: str | None = None,
+                 root: Path | None = None) -> None:
+        """``root``: the checkout whose server.py runs (default: this one; a benchmark may run a
+        git ref's code exported elsewhere beside it)."""
         self.data_dir = data_dir
+        self.root = root or ROOT
         self.port = free_port()
         self.admin_key = "hsadmin_bench_" + secrets.token_hex(8)
         self.extra_env = env or {}
@@ -89,7 +93,7 @@ class Server:
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "server.py"],
-            cwd=str(ROOT),
+            cwd=str(self.root),
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -1,7 +1,7 @@
 """Recall latency at 1k / 10k / 100k active experiences in one tenant, against the numpy floor.
 
 Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--queries 200] [--embedder minilm|e5]
-       [--clients 4] [--seconds 20] [--loads 0.5,0.8] [--load-seconds 20]
+       [--clients 4] [--seconds 20] [--loads 0.5,0.8] [--load-seconds 20] [--before main]
 
 For each size the data directory is seeded directly through the adapters (SQLite experience
 store + NumpyVectorIndex; vectors are real embeddings of a few hundred lesson texts, perturbed,
@@ -26,6 +26,11 @@ Then, on the same server, load: ``--clients`` threads without pauses (closed loo
 capacity (recalls/s); then recalls arrive open loop, a Poisson process at each ``--loads`` fraction
 of that capacity, latency counted from each request's scheduled send time (``open_loop``).
 
+``--before REF``: a second server runs REF's code (app.py, server.py, worker.py and chalicelib/
+exported by ``git archive``) on the same data directory; its HTTP recalls are timed beside this
+checkout's, query by query (alternating which goes first), in every load phase, and their hits
+compared.
+
 Prints numbers only; it is not a pass/fail test. Compare ratios, not absolute times: the machine
 is shared and noisy, and every ratio is between numbers measured in the same run.
 """
@@ -34,9 +39,11 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -281,12 +288,33 @@ def floor_search(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
     return top[np.argsort(-sims[top])]
 
 
-METHODS = ["http", "wsgi", "service", "svc-noemb", "search", "floor", "embed", "emb+floor"]
+METHODS = ["http", "wsgi", "service", "svc-noemb", "search", "floor", "embed", "emb+floor", "http-before"]
+BEFORE = "http-before"  # the --before ref's server
+
+
+def export_before(ref: str, dest: Path) -> str:
+    """The server of ``ref`` (app.py, server.py, worker.py, chalicelib/) into ``dest``; a label with its commit."""
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=root, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", ref, "app.py", "server.py", "worker.py", "chalicelib"],
+                             cwd=root, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return f"{ref} {commit}"
+
+
+def load_avg() -> str:
+    return "%.2f %.2f %.2f" % os.getloadavg()
+
+
+def hit_ids(response) -> list[str]:
+    return [h["experience"]["experience_id"] for h in response.json()["hits"]]
 
 
 def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], data_dir: str, warmup: int,
                  max_seconds: float, clients: int = 0, seconds: float = 0.0, loads: tuple[float, ...] = (),
-                 load_seconds: float = 0.0) -> dict:
+                 load_seconds: float = 0.0, before: Path | None = None) -> dict:
     import httpx
 
     from chalicelib.ports import IndexFilter
@@ -315,25 +343,32 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
     wsgi = make_inprocess_wsgi(deps, get_settings())
 
     times: dict[str, list[float]] = {m: [] for m in METHODS}
-    agree = compared = empty = 0
-    with Server(data_dir, {"HINDSIGHT_EMBEDDER": get_settings().embedder}) as server, \
-            httpx.Client(base_url=server.url, trust_env=False, timeout=900.0,
-                         headers={"content-type": "application/json", **auth}) as client:
+    agree = compared = empty = same_before = 0
+    env = {"HINDSIGHT_EMBEDDER": get_settings().embedder}
+    headers = {"content-type": "application/json", **auth}
+    old_server = Server(data_dir, env, os.path.join(data_dir, "server-before.log"), root=before) if before else nullcontext()
+    with Server(data_dir, env) as server, old_server as old, \
+            httpx.Client(base_url=server.url, trust_env=False, timeout=900.0, headers=headers) as client, \
+            (httpx.Client(base_url=old.url, trust_env=False, timeout=900.0, headers=headers) if old else nullcontext()) as old_client:
         rss_before = proc_rss_mb(server.proc.pid)
         t0 = time.perf_counter()
         r = client.post("/v1/recall", content=bodies[0])  # loads the tenant's partition from vectors.db
         cold_ms = (time.perf_counter() - t0) * 1000
         if r.status_code != 200:
             raise RuntimeError(f"recall answered {r.status_code}: {r.text[:300]}")
+        if old_client is not None and old_client.post("/v1/recall", content=bodies[0]).status_code != 200:
+            raise RuntimeError("the --before server's recall failed")
         for i in range(warmup):
             j = i % len(queries)
             client.post("/v1/recall", content=bodies[j])
+            if old_client is not None:
+                old_client.post("/v1/recall", content=bodies[j])
             wsgi("POST", "/v1/recall", auth, bodies[j])
             recall_svc.recall(deps, **qargs[j])
             recall_svc.recall(deps_noemb, **qargs[j])
             deps.index.search(tenant_id, qvecs[j], filters[j], k)
             floor_search(matrix, qvecs[j], k)
-        pids = [server.proc.pid]
+        pids = [server.proc.pid] + ([old.proc.pid] if old else [])
         settle(pids, max_wait=2.0)
         cpu0 = proc_cpu_seconds(server.proc.pid)
         deadline = time.monotonic() + max_seconds
@@ -342,10 +377,20 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
             if time.monotonic() > deadline:
                 print(f"  (N={n}: stopped after {j} queries: --max-seconds reached)", flush=True)
                 break
+            if old_client is not None and j % 2:  # which server goes first alternates
+                t = pc(); r_old = old_client.post("/v1/recall", content=bodies[j]); times[BEFORE].append((pc() - t) * 1000)
+                settle(pids)
             t = pc(); r = client.post("/v1/recall", content=bodies[j]); times["http"].append((pc() - t) * 1000)
             if r.status_code != 200:
                 raise RuntimeError(f"recall answered {r.status_code}: {r.text[:300]}")
             settle(pids)  # let spinning onnxruntime/OpenBLAS threads (server's and ours) go idle first
+            if old_client is not None and not j % 2:
+                t = pc(); r_old = old_client.post("/v1/recall", content=bodies[j]); times[BEFORE].append((pc() - t) * 1000)
+                settle(pids)
+            if old_client is not None:
+                if r_old.status_code != 200:
+                    raise RuntimeError(f"the --before server's recall answered {r_old.status_code}: {r_old.text[:300]}")
+                same_before += hit_ids(r_old) == hit_ids(r)
             t = pc(); status, _ = wsgi("POST", "/v1/recall", auth, bodies[j]); times["wsgi"].append((pc() - t) * 1000)
             if status != 200:
                 raise RuntimeError(f"in-process WSGI recall answered {status}")
@@ -363,22 +408,28 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
             t = pc(); floor_search(matrix, deps.embedder.embed([qtexts[j]], query=True)[0], k)
             times["emb+floor"].append((pc() - t) * 1000)
             settle(pids)
-            http_ids = [h["experience"]["experience_id"] for h in r.json()["hits"]]
+            http_ids = hit_ids(r)
             svc_ids = [h.experience.experience_id for h in hits]
             compared += 1
             agree += http_ids == svc_ids
             empty += not http_ids
         cpu1 = proc_cpu_seconds(server.proc.pid)
-        sustained = sustained_load(server.url, auth, bodies, deps, qtexts, qvecs, matrix, k, clients, seconds) \
-            if clients and seconds > 0 else None
+        sparse_load = load_avg()
+        old_url = old.url if old else None
+        sustained = sustained_load(server.url, auth, bodies, deps, qtexts, qvecs, matrix, k, clients, seconds,
+                                   before_url=old_url) if clients and seconds > 0 else None
         offered = None
         if sustained and loads and load_seconds > 0:
-            capacity = sustained["rate"]["http"]  # what the server answered without pauses: its capacity
-            offered = [open_loop(server.url, auth, bodies, deps, qtexts, qvecs, matrix, k, capacity * f, load_seconds)
+            # what the server answered without pauses: its capacity; with --before, the before's, so that
+            # both servers get the same arrivals
+            capacity = sustained["rate"][BEFORE if old else "http"]
+            offered = [open_loop(server.url, auth, bodies, deps, qtexts, qvecs, matrix, k, capacity * f, load_seconds,
+                                 before_url=old_url)
                        | {"fraction": f, "capacity": capacity} for f in loads]
         rss_after = proc_rss_mb(server.proc.pid)
     server_cpu = (cpu1 - cpu0) * 1000 / compared if cpu0 is not None and cpu1 is not None and compared else None
     return {"n": n, "times": times, "cold_ms": cold_ms, "agree": agree, "compared": compared, "empty": empty,
+            "same_before": same_before if before else None, "sparse_load": sparse_load,
             "rss": (rss_before, rss_after), "server_cpu": server_cpu, "wsgi": wsgi, "bodies": bodies, "auth": auth,
             "sustained": sustained, "offered": offered}
 
@@ -387,7 +438,8 @@ SUSTAINED = ["http", "floor", "emb+floor"]
 
 
 def sustained_load(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str], qvecs: np.ndarray,
-                   matrix: np.ndarray, k: int, clients: int, seconds: float, rounds: int = 2) -> dict:
+                   matrix: np.ndarray, k: int, clients: int, seconds: float, rounds: int = 2,
+                   before_url: str | None = None) -> dict:
     """``clients`` threads, each sending its next query as soon as the last one answered, for
     ``seconds``: over HTTP (each thread its own keep-alive connection), then the floor in this
     process with as many threads (one N x 384 product per query, the query vector given), then the
@@ -395,19 +447,21 @@ def sustained_load(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list
     each alike; no waiting for idle threads here, this is traffic without pauses."""
     import httpx
 
-    def http_worker(i: int, stop: float, out: list, errors: list) -> None:
-        with httpx.Client(base_url=url, trust_env=False, timeout=60.0,
-                          headers={"content-type": "application/json", **auth}) as client:
-            j = i * 7
-            while time.monotonic() < stop:
-                t = time.perf_counter()
-                try:
-                    r = client.post("/v1/recall", content=bodies[j % len(bodies)])
-                    ok = r.status_code == 200
-                except httpx.HTTPError:
-                    ok = False
-                (out if ok else errors).append((time.perf_counter() - t) * 1000)
-                j += 1
+    def http_worker(target: str):
+        def run(i: int, stop: float, out: list, errors: list) -> None:
+            with httpx.Client(base_url=target, trust_env=False, timeout=60.0,
+                              headers={"content-type": "application/json", **auth}) as client:
+                j = i * 7
+                while time.monotonic() < stop:
+                    t = time.perf_counter()
+                    try:
+                        r = client.post("/v1/recall", content=bodies[j % len(bodies)])
+                        ok = r.status_code == 200
+                    except httpx.HTTPError:
+                        ok = False
+                    (out if ok else errors).append((time.perf_counter() - t) * 1000)
+                    j += 1
+        return run
 
     def floor_worker(embed: bool):
         def run(i: int, stop: float, out: list, errors: list) -> None:
@@ -420,12 +474,15 @@ def sustained_load(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list
                 j += 1
         return run
 
-    workers = {"http": http_worker, "floor": floor_worker(False), "emb+floor": floor_worker(True)}
-    times: dict[str, list[float]] = {m: [] for m in SUSTAINED}
+    workers = {"http": http_worker(url), "floor": floor_worker(False), "emb+floor": floor_worker(True)}
+    if before_url:
+        workers[BEFORE] = http_worker(before_url)
+    names = list(workers)
+    times: dict[str, list[float]] = {m: [] for m in names}
     errors: list[float] = []
-    spent = {m: 0.0 for m in SUSTAINED}
+    spent = {m: 0.0 for m in names}
     for _ in range(rounds):
-        for name in SUSTAINED:
+        for name in names:
             stop = time.monotonic() + seconds / rounds
             t0 = time.perf_counter()
             threads = [threading.Thread(target=workers[name], args=(i, stop, times[name], errors))
@@ -436,14 +493,15 @@ def sustained_load(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list
                 t.join()
             spent[name] += time.perf_counter() - t0
     return {"clients": clients, "times": times, "errors": len(errors),
-            "rate": {m: len(times[m]) / spent[m] for m in SUSTAINED}}
+            "rate": {m: len(times[m]) / spent[m] for m in names}, "load": load_avg()}
 
 
 OPEN_SENDERS = 32  # threads of the open-loop phase: more than the server's, so a send is never late for want of one
 
 
 def open_loop(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str], qvecs: np.ndarray,
-              matrix: np.ndarray, k: int, rate: float, seconds: float, seed: int = 11) -> dict:
+              matrix: np.ndarray, k: int, rate: float, seconds: float, seed: int = 11,
+              before_url: str | None = None) -> dict:
     """Sustained load, open loop: recalls arrive at ``rate`` per second (a Poisson process of a fixed
     seed) for ``seconds``, whether or not the earlier ones were answered, as independent agents'
     recalls do. Each latency runs from the request's scheduled send time to its answer, so a
@@ -501,16 +559,18 @@ def open_loop(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str]
             t.join()
         return lat, errors, late, time.perf_counter() - start
 
-    @contextmanager
-    def http_sender():
-        with httpx.Client(base_url=url, trust_env=False, timeout=60.0,
-                          headers={"content-type": "application/json", **auth}) as client:
-            def call(i: int) -> bool:
-                try:
-                    return client.post("/v1/recall", content=bodies[i % len(bodies)]).status_code == 200
-                except httpx.HTTPError:
-                    return False
-            yield call
+    def http_sender(target: str):
+        @contextmanager
+        def make():
+            with httpx.Client(base_url=target, trust_env=False, timeout=60.0,
+                              headers={"content-type": "application/json", **auth}) as client:
+                def call(i: int) -> bool:
+                    try:
+                        return client.post("/v1/recall", content=bodies[i % len(bodies)]).status_code == 200
+                    except httpx.HTTPError:
+                        return False
+                yield call
+        return make
 
     # one product at a time, as the index computes them (under its lock): many threads calling
     # numpy's threaded BLAS at once in this process thrash, and the floor would not be one
@@ -529,10 +589,14 @@ def open_loop(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str]
         return make
 
     out: dict = {"rate": rate, "seconds": seconds, "sent": len(offsets), "times": {}, "errors": {}, "late": {}}
-    for name, send in (("http", http_sender), ("floor", floor_sender(False)), ("emb+floor", floor_sender(True))):
+    senders = [("http", http_sender(url)), ("floor", floor_sender(False)), ("emb+floor", floor_sender(True))]
+    if before_url:
+        senders.insert(1, (BEFORE, http_sender(before_url)))
+    for name, send in senders:
         time.sleep(0.5)  # the previous method's threads go idle
         lat, errors, late, spent = run(send)
         out["times"][name], out["errors"][name], out["late"][name] = lat, errors, late
+    out["load"] = load_avg()
     return out
 
 
@@ -576,6 +640,31 @@ def profile_wsgi(result: dict, count: int = 30) -> None:
     print("\n".join(line for line in s.getvalue().splitlines() if line.strip())[:6000])
 
 
+def print_before(results: list[dict], ref: str) -> None:
+    """This checkout's HTTP recall beside the --before ref's, in each phase of the same run."""
+    print(f"\nThis checkout vs --before {ref}: HTTP recall, same run (sparse: interleaved query by query; load"
+          " phases: alternating, the same arrivals); ratio = this / before; load: the 1-minute load average")
+    print(f"{'N':>8} | {'phase':>16} | {'this p50':>8} {'p99':>8} | {'before p50':>10} {'p99':>8} |"
+          f" {'ratio p50':>9} {'p99':>6} | {'load':>16} | {'same hits':>9}")
+
+    def row(n: int, phase: str, this: list[float], old: list[float], load: str, same: str = "") -> None:
+        t50, t99, b50, b99 = pct(this, 50), pct(this, 99), pct(old, 50), pct(old, 99)
+        print(f"{n:>8} | {phase:>16} | {fmt(t50)} {fmt(t99)} | {fmt(b50):>10} {fmt(b99)} | {t50 / b50:9.2f}"
+              f" {t99 / b99:6.2f} | {load:>16} | {same:>9}")
+
+    for r in results:
+        t = r["times"]
+        row(r["n"], "sparse", t["http"], t[BEFORE], r["sparse_load"], f"{r['same_before']}/{r['compared']}")
+        sus = r["sustained"]
+        if sus and BEFORE in sus["times"]:
+            rate = sus["rate"]
+            row(r["n"], f"closed {sus['clients']} cl.", sus["times"]["http"], sus["times"][BEFORE], sus["load"])
+            print(f"{'':>8} | {'':>16} | req/s {rate['http']:.1f} (this) vs {rate[BEFORE]:.1f} (before)")
+        for o in r.get("offered") or ():
+            if BEFORE in o["times"]:
+                row(r["n"], f"open {o['fraction']:.0%} {o['rate']:.0f}/s", o["times"]["http"], o["times"][BEFORE], o["load"])
+
+
 def fmt(x: float) -> str:
     return f"{x:8.2f}"
 
@@ -597,6 +686,8 @@ def main() -> None:
     parser.add_argument("--load-seconds", type=float, default=20.0, help="length of each open-loop run per method")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--before", default="none",
+                        help="a git ref whose server runs beside this checkout's on the same data ('none': no second server)")
     parser.add_argument("--embedder", choices=("minilm", "e5"), default="minilm",
                         help="the server's and the in-process embedder (the lessons' vectors too)")
     args = parser.parse_args()
@@ -626,6 +717,10 @@ def main() -> None:
         print(f"setup: model load + {len(bases)} base embeddings: {time.perf_counter() - t0:.1f} s; data dir {tmp}",
               flush=True)
         queries = make_queries(args.queries, random.Random(args.seed + 1))
+        before = None
+        if args.before != "none":
+            before = Path(tmp) / "before-code"
+            print(f"--before: {export_before(args.before, before)}, exported to {before}", flush=True)
         seeder = Seeder(deps, tenant.tenant_id, bases, base_vecs, args.seed + 2)
         results = []
         for n in sizes:
@@ -637,7 +732,7 @@ def main() -> None:
                   f"{seeder.put_rate:.0f}/s", flush=True)
             t0 = time.perf_counter()
             res = measure_size(n, deps, tenant.tenant_id, key, queries, tmp, args.warmup, args.max_seconds,
-                               args.clients, args.seconds, loads, args.load_seconds)
+                               args.clients, args.seconds, loads, args.load_seconds, before)
             res["index_memory"] = index_memory(tmp, tenant.tenant_id, deps.embedder.dim)
             print(f"measured N={n}: {time.perf_counter() - t0:.1f} s", flush=True)
             results.append(res)
@@ -689,6 +784,9 @@ def main() -> None:
                           f" {fmt(pct(t['http'], 99))} {o['errors']['http']:>6} {o['late']['http']:>5} |"
                           f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {fmt(e50):>13} {fmt(pct(t['emb+floor'], 99))} |"
                           f" {h50 / f50:14.2f} | {h50 / e50:20.2f}")
+
+        if before is not None:
+            print_before(results, args.before)
 
         print("\nWhere the time goes, p50 ms (p99 in brackets)")
         print(f"{'N':>8} | {'embed':>15} | {'floor':>15} | {'index.search':>15} | {'svc-no-embed':>15} |"

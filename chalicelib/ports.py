@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 if TYPE_CHECKING:  # types of annotations only: the DynamoDB stores import this module on the first request
     import numpy as np
 
-    from .domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory
+    from .domain.models import Candidate, Event, Experience, ExperienceStatus, Tenant, Trajectory
     from .domain.review import Review
     from .domain.vectors import Vector
 
@@ -130,6 +130,10 @@ class ExperienceStore(Protocol):
 
     def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Experience]:
         """The ones that exist in this tenant, by id."""
+
+    def recall_candidates(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Candidate]:
+        """``Candidate.of`` each of the ones that exist in this tenant, by id: what recall ranks
+        them by, without the rest of each lesson unless the store read it anyway (``whole``)."""
 
     def list(
         self,

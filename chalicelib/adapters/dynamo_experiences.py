@@ -12,7 +12,7 @@ from itertools import islice
 from typing import Any, Sequence
 
 from ..domain.errors import NotFound, PayloadTooLarge
-from ..domain.models import Experience, ExperienceStatus
+from ..domain.models import Candidate, Experience, ExperienceStatus
 from ..ports import Page
 from .codec import experience_from_doc, to_doc
 from .cursors import encode_cursor
@@ -83,6 +83,10 @@ class DynamoExperienceStore:
         with boundary("get_many experiences"):
             found = [self._experience(i) for i in self.Item.batch_get(keys, consistent_read=True)]
         return {e.experience_id: e for e in found}
+
+    def recall_candidates(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Candidate]:
+        # an item is one attribute of JSON: the whole lesson is read anyway, and kept for the hits
+        return {i: Candidate.of(e) for i, e in self.get_many(tenant_id, ids).items()}
 
     def list(
         self,

@@ -28,9 +28,12 @@ _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a 
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float32)
 # postings whose BM25 shares a partition keeps between writes, for the terms queries used first; a
-# write empties them. 8 bytes each: at most 16 MB per partition, and never more than 2/3 of what its
-# postings take (12 bytes each), as no term is kept twice
+# write empties them. 8 bytes each: at most 16 MB per partition
 _TERM_CACHE_POSTINGS = 1 << 21
+# a term held by at least this share of the rows keeps its shares as one vector over every row (4 bytes
+# a row, counted as half a posting; 0 where the term is not): added in one pass, where scattering each
+# share to its row costs several times more per share
+_DENSE_SHARE = 1 / 8
 _CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
 
 
@@ -183,7 +186,7 @@ class _Partition:
         self._len_norm: np.ndarray | None = None  # BM25's length normalisation per row, until a write
         # each term's rows and their share of the BM25 score, as a query made them, until a write: the
         # common words of queries are most of a search's arithmetic and come back in query after query
-        self._term_scores: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._term_scores: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
         self._term_postings = 0  # postings held in _term_scores, at most _TERM_CACHE_POSTINGS
         self.codes: dict[str, int] = {}
         self.total_len = 0  # an exact count of terms: it stays exact however rows come and go
@@ -328,8 +331,9 @@ class _Partition:
         if self._term_postings:
             self._term_scores, self._term_postings = {}, 0
 
-    def _term_score(self, term: str, len_norm: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """(rows, their BM25 score for the term) of the live rows holding it, or None."""
+    def _term_score(self, term: str, len_norm: np.ndarray) -> tuple[np.ndarray | None, np.ndarray] | None:
+        """(rows, their BM25 score for the term) of the live rows holding it, or None; (None, the
+        score of every row, 0 where the term is not) for a term that many rows hold."""
         cached = self._term_scores.get(term)
         if cached is not None:
             return cached
@@ -338,10 +342,17 @@ class _Partition:
             return None
         rows, tfs = found
         norm = tfs + len_norm[rows]
-        made = rows, idf(len(rows), self.live) * tfs * (self.bm25_params.k1 + 1) / norm
-        if self._term_postings + len(rows) <= _TERM_CACHE_POSTINGS:
+        shares = idf(len(rows), self.live) * tfs * (self.bm25_params.k1 + 1) / norm
+        made: tuple[np.ndarray | None, np.ndarray] = rows, shares
+        size = len(rows)
+        # dense only when it is kept: made for one query, it would cost more than the scatter it saves
+        if len(rows) >= self.n * _DENSE_SHARE and self._term_postings + self.n // 2 <= _TERM_CACHE_POSTINGS:
+            dense = np.zeros(self.n, dtype=shares.dtype)
+            dense[rows] = shares
+            made, size = (None, dense), self.n // 2
+        if self._term_postings + size <= _TERM_CACHE_POSTINGS:
             self._term_scores[term] = made
-            self._term_postings += len(rows)
+            self._term_postings += size
         return made
 
     def bm25(self, query: str) -> np.ndarray:
@@ -359,7 +370,10 @@ class _Partition:
             found = self._term_score(term, len_norm)
             if found is not None:
                 rows, share = found
-                scores[rows] += share
+                if rows is None:
+                    scores += share  # x + 0 is x: the rows without the term keep their score exactly
+                else:
+                    scores[rows] += share
         return scores
 
 

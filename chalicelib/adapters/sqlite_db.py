@@ -4,13 +4,18 @@ Durability: ``group_write`` (the ingest path: trajectory starts, appends, finali
 ``synchronous=FULL``, so what it acknowledged was fsynced and survives a power loss; ``write``
 commits with ``synchronous=NORMAL``, which survives a crash of the process (the WAL is in the
 OS's cache) and is made durable by the next ``group_write`` or checkpoint (the WAL is one file,
-synced as a whole).
+synced as a whole). ``write_soon`` (the recall ledger) is ``write`` when no other writer of the process
+holds the database, and otherwise never waits: its write is queued for the next ``group_write``,
+which commits it in its own transaction, or for a flusher thread shortly after; a process that
+dies before then loses it.
 """
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, TypeVar
@@ -91,9 +96,13 @@ def fast_dumps(obj: Any) -> str:
         return _ENCODER.encode(obj)
 
 
+log = logging.getLogger("hindsight.sqlite")
 T = TypeVar("T")
 # jobs one group commit takes at most: bounds the wait of the last one in the batch
 MAX_GROUP = 64
+# how long a write queued by ``write_soon`` waits for a group commit before the flusher commits it: the
+# window in which a crash loses it, and the flusher's batching of queued writes
+FLUSH_DELAY_SECONDS = 0.02
 
 
 class DatabaseBusy(Unavailable):
@@ -108,9 +117,10 @@ def _is_busy(exc: BaseException) -> bool:
 class SqliteDatabase:
     """Thread-local connections to one database file (or a shared in-memory database)."""
 
-    def __init__(self, path: str, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(self, path: str, busy_timeout_ms: int = 30_000, flush_delay: float = FLUSH_DELAY_SECONDS) -> None:
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
+        self.flush_delay = flush_delay
         self._local = threading.local()
         self._uri = path.startswith("file:")
         # Writers of this process queue here, woken as soon as the lock is free; SQLite's own busy
@@ -119,6 +129,9 @@ class SqliteDatabase:
         self._group = threading.Condition(threading.Lock())
         self._queue: list[_Job] = []
         self._leading = False
+        self._soon: list[Callable[[sqlite3.Connection], Any]] = []  # write_soon's queue
+        self._soon_ready = threading.Condition(threading.Lock())
+        self._flusher: threading.Thread | None = None
         conn = self.connection()
         self._migrate(conn)
         conn.executescript(SCHEMA)  # executescript manages its own transaction
@@ -166,22 +179,107 @@ class SqliteDatabase:
         write did not happen, and nothing about it is left half done."""
         conn = self.connection()
         with self._writer_lock():
-            self._synchronous(conn, "NORMAL")
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if _is_busy(exc):
-                    raise DatabaseBusy("the database is busy; retry shortly") from exc
-                raise
-            try:
+            with self._transaction(conn):
                 yield conn
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if _is_busy(exc):
-                    raise DatabaseBusy("the database is busy; retry shortly") from exc
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """``write``'s transaction, the writer lock held."""
+        self._synchronous(conn, "NORMAL")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise DatabaseBusy("the database is busy; retry shortly") from exc
+            raise
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if _is_busy(exc):
+                raise DatabaseBusy("the database is busy; retry shortly") from exc
+            raise
+
+    def write_soon(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
+        """``fn(conn)`` in a write transaction, as ``write`` runs it, when no other writer of this
+        process holds the database; otherwise queued without waiting (a group commit holds the lock
+        through its fsync): the next ``group_write`` runs it in its own transaction, before its jobs,
+        or the flusher thread commits it within ``flush_delay`` seconds. So whatever a group commit
+        acknowledges after this call returns is committed, and fsynced, with it; a queued write is
+        lost only if the process dies before either. ``flush_soon`` commits the queue now (a
+        reader that must see the writes calls it first). ``fn`` may run on another thread: it may
+        touch only ``conn`` and its own objects."""
+        if self._writer.acquire(blocking=False):
+            try:
+                conn = self.connection()
+                with self._transaction(conn):
+                    fn(conn)
+            finally:
+                self._writer.release()
+            return
+        with self._soon_ready:
+            self._soon.append(fn)
+            if self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush_loop, name="hindsight-sqlite-flush", daemon=True)
+                self._flusher.start()
+            self._soon_ready.notify()
+
+    def flush_soon(self) -> None:
+        """Commit what ``write_soon`` queued, now (nothing to do when nothing is queued)."""
+        if not self._soon:
+            return
+        conn = self.connection()
+        # the lock first, then the queue: a group commit after this one finds the writes committed
+        # before it, or takes them itself
+        with self._writer_lock():
+            soon = self._take_soon()
+            if not soon:
+                return
+            try:
+                with self._transaction(conn):
+                    self._run_soon(conn, soon)
+            except BaseException:
+                self._requeue_soon(soon)
                 raise
+
+    def _flush_loop(self) -> None:
+        while True:
+            with self._soon_ready:
+                while not self._soon:
+                    self._soon_ready.wait()
+            time.sleep(self.flush_delay)  # a group commit may take them meanwhile; more may come
+            try:
+                self.flush_soon()
+            except Exception:  # kept queued: the next commit or round takes them
+                log.exception("queued writes not committed; retrying")
+                time.sleep(1.0)
+
+    def _take_soon(self) -> list[Callable[[sqlite3.Connection], Any]]:
+        with self._soon_ready:
+            soon, self._soon = self._soon, []
+        return soon
+
+    def _requeue_soon(self, soon: list[Callable[[sqlite3.Connection], Any]]) -> None:
+        if soon:
+            with self._soon_ready:
+                self._soon[:0] = soon
+                self._soon_ready.notify()
+
+    @staticmethod
+    def _run_soon(conn: sqlite3.Connection, soon: list[Callable[[sqlite3.Connection], Any]]) -> None:
+        """Each queued write in a savepoint: one that fails is dropped (and logged) alone."""
+        for fn in soon:
+            conn.execute("SAVEPOINT soon")
+            try:
+                fn(conn)
+            except Exception:
+                if not conn.in_transaction:
+                    raise
+                conn.execute("ROLLBACK TO soon")
+                log.exception("a queued write failed; dropped")
+            conn.execute("RELEASE soon")
 
     def group_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` in a write transaction shared with the writes queued meanwhile, and
@@ -220,11 +318,14 @@ class SqliteDatabase:
 
     def _commit(self, batch: list["_Job"]) -> None:
         conn = self.connection()
+        soon: list[Callable[[sqlite3.Connection], Any]] = []
         try:
             with self._writer_lock():
                 self._synchronous(conn, "FULL")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
+                    soon = self._take_soon()  # write_soon's queue, under the lock: see flush_soon
+                    self._run_soon(conn, soon)
                     for job in batch:
                         conn.execute("SAVEPOINT job")
                         try:
@@ -241,6 +342,7 @@ class SqliteDatabase:
                         conn.execute("ROLLBACK")
                     raise
         except BaseException as exc:  # nothing of the batch was committed: every job fails
+            self._requeue_soon(soon)  # queued writes are not a job's: the next commit takes them
             for job in batch:
                 job.result = None
                 if _is_busy(exc):

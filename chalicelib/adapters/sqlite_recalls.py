@@ -19,13 +19,18 @@ class SqliteRecallLedger:
         self.db = db
 
     def record(self, served: ServedRecall) -> None:
-        with self.db.write() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO recalls(tenant_id, recall_id, expires_us, doc) VALUES (?,?,?,?)",
-                (served.tenant_id, served.recall_id, to_us(served.expires_at), _doc(served)),
-            )
+        """Written by ``write_soon``: a recall never waits behind an ingest's group commit and its
+        fsync. A served recall is read only by the review of a trajectory that attached its id in a
+        ``recall`` event, and that event's group commit commits every row queued before it; a crash
+        can lose only rows no acknowledged event named yet (at most ``flush_delay`` old), and a
+        lost row costs the credit of one recall's lessons, never an answer or an event."""
+        row = (served.tenant_id, served.recall_id, to_us(served.expires_at), _doc(served))
+        self.db.write_soon(
+            lambda conn: conn.execute("INSERT OR IGNORE INTO recalls(tenant_id, recall_id, expires_us, doc) VALUES (?,?,?,?)", row)
+        )
 
     def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
+        self.db.flush_soon()  # a row still queued is read too
         ids = list(dict.fromkeys(recall_ids))
         out: dict[str, ServedRecall] = {}
         conn = self.db.read()
@@ -60,6 +65,7 @@ class SqliteRecallLedger:
         return row is not None
 
     def purge_expired(self, now: datetime) -> int:
+        self.db.flush_soon()
         with self.db.write() as conn:
             n = conn.execute("DELETE FROM recalls WHERE expires_us<=?", (to_us(now),)).rowcount
             return n + conn.execute("DELETE FROM credits WHERE expires_us<=?", (to_us(now),)).rowcount

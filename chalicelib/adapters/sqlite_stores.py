@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import Sequence
 
 from ..domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
-from ..domain.models import Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
+from ..domain.models import Candidate, Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
 from ..ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob
 from ..domain.anomaly import CONTEXT, seq_windows
 from .fair_claim import in_turns
@@ -281,6 +281,25 @@ class SqliteTrajectoryStore:
         return _count_by_status(self.db, "trajectories", tenant_id)
 
 
+_CANDIDATE_PATHS = ("experience_id", "status", "agent_id", "user_id", "tools", "tags", "task_type", "intent", "anchors",
+                    "freshness", "renewed_at", "utility", "confidence", "advice", "fingerprint")
+_CANDIDATE_FIELDS = "json_extract(doc, " + ", ".join(f"'$.{name}'" for name in _CANDIDATE_PATHS) + ")"
+_DEFAULTS = {f.name: f.default for f in fields(Experience)}  # of the scalars a doc written before them lacks
+
+
+def _candidate(tenant_id: str, values: list) -> Candidate:
+    """A ``Candidate`` of the values of ``_CANDIDATE_PATHS`` (null where a doc lacks one)."""
+    (experience_id, status, agent_id, user_id, tools, tags, task_type, intent, anchors, freshness, renewed_at,
+     utility, confidence, advice, fingerprint) = values
+    return Candidate(
+        tenant_id, experience_id, ExperienceStatus._value2member_map_.get(status) or ExperienceStatus(status),
+        agent_id, user_id, tools or [], tags or [], task_type, intent, anchors or [],
+        _DEFAULTS["freshness"] if freshness is None else freshness, datetime.fromisoformat(renewed_at),
+        _DEFAULTS["utility"] if utility is None else utility,
+        _DEFAULTS["confidence"] if confidence is None else confidence, advice, fingerprint,
+    )
+
+
 class SqliteExperienceStore:
     def __init__(self, db: SqliteDatabase) -> None:
         self.db = db
@@ -323,6 +342,24 @@ class SqliteExperienceStore:
             ):
                 exp = experience_from_doc(json.loads(row["doc"]))
                 out[exp.experience_id] = exp
+        return out
+
+    def recall_candidates(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Candidate]:
+        # the fields out of the doc by SQLite's JSON parser, in one array: decoding every doc whole
+        # (examples, literals, history...) and building each lesson was most of a recall's time
+        # outside the embedding and the search
+        out: dict[str, Candidate] = {}
+        ids = list(dict.fromkeys(ids))
+        conn = self.db.read()
+        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(
+                f"SELECT {_CANDIDATE_FIELDS} FROM experiences WHERE tenant_id=? AND experience_id IN ({marks})",
+                (tenant_id, *chunk),
+            ):
+                c = _candidate(tenant_id, json.loads(row[0]))
+                out[c.experience_id] = c
         return out
 
     def list(

@@ -341,6 +341,43 @@ def match_keys(values: Iterable[str | None]) -> set[str]:
     return {k for k in map(match_key, values) if k}
 
 
+@dataclass(slots=True)
+class Candidate:
+    """What recall ranks a lesson by (``scoring.recall_score``) and tells duplicates apart by
+    (``recall._distinct``): read for each of a recall's candidates, where the whole lesson is read
+    only for the handful it returns. ``whole``: the whole lesson, when the store read it anyway."""
+
+    tenant_id: str
+    experience_id: str
+    status: ExperienceStatus
+    agent_id: str | None
+    user_id: str | None
+    tools: list[str]
+    tags: list[str]
+    task_type: str | None
+    intent: str | None
+    anchors: list[str]
+    freshness: float
+    renewed_at: datetime
+    utility: float
+    confidence: float
+    advice: str
+    fingerprint: str | None
+    whole: Experience | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.tenant_id, self.agent_id, self.user_id)
+
+    @classmethod
+    def of(cls, exp: Experience, keep_whole: bool = True) -> "Candidate":
+        return cls(
+            exp.tenant_id, exp.experience_id, exp.status, exp.agent_id, exp.user_id, exp.tools, exp.tags, exp.task_type,
+            exp.intent, exp.anchors, exp.freshness, exp.renewed_at, exp.utility, exp.confidence, exp.advice,
+            exp.fingerprint, exp if keep_whole else None,
+        )
+
+
 @dataclass(frozen=True)
 class RecallQuery:
     tenant_id: str

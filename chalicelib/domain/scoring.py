@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from .generalize import names
-from .models import Experience, ExperienceStatus, Explanation, RecallQuery, Signal, match_key, match_keys
+from .models import Candidate, Experience, ExperienceStatus, Explanation, RecallQuery, Signal, match_key, match_keys
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class ScoringWeights:
     # look-alike lessons share.
     lexical_untooled: float | None = None
 
-    def lexical_for(self, exp: Experience) -> float:
+    def lexical_for(self, exp: Experience | Candidate) -> float:
         return self.lexical if exp.tools or self.lexical_untooled is None else self.lexical_untooled
 
 
@@ -46,7 +46,7 @@ def freshness_at(renewed_at: datetime, now: datetime, half_life_days: float) -> 
     return 0.5 ** (age_days / half_life_days)
 
 
-def current_freshness(exp: Experience, now: datetime, half_life_days: float) -> float:
+def current_freshness(exp: Experience | Candidate, now: datetime, half_life_days: float) -> float:
     """The one freshness of a lesson at ``now``: what a read shows, recall scores and stats counts.
 
     The stored value is the freshness as of the last write that set it (a decay, feedback, a
@@ -143,7 +143,7 @@ def _query_keys(values: Iterable[str | None]) -> frozenset[str] | set[str]:
     return _cached_keys(values) if isinstance(values, tuple) else match_keys(values)
 
 
-def tag_match(exp: Experience, query: RecallQuery) -> Match:
+def tag_match(exp: Experience | Candidate, query: RecallQuery) -> Match:
     """How well the lesson's tools, tags, task type, intent and anchors fit the query, in [0, 1].
 
     Only what the query names counts, and the anchors: literal values every task the lesson was
@@ -152,11 +152,13 @@ def tag_match(exp: Experience, query: RecallQuery) -> Match:
     """
     parts: list[float] = []
     q_tools, e_tools = _query_keys(query.tools), match_keys(exp.tools)
-    matched_tools = tuple(sorted(q_tools & e_tools))
+    common = q_tools & e_tools
+    matched_tools = tuple(sorted(common)) if common else ()
     if q_tools and e_tools:
         parts.append(len(matched_tools) / len(e_tools))
     q_tags, e_tags = _query_keys(query.tags), match_keys(exp.tags)
-    matched_tags = tuple(sorted(q_tags & e_tags))
+    common = q_tags & e_tags
+    matched_tags = tuple(sorted(common)) if common else ()
     if q_tags and e_tags:
         parts.append(len(matched_tags) / len(q_tags))
     task_match = None
@@ -172,7 +174,7 @@ def tag_match(exp: Experience, query: RecallQuery) -> Match:
 
 
 def _scored(
-    exp: Experience, similarity: float, query: RecallQuery, now: datetime, weights: ScoringWeights, policy: DecayPolicy,
+    exp: Experience | Candidate, similarity: float, query: RecallQuery, now: datetime, weights: ScoringWeights, policy: DecayPolicy,
     lexical: float,
 ) -> tuple[float, float, Match, float]:
     """The recall score and what explains it: (score, semantic part, tag match, freshness)."""
@@ -180,22 +182,21 @@ def _scored(
     match = tag_match(exp, query)
     tags = match.score
     freshness = current_freshness(exp, now, policy.half_life_days)
-    parts = {
-        "semantic": (weights.semantic, semantic),
-        "lexical": (weights.lexical_for(exp), lexical),
-        "freshness": (weights.freshness, freshness),
-        "utility": (weights.utility, exp.utility),
-        "confidence": (weights.confidence, exp.confidence),
-    }
-    if tags is not None:
-        parts["tag_match"] = (weights.tag_match, tags)
-    total_weight = sum(w for w, _ in parts.values())
-    score = sum(w * v for w, v in parts.values()) / total_weight if total_weight else 0.0
+    # the weighted mean of the parts, each sum taken left to right in this order (semantic, lexical,
+    # freshness, utility, confidence, tag match): written out, it runs for every candidate of a recall
+    w_lexical = weights.lexical_for(exp)
+    total_weight = weights.semantic + w_lexical + weights.freshness + weights.utility + weights.confidence
+    total = (weights.semantic * semantic + w_lexical * lexical + weights.freshness * freshness
+             + weights.utility * exp.utility + weights.confidence * exp.confidence)
+    if tags is not None:  # nothing to compare: the part is left out, not counted as 0
+        total_weight += weights.tag_match
+        total += weights.tag_match * tags
+    score = total / total_weight if total_weight else 0.0
     return round(score, 4), semantic, match, freshness
 
 
 def recall_score(
-    exp: Experience,
+    exp: Experience | Candidate,
     similarity: float,
     query: RecallQuery,
     now: datetime,
@@ -203,8 +204,8 @@ def recall_score(
     policy: DecayPolicy,
     lexical: float = 0.0,
 ) -> float:
-    """``score_hit``'s score without its explanation: recall ranks every candidate and explains
-    only the handful it returns."""
+    """``score_hit``'s score without its explanation: recall ranks every candidate (a ``Candidate``
+    holds what it reads) and explains only the handful it returns."""
     return _scored(exp, similarity, query, now, weights, policy, lexical)[0]
 
 

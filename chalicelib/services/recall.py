@@ -11,7 +11,7 @@ from typing import Sequence
 
 from ..domain.advice import render_advice
 from ..domain.lexical import scaled
-from ..domain.models import Experience, ExperienceStatus, Hit, RecallQuery
+from ..domain.models import Candidate, Experience, ExperienceStatus, Hit, RecallQuery
 from ..domain.negation import split_negation
 from ..domain.scoring import as_seen_at, recall_score, score_hit
 from ..domain.vectors import rebased
@@ -74,7 +74,7 @@ def recall(
     k = max(deps.recall_candidates, q.top_k * 4)
     semantic, lexical = deps.index.hybrid_search(q.tenant_id, vector, text, flt, k)
     lexical = scaled(lexical, deps.lexical_fusion, deps.lexical_half)
-    stored = deps.experiences.get_many(q.tenant_id, list(semantic))
+    stored = deps.experiences.recall_candidates(q.tenant_id, list(semantic))
     now = deps.clock.now()
     # every candidate is ranked by its score; only those returned are explained (score_hit)
     ranked: list[Ranked] = []
@@ -89,14 +89,43 @@ def recall(
             ranked.append((score, exp, cosine, words))
     ranked.sort(key=lambda r: (-r[0], r[1].experience_id))
     if deps.recall_late_weight > 0 and hasattr(deps.embedder, "token_vectors"):
-        ranked = late_interaction(deps, q, ranked)
+        ranked = late_interaction(deps, q, _with_whole(deps, q, ranked, deps.recall_late_candidates))
+    chosen = _distinct(ranked, q.top_k)
+    wholes = _wholes(deps, q.tenant_id, [r[1] for r in chosen])
     hits: list[Hit] = []
     # only the lessons served are copied as seen now (ranking and _distinct read no freshness)
-    for score, exp, cosine, words in _distinct(ranked, q.top_k):
+    for score, candidate, cosine, words in chosen:
+        exp = wholes.get(candidate.experience_id)
+        if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
+            continue  # forgotten (or moved) between the two reads: left out, as a recall after the change would
         # the ranking's score (equal to the explained one unless late interaction moved it)
         _, explanation = score_hit(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
         hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), score, explanation))
     return hits, render_advice(hits, deps.advice_max_items)
+
+
+def _wholes(deps: Deps, tenant_id: str, items: Sequence[Experience | Candidate]) -> dict[str, Experience]:
+    """The whole lessons of ranked candidates, by id: read from the store for those that hold only
+    what ranking needs."""
+    out: dict[str, Experience] = {}
+    missing: list[str] = []
+    for item in items:
+        whole = item if isinstance(item, Experience) else item.whole
+        if whole is None:
+            missing.append(item.experience_id)
+        else:
+            out[item.experience_id] = whole
+    if missing:
+        out.update(deps.experiences.get_many(tenant_id, missing))
+    return out
+
+
+def _with_whole(deps: Deps, q: RecallQuery, ranked: list[Ranked], count: int) -> list[Ranked]:
+    """``ranked`` with its first ``count`` candidates as whole lessons (late interaction reads their
+    texts); one no longer stored is left out."""
+    head, tail = ranked[:count], ranked[count:]
+    wholes = _wholes(deps, q.tenant_id, [r[1] for r in head])
+    return [(r[0], wholes[r[1].experience_id], *r[2:]) for r in head if r[1].experience_id in wholes] + tail
 
 
 def late_text(exp: Experience, which: str) -> str:
@@ -108,7 +137,7 @@ def late_text(exp: Experience, which: str) -> str:
     return exp.embedding_text()
 
 
-Ranked = tuple[float, Experience, float, float]  # (score, lesson, cosine, lexical)
+Ranked = tuple[float, "Experience | Candidate", float, float]  # (score, lesson, cosine, lexical)
 
 
 def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked]) -> list[Ranked]:

@@ -121,10 +121,16 @@ def check(index: NumpyVectorIndex, tenants: dict[str, dict[str, IndexEntry]], rn
             assert (list(semantic.items()), list(lexical.items())) == tuple(list(d.items()) for d in parts)
 
 
-# each term's BM25 shares kept between writes: for every term, or for some (a budget of 40 postings)
-@pytest.mark.parametrize("seed, term_cache", [(1, numpy_index._TERM_CACHE_POSTINGS), (2, 40)])
-def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_path, monkeypatch, seed, term_cache):
+# each term's BM25 shares kept between writes: for every term, or for some (a budget of 40 postings);
+# those of the terms many rows hold as a vector over every row (all of them: a share of 0)
+@pytest.mark.parametrize("seed, term_cache, dense_share", [
+    (1, numpy_index._TERM_CACHE_POSTINGS, numpy_index._DENSE_SHARE), (2, 40, numpy_index._DENSE_SHARE),
+    (3, numpy_index._TERM_CACHE_POSTINGS, 0.0),
+])
+def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_path, monkeypatch, seed, term_cache,
+                                                                           dense_share):
     monkeypatch.setattr(numpy_index, "_TERM_CACHE_POSTINGS", term_cache)
+    monkeypatch.setattr(numpy_index, "_DENSE_SHARE", dense_share)
     monkeypatch.setattr(numpy_index._Postings, "REBUILD_MIN", 16)  # rebuilds, stale and recent rows all happen
     monkeypatch.setattr(numpy_index, "_ROWS_PER_THREAD", 8)  # the product split in blocks
     monkeypatch.setattr(numpy_index, "_GATHER_ROWS", 5)  # a filter's rows copied a few at a time

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from chalicelib.domain.errors import InvalidInput, NotFound
-from chalicelib.domain.models import Experience, ExperienceStatus, Source
+from chalicelib.domain.models import Candidate, Experience, ExperienceStatus, Source
 
 from .conftest import T0
 
@@ -143,6 +143,25 @@ def test_get_many_includes_experiences_that_are_not_active(experience_store):
     experience_store.put(exp("x1", status=ARCHIVED))
     experience_store.put(exp("x2", status=FORGOTTEN))
     assert set(experience_store.get_many("t1", ["x1", "x2"])) == {"x1", "x2"}
+
+
+def test_recall_candidates_hold_what_recall_ranks_by_of_the_ones_that_exist_in_the_tenant(experience_store):
+    rich = exp("x1", tags=["db"], task_type="ops", tools=["psql", "pg_dump"], intent="back up", anchors=["main"],
+               agent_id="a1", user_id="u1", confidence=0.75, freshness=0.5, utility=0.625, status=ARCHIVED,
+               fingerprint="fp-1", advice="dump \u00e9 before \"migrating\"", renewed_at=T0 + timedelta(microseconds=7),
+               examples=["an example"], history=[{"event": "restored"}])
+    plain = exp("x2")
+    for e in (rich, plain, exp("x1", tenant_id="t2", advice="another tenant's")):
+        experience_store.put(e)
+    got = experience_store.recall_candidates("t1", ["x1", "missing", "x2", "x1"])
+    assert set(got) == {"x1", "x2"}
+    for e in (rich, plain):
+        candidate = got[e.experience_id]
+        assert candidate.whole in (None, e)  # the whole lesson only when the store read it anyway
+        candidate.whole = None
+        assert candidate == Candidate.of(e, keep_whole=False)
+    assert experience_store.recall_candidates("t2", ["x1"])["x1"].advice == "another tenant's"
+    assert experience_store.recall_candidates("t1", []) == {}
 
 
 # --- list ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.domain.lexical import Bm25Params, idf, terms
-from chalicelib.domain.models import Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, ReviewSummary, match_key, match_keys
+from chalicelib.domain.models import Candidate, Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, ReviewSummary, match_key, match_keys
 from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
 from chalicelib.services.deps import Deps, policies
 from chalicelib.settings import Settings
@@ -239,6 +239,9 @@ class InMemoryExperienceStore:
             return {
                 i: copy.deepcopy(self._exps[(tenant_id, i)]) for i in dict.fromkeys(ids) if (tenant_id, i) in self._exps
             }
+
+    def recall_candidates(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Candidate]:
+        return {i: Candidate.of(e) for i, e in self.get_many(tenant_id, ids).items()}
 
     def list(
         self,

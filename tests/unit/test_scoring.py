@@ -149,3 +149,33 @@ def test_a_querys_tools_and_tags_match_alike_as_a_tuple_or_a_list():
         by_list = tag_match(exp, RecallQuery(tenant_id="t1", query="q", tools=list(tools), tags=list(tags)))
         assert by_tuple == by_list
         assert set(by_tuple.tools) == {t.strip().lower() for t in tools} & {"get_weather", "ask_user", "geo.lookup"}
+
+
+def test_the_score_is_the_weighted_mean_of_its_parts_to_the_last_bit():
+    """Random lessons and queries: the score is the mean of the parts weighed by their weights (the
+    tag match left out when there is nothing to compare), summed in the parts' order, rounded."""
+    import random
+
+    from chalicelib.domain.scoring import current_freshness
+
+    rng = random.Random(3)
+    weights = replace(WEIGHTS, lexical_untooled=0.4)
+    for _ in range(300):
+        exp = experience(tools=rng.sample(["a", "b", "C "], rng.randint(0, 2)), tags=rng.sample(["x", "y"], rng.randint(0, 2)),
+                         task_type=rng.choice([None, "q", "Q"]), utility=rng.random(), confidence=rng.random(),
+                         freshness=rng.random(), renewed_at=T0 - timedelta(days=rng.uniform(0, 90)))
+        query = RecallQuery("t1", "q", tools=tuple(rng.sample(["a", "c"], rng.randint(0, 2))),
+                            tags=tuple(rng.sample(["x", "z"], rng.randint(0, 1))), task_type=rng.choice([None, "q"]))
+        similarity, lexical, now = rng.uniform(-0.2, 1.1), rng.random(), T0 + timedelta(days=rng.uniform(0, 9))
+        parts = [(weights.semantic, min(1.0, max(0.0, similarity))), (weights.lexical_for(exp), lexical),
+                 (weights.freshness, current_freshness(exp, now, POLICY.half_life_days)),
+                 (weights.utility, exp.utility), (weights.confidence, exp.confidence)]
+        tags = tag_match(exp, query).score
+        if tags is not None:
+            parts.append((weights.tag_match, tags))
+        total = total_weight = 0.0
+        for w, v in parts:  # left to right (sum() of 3.12 compensates: not the same last bit)
+            total, total_weight = total + w * v, total_weight + w
+        want = round(total / total_weight, 4)
+        assert score_hit(exp, similarity, query, now, weights, POLICY, lexical=lexical)[0] == want
+        assert recall_score(exp, similarity, query, now, weights, POLICY, lexical=lexical) == want
