@@ -7,8 +7,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Collection, Mapping
 
-from .generalize import names, recurring_literals
+from .generalize import names, recurring_literals, without_examples
 from .lesson import TEXT_FIELDS, LessonDraft, without_kept, write
+from .lexical import terms
 from .models import Experience, ExperienceStatus, Source, Trajectory
 
 _GENERIC = re.compile(
@@ -135,7 +136,7 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
     confidence = min(0.95, existing.confidence + (1 - existing.confidence) * 0.2 * len(added))
     # Keep the more specific wording: the longer advice says more (names more of the fix).
     more_specific = (specialized and existing.support == 1) or len(new.advice) > len(existing.advice)
-    wording = new if more_specific else existing
+    wording, other = (new, existing) if more_specific else (existing, new)
     examples = _examples(existing.examples, new.examples)
     return replace(
         existing,
@@ -143,7 +144,7 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
         action=wording.action,
         result=wording.result,
         lesson=wording.lesson,
-        advice=wording.advice,
+        advice=advice_keeping(wording.advice, other.advice),
         sources=existing.sources + added,
         examples=examples,
         literals=recurring_literals(existing.literals, new.literals),
@@ -156,6 +157,48 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
         updated_at=now,
         version=existing.version + 1,
     )
+
+
+ANOTHER_TASK = " In another task: "
+MAX_FIXES = 3  # the fixes one advice keeps: the kept wording's and up to two more
+_QUOTED = re.compile(r'"[^"]*"')
+_VALUE = re.compile(r"(?:not )?a value like `[^`]*`")
+_NAME = re.compile(r"`([^`]*)`")
+NEW_WORDS = 0.5  # a quoted text of the other advice with more than this share of its words new says something new
+
+
+def advice_keeping(kept: str, other: str) -> str:
+    """The kept advice, and what the other advice of the same lesson says that it does not.
+
+    Two tasks merged into one lesson (the same tool failing the same way, the same kind of fix)
+    may have been fixed differently: other parameters passed, or another reason the agent read
+    in what it saw. The wording kept for the lesson must not drop the other task's fix, which is
+    exactly what a look-alike task needs: the other advice is added when it names a tool or
+    parameter the kept one does not, or quotes something (an agent's note, a user's words) whose
+    words are mostly new; what it quotes that the kept advice already says is not repeated.
+    """
+    if kept.count(ANOTHER_TASK) >= MAX_FIXES - 1 or other in kept:
+        return kept
+    known = set(terms(kept))
+    new_quotes = [q for q in _QUOTED.findall(other) if _mostly_new(q, known)]
+    if not new_quotes and not _fix_names(other) - _fix_names(kept):
+        return kept
+    again = _QUOTED.sub(lambda m: m[0] if m[0] in new_quotes else "(as above)", other)
+    return f"{kept}{ANOTHER_TASK}{again}"
+
+
+def _fix_names(advice: str) -> set[str]:
+    """The tools and parameters an advice names: what it quotes as code, less the example values
+    and the failing values (``a value like `x```) that differ from task to task."""
+    return {n.lower() for n in _NAME.findall(_VALUE.sub("", _QUOTED.sub("", without_examples(advice))))}
+
+
+_PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
+
+
+def _mostly_new(quote: str, known: set[str]) -> bool:
+    words = set(terms(_PLACEHOLDER.sub(" ", quote)))  # a placeholder names a role, not what was said
+    return bool(words) and len(words - known) > NEW_WORDS * len(words)
 
 
 CREDIBILITY = {Source.HUMAN: 3, Source.AGENT: 2, Source.SIMULATION: 1}

@@ -68,7 +68,7 @@ class _Context:
     def __init__(self, traj: Trajectory, events: Sequence[Event]) -> None:
         self.traj = traj
         self.events = events
-        self.values = trajectory_literals(events)
+        self.values = trajectory_literals(events, traj.goal)
 
     def task(self) -> Wording:
         kind = f" ({self.traj.task_type})" if self.traj.task_type else ""
