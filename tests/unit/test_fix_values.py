@@ -75,9 +75,9 @@ def test_a_rewritten_wording_keeps_the_rule_numbers():
 
 
 TRAY = ('Call `printer_status` before `print_job_submit` and pass what it returns as `source`: calling '
-        '`print_job_submit` first fails with "JOB_HELD: media mismatch". What showed it: "A3 sits in tray2 but the job goes to tray1."')
+        '`print_job_submit` first fails with "JOB_HELD: media mismatch". What showed it: "A3 sits in tray2 but the job goes to tray1.".')
 LETTER = ('Call `printer_status` before `print_job_submit` and pass what it returns as `fit_to_page`, `media_size`: calling '
-          '`print_job_submit` first fails with "JOB_HELD: media mismatch". What showed it: "No A4 on a US printer. Print on letter and scale."')
+          '`print_job_submit` first fails with "JOB_HELD: media mismatch". What showed it: "No A4 on a US printer. Print on letter and scale.".')
 
 
 def test_a_merge_keeps_the_other_tasks_fix_without_repeating_what_is_said():
@@ -85,7 +85,8 @@ def test_a_merge_keeps_the_other_tasks_fix_without_repeating_what_is_said():
     assert merged.startswith(LETTER) and merged.count(ANOTHER_TASK) == 1
     other = merged.split(ANOTHER_TASK)[1]
     assert "`source`" in other and "tray2" in other
-    assert "JOB_HELD" not in other and "fails with (as above)" in other  # the error is said once
+    assert "JOB_HELD" not in other and "fails with" not in other  # the failure is said once
+    assert other == 'Call `printer_status` before `print_job_submit` and pass what it returns as `source`: What showed it: "A3 sits in tray2 but the job goes to tray1.".'
 
 
 @pytest.mark.parametrize("other, why", [
@@ -104,10 +105,15 @@ def test_a_merge_adds_another_parameter_or_a_new_reason():
     assert ANOTHER_TASK in advice_keeping(LETTER, names_more)
     new_reason = LETTER.replace("No A4 on a US printer. Print on letter and scale.", "Fresh toner cartridge was never primed today.")
     assert ANOTHER_TASK in advice_keeping(LETTER, new_reason)
-    # example values differ from task to task: not a new fix
+    # values differ from task to task: not a new fix
     assert advice_keeping("When you call `pay`, set `amount` to a value like `19`.",
                           "When you call `pay`, set `amount` to a value like `25`.") == \
         "When you call `pay`, set `amount` to a value like `19`."
+    assert advice_keeping("When you call `sql`, in `query`, add `LIMIT 20` at the end.",
+                          "When you call `sql`, in `query`, add `LIMIT 200` at the end.") == \
+        "When you call `sql`, in `query`, add `LIMIT 20` at the end."
+    only_note = LETTER.replace("No A4 on a US printer. Print on letter and scale.", "The fork needs an approval first.")
+    assert advice_keeping(LETTER, only_note) == f'{LETTER}{ANOTHER_TASK}What showed it: "The fork needs an approval first.".'
 
 
 def test_an_advice_keeps_a_bounded_number_of_fixes():
