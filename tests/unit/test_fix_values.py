@@ -131,3 +131,27 @@ def test_merging_two_tasks_fixed_differently_keeps_both_fixes_and_the_merge_is_s
     three = experience(experience_id="x3", sources=["tr3"], advice=TRAY.replace("tray2", "tray3"),
                        tools=["print_job_submit", "printer_status"])
     assert merge_into(merged, three, T0 + timedelta(days=2)).advice == merged.advice  # nothing new: said once
+
+
+def test_a_tool_given_up_for_a_look_keeps_what_the_agent_made_of_the_look():
+    events = [
+        call("ils_renew", {"patron": "29110004412", "item": "31110009001"}, ok=False, error="RENEWAL_DENIED: not allowed"),
+        call("ils_item_get", {"item": "31110009001"}, result={"holds": 3, "copies": 2}),
+        said("Three people are waiting for it: tell the patron, offer the hold queue or another copy.", kind="llm_reasoning"),
+        call("ils_item_get", {"title": "The Overstory", "format": "ebook"}, result={"item": "E-4411"}),
+        said("Later: the ebook copy was free so the patron took that one instead today.", kind="llm_reasoning"),
+    ]
+    (lesson,) = [d for d in review_by_rules(traj(), events).lessons if d.kind == "recovery"]
+    assert lesson.advice.startswith("Use `ils_item_get` instead of `ils_renew`")
+    assert "hold queue or another copy" in lesson.advice and "ebook" not in lesson.advice  # up to the next call only
+
+
+def test_a_note_before_the_replacement_stays_the_one_kept():
+    events = [
+        call("pos_refund", {"check": "C-1", "item": "I-2"}, ok=False, error="NOT_PERMITTED: open check"),
+        said("The check is still open and unpaid, so void the item instead of refunding it.", kind="llm_reasoning"),
+        call("pos_item_void", {"check": "C-1", "item": "I-2"}, result={"voided": True}),
+        said("Voided the item; now tell the guest the total went down accordingly.", kind="llm_reasoning"),
+    ]
+    (lesson,) = [d for d in review_by_rules(traj(), events).lessons if d.kind == "recovery"]
+    assert "void the item instead of refunding" in lesson.advice and "tell the guest" not in lesson.advice
