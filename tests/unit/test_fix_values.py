@@ -24,8 +24,8 @@ def telescope_events():
         call("obs_schedule", {"scope": "T1", "ra": 210.8, "exposure_s": 300}, ok=False,
              error="SCHEDULE_REJECTED (E-214): target below horizon limit 30"),
         call("obs_resolve", {"coords": "210.80"}, result={"ra_hours": 14.0533, "alt_deg": 61.2}),
-        said("The target is at 61.2 degrees. RA was given in degrees: divide by 15, so 14.0533 h; 7 of 9 catalogues do.",
-             kind="llm_reasoning"),
+        said("The target is at 61.2 degrees. RA was given in degrees: divide by 15, so 14.0533 h; 7 of 9 catalogues do;"
+             " 12 frames over 2 nights still fit.", kind="llm_reasoning"),
         call("obs_schedule", {"scope": "T1", "ra": 14.0533, "exposure_s": 300}, result={"id": "EXP-20011"}),
         said("Frames look great, all 12.", kind="feedback", sentiment="positive"),
     ]
