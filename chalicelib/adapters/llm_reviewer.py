@@ -366,7 +366,7 @@ class LLMReviewer:
     def _drafts(self, traj: Trajectory, events: Sequence[Event], lessons: Sequence[LLMLesson]) -> list[LessonDraft]:
         known_tools = set(traj.tools) | {e.tool for e in events if e.tool}
         params = {k for e in events if e.is_tool_call for k in (e.content.get("params") or {})}
-        values = trajectory_literals(events)
+        values = trajectory_literals(events, traj.goal)
         excerpts = untrusted_texts(events)
         drafts = []
         for lesson in lessons:

@@ -7,8 +7,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Collection, Mapping
 
-from .generalize import names, recurring_literals
+from .generalize import names, recurring_literals, without_examples
 from .lesson import TEXT_FIELDS, LessonDraft, without_kept, write
+from .lexical import terms
 from .models import Experience, ExperienceStatus, Source, Trajectory
 
 _GENERIC = re.compile(
@@ -135,7 +136,7 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
     confidence = min(0.95, existing.confidence + (1 - existing.confidence) * 0.2 * len(added))
     # Keep the more specific wording: the longer advice says more (names more of the fix).
     more_specific = (specialized and existing.support == 1) or len(new.advice) > len(existing.advice)
-    wording = new if more_specific else existing
+    wording, other = (new, existing) if more_specific else (existing, new)
     examples = _examples(existing.examples, new.examples)
     return replace(
         existing,
@@ -143,7 +144,7 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
         action=wording.action,
         result=wording.result,
         lesson=wording.lesson,
-        advice=wording.advice,
+        advice=advice_keeping(wording.advice, other.advice),
         sources=existing.sources + added,
         examples=examples,
         literals=recurring_literals(existing.literals, new.literals),
@@ -156,6 +157,67 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
         updated_at=now,
         version=existing.version + 1,
     )
+
+
+ANOTHER_TASK = " In another task: "
+MAX_FIXES = 3  # the fixes one advice keeps: the kept wording's and up to two more
+_TOKEN = re.compile(r'`[^`]*`|"[^"]*"')  # a name or value as code, or a quotation: whichever opens first
+_VALUE = re.compile(r"(?:not )?a value like `[^`]*`")
+_CLAUSE_END = re.compile(r"(?<=[.:])\s+")
+_PLACEHOLDER = re.compile(r"<[a-z0-9_]+>")
+NEW_WORDS = 0.5  # a quotation of the other advice with more than this share of its words new says something new
+
+
+def advice_keeping(kept: str, other: str) -> str:
+    """The kept advice, and what the other advice of the same lesson says that it does not.
+
+    Two tasks merged into one lesson (the same tool failing the same way, the same kind of fix)
+    may have been fixed differently: other parameters passed, or another reason the agent read
+    in what it saw. The wording kept for the lesson must not drop the other task's fix, which is
+    exactly what a look-alike task needs: the clauses of the other advice that name a tool or
+    parameter the kept one does not, or quote something (an agent's note, a user's words) whose
+    words are mostly new, are added; what the kept advice already says is not repeated.
+    """
+    if kept.count(ANOTHER_TASK) >= MAX_FIXES - 1 or other in kept:
+        return kept
+    known = set(terms(kept))
+    new = [f"`{n}`" for n in _names(other) - _names(kept)]
+    new += [q for q in _quotations(other) if _mostly_new(q, known)]
+    clauses = _clauses(other)
+    says = [any(x in c for x in new) for c in clauses]
+    for i, c in enumerate(clauses[:-1]):  # a label ("What showed it:") goes with what it introduces
+        says[i] = says[i] or (says[i + 1] and c.endswith(":") and not _TOKEN.search(c))
+    added = " ".join(c for c, keep in zip(clauses, says) if keep)
+    if not added:
+        return kept
+    return f"{kept}{ANOTHER_TASK}{added[:-1] + '.' if added.endswith(':') else added}"
+
+
+def _quotations(text: str) -> list[str]:
+    return [m[0] for m in _TOKEN.finditer(text) if m[0].startswith('"')]
+
+
+def _names(advice: str) -> set[str]:
+    """The tools and parameters an advice names as code, less the values: the example and the
+    failing values (``a value like `x```), which differ from task to task, and any value with
+    spaces or quotes (`LIMIT 20`, `"Full Name"`)."""
+    text = _VALUE.sub("", without_examples(advice))
+    return {m[0][1:-1] for m in _TOKEN.finditer(text) if m[0].startswith("`") and not re.search(r"[\s\"']", m[0])}
+
+
+def _clauses(text: str) -> list[str]:
+    """The text cut after each colon or full stop outside a quotation or code."""
+    masked = _TOKEN.sub(lambda m: "\x00" * len(m[0]), text)
+    out, start = [], 0
+    for m in _CLAUSE_END.finditer(masked):
+        out.append(text[start:m.start()])
+        start = m.end()
+    return [c for c in (*out, text[start:]) if c.strip()]
+
+
+def _mostly_new(quote: str, known: set[str]) -> bool:
+    words = set(terms(_PLACEHOLDER.sub(" ", quote)))  # a placeholder names a role, not what was said
+    return bool(words) and len(words - known) > NEW_WORDS * len(words)
 
 
 CREDIBILITY = {Source.HUMAN: 3, Source.AGENT: 2, Source.SIMULATION: 1}

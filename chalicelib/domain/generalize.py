@@ -16,8 +16,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.I), "<id>"),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"), "<date>"),
-    (re.compile(r"(?<![\w.<])\d+(?:\.\d+)?(?![\d.])"), "<n>"),
 ]
+_NUMBER = re.compile(r"(?<![\w.<])\d+(?:\.\d+)?(?![\d.])")
 _PLACEHOLDER_NAME = re.compile(r"[^a-z0-9_]+")
 
 
@@ -34,6 +34,8 @@ class LiteralValues(dict):
     literals. Build it whole, then use it (the index is made on first use)."""
 
     _index: dict[str, list[int]] | None = None
+    # numbers that are rules, not instances (``rule_numbers``): kept as they are where written
+    constants: frozenset[float] = frozenset()
     _order: list[str]
     _always: list[int]  # literals without a word character: tried on every text
     _lengths: list[int]  # how many words the literals have
@@ -64,7 +66,8 @@ class LiteralValues(dict):
 
 
 def generalize(text: str, values: Mapping[str, str] | None = None) -> str:
-    """Replace known literal values (value -> placeholder) and then ids, urls, paths, dates, numbers."""
+    """Replace known literal values (value -> placeholder) and then ids, urls, paths, dates, numbers
+    (but the numbers ``values`` knows to be rules: ``LiteralValues.constants``)."""
     if values:
         literals = values if isinstance(values, LiteralValues) else LiteralValues(values)
         # longest first, so "New York City" wins over "York"
@@ -72,7 +75,24 @@ def generalize(text: str, values: Mapping[str, str] | None = None) -> str:
             text = _literal(literal).sub(values[literal], text)
     for pattern, placeholder in _PATTERNS:
         text = pattern.sub(placeholder, text)
-    return text
+    constants = values.constants if isinstance(values, LiteralValues) else ()
+    if not constants:
+        return _NUMBER.sub("<n>", text)
+    return _NUMBER.sub(lambda m: m[0] if float(m[0]) in constants else "<n>", text)
+
+
+def numbers_in(texts: Iterable[str]) -> frozenset[float]:
+    return frozenset(float(n) for t in texts for n in _NUMBER.findall(t))
+
+
+def rule_numbers(stated: Iterable[str], task: Iterable[str]) -> frozenset[float]:
+    """The numbers a trajectory states only in what the environment or the agent said (an error,
+    the agent's reasoning: "divide by 15", "E-214", "holds expire in 10 min") and nowhere in the
+    task's own data (``task``: what the user said, the calls' parameters and results). A number
+    of the task is an instance, generalized like any literal; one only stated is the rule a
+    lesson must keep. A number the trajectory does not hold at all (a model's lesson inventing
+    one) is generalized: a lesson keeps nothing its trajectory does not support."""
+    return numbers_in(stated) - numbers_in(task)
 
 
 # a value in lowercase letters only, one word or a few joined by spaces or underscores ("kinetic",

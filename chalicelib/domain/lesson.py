@@ -17,7 +17,8 @@ from typing import Any, Collection, Mapping, Sequence, Union
 
 from .attribution import params_of
 from .generalize import (
-    LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values, without_examples,
+    LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values,
+    rule_numbers, without_examples,
 )
 from .inert import code, inert_line, quoted_excerpt, visible
 from .lexical import terms
@@ -213,9 +214,10 @@ def fix_fingerprint(situation: str, identifiers: Sequence[str]) -> str:
     return fingerprint("fix", situation, ",".join(sorted({i.lower() for i in identifiers})))
 
 
-def trajectory_literals(events: Sequence[Event]) -> dict[str, str]:
+def trajectory_literals(events: Sequence[Event], goal: str = "") -> LiteralValues:
     """The literal values of a trajectory's tool calls (value -> placeholder), and the answers
-    that gave them ("Which city?" -> "Lyon")."""
+    that gave them ("Which city?" -> "Lyon"); with the numbers that are rules of it, not
+    instances (``generalize.rule_numbers``; ``goal`` is part of the task)."""
     values = literal_values(params_of(e) for e in events if e.is_tool_call)
     by_lower: dict[str, str] = {}
     for v, p in values.items():
@@ -224,13 +226,28 @@ def trajectory_literals(events: Sequence[Event]) -> dict[str, str]:
         result = e.content.get("result") if e.is_tool_call else None
         if isinstance(result, str) and (p := by_lower.get(result.strip().lower())) is not None:
             values.setdefault(result.strip(), p)
-    return LiteralValues(values)
+    out = LiteralValues(values)
+    stated = [str(e.content.get("error") or "") if e.is_tool_call else str(e.content.get("text") or "")
+              for e in events if e.failed or e.type == "llm_reasoning"]
+    out.constants = rule_numbers(stated, [goal, *(t for e in events for t in _task_data(e))])
+    return out
 
 
-def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) -> dict[str, str]:
+def _task_data(event: Event) -> list[str]:
+    """What an event holds of the task itself: what the user said, a call's parameters and result."""
+    if event.is_tool_call:
+        return [json.dumps([event.content.get("params"), event.content.get("result")], default=str)]
+    if event.type in ("user_input", "feedback"):
+        return [str(event.content.get("text") or "")]
+    return []
+
+
+def without_kept(values: Mapping[str, str], keep: Collection[str], salt: str) -> LiteralValues:
     """``values`` less the literals to keep as they are (given by digest)."""
     keep = set(keep)
-    return LiteralValues({v: p for v, p in values.items() if literal_digest(v, salt) not in keep})
+    out = LiteralValues({v: p for v, p in values.items() if literal_digest(v, salt) not in keep})
+    out.constants = values.constants if isinstance(values, LiteralValues) else frozenset()
+    return out
 
 
 def user_request(traj: Trajectory, events: Sequence[Event]) -> str | None:
@@ -266,7 +283,7 @@ def generalized_goal(traj: Trajectory, values: Mapping[str, str], events: Sequen
 def task_example(traj: Trajectory, events: Sequence[Event], keep: Collection[str] = ()) -> str:
     """The trajectory's task, generalized (less the literals to ``keep``): what a lesson learned
     from it is matched against."""
-    return generalized_goal(traj, without_kept(trajectory_literals(events), keep, traj.tenant_id), events)
+    return generalized_goal(traj, without_kept(trajectory_literals(events, traj.goal), keep, traj.tenant_id), events)
 
 
 def _describe_text_change(key: str, old: str, new: str) -> str | None:

@@ -68,7 +68,7 @@ class _Context:
     def __init__(self, traj: Trajectory, events: Sequence[Event]) -> None:
         self.traj = traj
         self.events = events
-        self.values = trajectory_literals(events)
+        self.values = trajectory_literals(events, traj.goal)
 
     def task(self) -> Wording:
         kind = f" ({self.traj.task_type})" if self.traj.task_type else ""
@@ -111,13 +111,24 @@ def fix_note(ctx: _Context, c: Contrast) -> str | None:
     """What the agent reasoned between the failure and the call that worked, the last such note
     that says something of its own: why the fix applies ("the check is open and unpaid: void the
     item instead"). It is the situation a look-alike task with the same error does not share, and
-    often the fix in words."""
+    often the fix in words. When the failing tool was given up for another call and nothing was
+    said before it, what the agent said on that call's result (before its next call) is the why."""
     known = f"{c.failed.tool} {error_text(c.failed)}"
     notes = [
         str(e.content.get("text") or "").strip() for e in ctx.events
         if e.type == "llm_reasoning" and c.failed.seq < e.seq < c.worked.seq
     ]
-    return next((n for n in reversed(notes) if _note_words(n, known) >= MIN_NOTE_WORDS), None)
+    note = next((n for n in reversed(notes) if _note_words(n, known) >= MIN_NOTE_WORDS), None)
+    if note is None and c.kind == "swap":
+        # the call that replaced the failing one often only looked ("three holds on the item"):
+        # what the agent made of its result, before its next call, is why it stopped retrying
+        until = min((e.seq for e in ctx.events if e.is_tool_call and e.seq > c.worked.seq), default=None)
+        after = [
+            str(e.content.get("text") or "").strip() for e in ctx.events
+            if e.type == "llm_reasoning" and c.worked.seq < e.seq and (until is None or e.seq < until)
+        ]
+        note = next((n for n in after if _note_words(n, known) >= MIN_NOTE_WORDS), None)
+    return note
 
 
 MAX_SEEN = 4  # fields of what a look returned
