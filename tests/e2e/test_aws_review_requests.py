@@ -1,8 +1,8 @@
 """What one review job costs the review function in round trips, on the local stack of
 ``test_aws_stack`` (moto server, a real OpenSearch node, the OpenAI-compatible stub): every DynamoDB
 request of the stores and of the idempotency records goes through the stores' one botocore client
-and is counted at its ``before-parameter-build`` event (once per call, retries aside); OpenSearch requests are counted at opensearch-py's
-connections. A cold review function pays each of them once per job, so their number is its cold
+and is counted at its ``before-parameter-build`` event (once per call, retries aside); OpenSearch requests are counted at
+the index client's connection pool. A cold review function pays each of them once per job, so their number is its cold
 start as much as its imports are.
 """
 from __future__ import annotations
