@@ -31,7 +31,9 @@ shared machine hits them alike, and the load averages are printed with the figur
    (bytecode in, botocore trimmed) first on the path, boto3 from the venv (the Lambda runtime's).
 
 4. ``--timeline N``: N more review samples per side with every HTTP request of the child timed at
-   urllib3 (count and ms by service and DynamoDB operation, the batch's time outside requests).
+   urllib3 (count and ms by service and DynamoDB operation, the batch's time outside requests), and
+   moto's share of a DynamoDB request: two reads sent again warm after the batch, each timed whole
+   and inside urlopen (the rest is botocore's client side, which Lambda pays against DynamoDB too).
 
 Targets printed beside: import <= 150 ms, import + first ingest <= 500 ms, review import + first
 batch <= 500 ms. Prints numbers only.
@@ -160,9 +162,26 @@ t2 = time.perf_counter()
 out = io.StringIO()
 if profile:
     pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(lines)
+# moto's share of a DynamoDB request: the same read requests again, warm, each timed whole (botocore
+# builds, signs, sends, parses) and inside urlopen (the round trip to moto on the loopback)
+from chalicelib.container import get_deps
+ddb = get_deps().queue.tables.connection.client
+table = os.environ["HINDSIGHT_TABLE_PREFIX"] + "review-jobs"
+reads = {"GetItem": lambda: ddb.get_item(TableName=table, Key={"tenant_id": {"S": "t"}, "job": {"S": "j"}}, ConsistentRead=True),
+         "Query": lambda: ddb.query(TableName=table, IndexName="due", KeyConditionExpression="due_shard = :s",
+                                    ExpressionAttributeValues={":s": {"S": "turns#0"}})}
+replay = {}
+for name, call in reads.items():
+    rows = []
+    for _ in range(15):
+        n = len(calls)
+        t = time.perf_counter()
+        call()
+        rows.append([(time.perf_counter() - t) * 1000, sum(c[1] for c in calls[n:]) * 1000])
+    replay[name] = rows
 print("RESULT " + json.dumps({"import_ms": (t1 - t0) * 1000, "batch_ms": (t2 - t1) * 1000,
-                              "calls": [[(c[0] - t1) * 1000, c[1] * 1000, *c[2:]] for c in calls if c[0] >= t1],
-                              "profile": out.getvalue(), "modules": len(sys.modules)}))
+                              "calls": [[(c[0] - t1) * 1000, c[1] * 1000, *c[2:]] for c in calls if t1 <= c[0] < t2],
+                              "replay": replay, "profile": out.getvalue(), "modules": len(sys.modules)}))
 """
 
 # A trajectory whose finalize queues a review that yields a lesson (a failed call, then the fix).
@@ -426,6 +445,13 @@ def timeline(stack: AwsStack, runs: list[str], dirs: dict[str, str], env_of, wor
                       ("batch ms outside requests", lambda r: r["batch_ms"] - sum(c[1] for c in r["calls"])),
                       ("modules after the batch", lambda r: r["modules"])):
         print(f"{label:<44} | " + " | ".join(f"{med([fn(r) for r in per[side]]):17.1f}" for side in runs))
+    print("\nmoto's share of a DynamoDB request (the same read sent 15 times warm after the batch, median per"
+          " request and side): whole call (botocore) | inside the request (moto on the loopback) | client side")
+    for op in ("GetItem", "Query"):
+        for side in runs:
+            whole = med([med([r[0] for r in res["replay"][op]]) for res in per[side]])
+            wire = med([med([r[1] for r in res["replay"][op]]) for res in per[side]])
+            print(f"  {op:<9} {side:<8} {whole:7.2f} ms | {wire:7.2f} ms | {whole - wire:7.2f} ms")
     sample = sorted(per["after"], key=lambda r: r["batch_ms"])[len(per["after"]) // 2]
     print("\nthe median sample of after, request by request (start ms after import app, ms):")
     for start, ms, port, method, path, target in sample["calls"]:

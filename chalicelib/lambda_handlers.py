@@ -23,7 +23,6 @@ from typing import Any
 from . import observability as obs
 from .container import get_deps, get_settings
 from .services.indexing import VectorCache
-from .services.maintenance import run_decay
 from .services.review_jobs import process_review_jobs, requeue_unreviewed
 
 WAKING_STATES = ("pending",)
@@ -139,6 +138,8 @@ def sweep() -> dict[str, int]:
 
 
 def decay() -> dict[str, int]:
+    from .services.maintenance import run_decay  # the hourly schedule's alone: not on a review's cold start
+
     with obs.traced("decay"):
         report = run_decay(get_deps())
     result = {"decayed": report.decayed, "archived": report.archived}

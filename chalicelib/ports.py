@@ -362,3 +362,8 @@ class ReviewQueue(Protocol):
     def release_leases(self, now: datetime) -> int:
         """Make leased jobs due now. Only for the start-up of the single consumer of a local queue,
         whose previous process died holding them; returns how many were released."""
+
+    def adopt_earlier_jobs(self) -> int:
+        """Move jobs that an earlier version of the storage layout holds where ``claim`` does not
+        read to where it does, keeping their due time; returns how many. The outbox sweep runs it
+        (every minute in the cloud, at start-up locally), so claims never pay for the old layout."""

@@ -116,19 +116,18 @@ def node_url() -> str:
 
 
 class RequestCounter:
-    """Counts the HTTP requests an opensearch-py client sends, at its connections (each retry
-    counts): what a round trip is, whatever the client methods called."""
+    """Counts the HTTP requests the index's client (``opensearch_http.OpenSearchHttp``) sends, at
+    its connection pool (each retry counts): what a round trip is, whatever the client methods called."""
 
     def __init__(self, client) -> None:
         self.count = 0
         self._lock = threading.Lock()
-        for connection in client.transport.connection_pool.connections:
-            connection.perform_request = self._counted(connection.perform_request)
+        client.pool.urlopen = self._counted(client.pool.urlopen)
 
     def _counted(self, send):
-        def perform_request(*args, **kwargs):
+        def urlopen(*args, **kwargs):
             with self._lock:
                 self.count += 1
             return send(*args, **kwargs)
 
-        return perform_request
+        return urlopen

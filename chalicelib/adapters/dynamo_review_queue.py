@@ -15,7 +15,10 @@ enqueue.
 A dead job stays in the same sparse index under partitions of its own (``dead#<shard>``, sorted by
 when it was given up), which ``claim`` and ``pending`` never read: an operator lists dead jobs
 without a scan of the table and without another index to deploy. Jobs queued by an earlier
-version in the shared shard partitions (``<shard>``) are still claimed, released and counted.
+version in the shared shard partitions (``<shard>``) are counted and released where they are, and
+moved into their tenant's partition by ``adopt_earlier_jobs`` (the sweeper's, every minute): a
+claim does not read those partitions, four queries on every review invocation for jobs nothing
+writes any more.
 """
 from __future__ import annotations
 
@@ -164,10 +167,7 @@ class DynamoReviewQueue:
                 elif next(iter(J.due.query(QUEUE + turn.tenant_id, limit=1)), None) is None:
                     # nothing queued: the turn goes, unless an enqueue touched it since it was read
                     self._delete_turn(turn)
-            legacy = heapq.merge(*[J.due.query(s, J.due_sk < bound, page_size=max(limit, 10)) for s in self._legacy_shards()],
-                                 key=lambda j: j.due_sk)
-            for job in islice(legacy, limit):
-                due.setdefault(job.tenant_id, []).append(job)
+            last_served: dict[str, int] = {}
             for job in in_turns(due, served, limit):
                 leased = self._update(
                     job,
@@ -178,8 +178,28 @@ class DynamoReviewQueue:
                 if leased:
                     triggers = tuple(json.loads(job.triggers)) if job.triggers else ()
                     jobs.append(ReviewJob(job.tenant_id, job.trajectory_id, job.kind, int(job.attempts), triggers))
-                    self._served(job.tenant_id, now_us + len(jobs))
+                    last_served[job.tenant_id] = now_us + len(jobs)
+            # each tenant's turn goes to the back once, at the position of its last job of the claim
+            for tenant_id, at_us in last_served.items():
+                self._served(tenant_id, at_us)
         return jobs
+
+    def adopt_earlier_jobs(self) -> int:
+        """Jobs an earlier version queued in the shared shard partitions move to their tenant's
+        partition, due when they were, and their tenant gets a turn: from then on claims see them."""
+        J = self.Job
+        moved = 0
+        with boundary("adopt_earlier_jobs"):
+            for shard in self._legacy_shards():
+                for job in list(J.due.query(shard)):
+                    if self._update(
+                        job, self._due(job.tenant_id, job.trajectory_id, job.kind, int(job.due_us)),
+                        # not claimed, retried or finished meanwhile (by a worker of the earlier version)
+                        (J.due_shard == shard) & (J.attempts == job.attempts) & (J.state == job.state),
+                    ):
+                        moved += 1
+                        self._touch_turn(job.tenant_id)
+        return moved
 
     def _served(self, tenant_id: str, at_us: int) -> None:
         """The tenant's turn goes to the back: it was served at ``at_us``."""

@@ -5,8 +5,8 @@ Serverless (faiss, ``serverless=True``) and a local node (lucene). Request bodie
 ``opensearch_queries``; this module does the I/O and nothing else.
 
     IndexUnavailable(RuntimeError)   every failure of the client or the cluster, raised ``from`` the
-                                     opensearch-py exception (connection, timeout, HTTP status,
-                                     serialization, a failed bulk item)
+                                     client's exception (``opensearch_http``: connection, timeout,
+                                     HTTP status, serialization), or a failed bulk item
 
 Consistency: on a managed domain or a local node a search right after a write sees it. A small
 write (at most ``SMALL_WRITE`` documents: a review's lessons, a manual write, a forget) refreshes
@@ -23,7 +23,8 @@ up the documents it replaces -- a write repeated within that window can leave a 
 searches drop, ``count`` includes, and the next write or delete of the id removes. The experience
 store stays the source of truth (``services.maintenance.reindex_tenant`` rewrites from it).
 
-The client is built outside (``build_client``, called by the composition root) and passed in.
+The client (``opensearch_http.OpenSearchHttp``, JSON over urllib3) is built outside
+(``build_client``, called by the composition root) and passed in.
 """
 from __future__ import annotations
 
@@ -34,15 +35,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Sequence
 from urllib.parse import urlsplit
 
-from opensearchpy.exceptions import ImproperlyConfigured, NotFoundError, OpenSearchException, RequestError
-
 from ..domain.errors import Unavailable
 from ..ports import IndexEntry, IndexFilter
 from . import opensearch_queries as q
+from .opensearch_http import NotFoundError, OpenSearchError, OpenSearchHttp, RequestError, SigV4Signer
 
 if TYPE_CHECKING:
-    from opensearchpy import OpenSearch
-
     # a numpy array (embedded embedders) or a domain.vectors.Vector (the Lambda's): a float sequence
     Vector = Sequence[float]
 
@@ -64,50 +62,47 @@ def build_client(
     timeout: float = 10.0,
     pool_maxsize: int = 10,
     credentials=None,
-) -> "OpenSearch":
-    """An opensearch-py client for ``endpoint`` (a URL).
+) -> OpenSearchHttp:
+    """The index's client for ``endpoint`` (a URL).
 
     ``service``: ``es`` for an Amazon OpenSearch Service domain, ``aoss`` for Serverless (both
-    signed with SigV4 from ``credentials``, default: the boto3 credential chain, so a Lambda role
+    signed with SigV4 from ``credentials``, default: botocore's credential chain, so a Lambda role
     works), or ``none`` for an unsigned node such as the local one.
     """
-    from opensearchpy import OpenSearch, RequestsHttpConnection
-
     url = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
     if not url.hostname:
         raise ValueError(f"not an endpoint URL: {endpoint!r}")
     tls = url.scheme == "https"
-    host = {"host": url.hostname, "port": url.port or (443 if tls else 80)}
+    base = f"{url.scheme}://{url.hostname}:{url.port or (443 if tls else 80)}"
+    ca_certs = _ca_bundle() if tls else None
     if service == "none":
-        return OpenSearch(hosts=[host], use_ssl=tls, verify_certs=tls, timeout=timeout, pool_maxsize=pool_maxsize)
+        return OpenSearchHttp(base, timeout=timeout, pool_maxsize=pool_maxsize, ca_certs=ca_certs)
     if service not in ("es", "aoss"):
         raise ValueError(f"service must be es, aoss or none, not {service!r}")
     if not region:
         raise ValueError("SigV4 needs the region")
-    from opensearchpy import RequestsAWSV4SignerAuth
-
     if credentials is None:
-        import boto3
+        import botocore.session
 
-        credentials = boto3.Session().get_credentials()
+        credentials = botocore.session.get_session().get_credentials()
         if credentials is None:
             raise ValueError("no AWS credentials found to sign OpenSearch requests")
-    return OpenSearch(
-        hosts=[host],
-        http_auth=RequestsAWSV4SignerAuth(credentials, region, service),
-        use_ssl=tls,
-        verify_certs=tls,
-        connection_class=RequestsHttpConnection,
-        pool_maxsize=pool_maxsize,
-        timeout=timeout,
-    )
+    return OpenSearchHttp(base, timeout=timeout, pool_maxsize=pool_maxsize, ca_certs=ca_certs,
+                          signer=SigV4Signer(credentials, region, service))
+
+
+def _ca_bundle() -> str:
+    """The CA bundle botocore checks AWS endpoints with (certifi's when installed, else its own)."""
+    from botocore.httpsession import get_cert_path
+
+    return get_cert_path(True)
 
 
 @contextmanager
 def _boundary(action: str) -> Iterator[None]:
     try:
         yield
-    except (OpenSearchException, ImproperlyConfigured) as exc:
+    except OpenSearchError as exc:
         raise IndexUnavailable(f"OpenSearch {action} failed: {exc}") from exc
 
 
@@ -120,7 +115,7 @@ class OpenSearchVectorIndex:
 
     def __init__(
         self,
-        client: "OpenSearch",
+        client: OpenSearchHttp,
         spec: q.IndexSpec,
         *,
         refresh: bool | str | None = None,

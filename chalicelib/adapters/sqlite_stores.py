@@ -559,6 +559,9 @@ class SqliteReviewQueue:
         with self.db.write() as conn:
             return conn.execute("UPDATE review_jobs SET state='pending', due_us=? WHERE state='leased'", (to_us(now),)).rowcount
 
+    def adopt_earlier_jobs(self) -> int:
+        return 0  # one layout so far: claims read every job's row
+
     def pending(self) -> int:
         row = self.db.read().execute("SELECT COUNT(*) AS n FROM review_jobs WHERE state IN ('pending','leased')").fetchone()
         return int(row["n"])

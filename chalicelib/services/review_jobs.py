@@ -227,7 +227,12 @@ def _reopen_failed(deps: Deps, job: DeadJob, now: datetime) -> None:
 
 
 def requeue_unreviewed(deps: Deps) -> int:
-    """Finalized trajectories whose job was lost (a crash between finalize and enqueue) get one."""
+    """Finalized trajectories whose job was lost (a crash between finalize and enqueue) get one;
+    jobs an earlier version queued where claims no longer look are moved where they do (returns
+    how many trajectories were requeued)."""
+    adopted = deps.queue.adopt_earlier_jobs()
+    if adopted:
+        log.info("%d review jobs of an earlier queue layout moved where claims read them", adopted)
     pending = deps.trajectories.finalized_unreviewed()
     now = deps.clock.now()
     for tenant_id, trajectory_id in pending:

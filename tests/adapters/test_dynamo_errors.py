@@ -58,6 +58,7 @@ OPERATIONS = {
     "dead": lambda s: s["queue"].dead(JOB, "e"),
     "pending": lambda s: s["queue"].pending(),
     "release_leases": lambda s: s["queue"].release_leases(T0),
+    "adopt_earlier_jobs": lambda s: s["queue"].adopt_earlier_jobs(),
 }
 
 

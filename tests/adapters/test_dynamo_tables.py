@@ -135,6 +135,29 @@ def test_workers_claiming_at_once_never_lease_the_same_job(make_tables):
     assert queue.pending() == 24  # leased, not finished
 
 
+def test_jobs_of_the_earlier_shared_shard_layout_are_claimed_once_the_sweep_moved_them(make_tables):
+    from chalicelib.adapters.dynamo_items import compose, micros, shard_of, us_key
+    from chalicelib.services.review_jobs import requeue_unreviewed
+    from tests.support.fakes import fake_deps
+
+    tables = make_tables("queue")
+    queue, J = DynamoReviewQueue(tables), tables.jobs
+    for trajectory_id, state, attempts in (("old-pending", "pending", 0), ("old-lease-ran-out", "leased", 1)):
+        due_us = micros(T0)
+        J("t1", compose(trajectory_id, "full"), trajectory_id=trajectory_id, kind="full", state=state, attempts=attempts,
+          due_us=due_us, due_shard=shard_of(compose("t1", trajectory_id, "full"), tables.config.shards),
+          due_sk=us_key(due_us, "t1", trajectory_id, "full")).save()  # as the earlier version queued them
+    queue.enqueue("t2", "new", "full", T0)
+    later = T0 + timedelta(seconds=1)
+    assert queue.pending() == 3  # counted where they are
+    assert [j.trajectory_id for j in queue.claim(later, 60, limit=10)] == ["new"]  # claims read tenants' partitions
+    requeue_unreviewed(fake_deps(queue=queue))  # the outbox sweep (every minute in the cloud) moves them
+    assert queue.adopt_earlier_jobs() == 0
+    claimed = sorted((j.trajectory_id, j.attempts) for j in queue.claim(later, 60, limit=10))
+    assert claimed == [("old-lease-ran-out", 2), ("old-pending", 1)]
+    assert queue.pending() == 3 and queue.claim(later, 60, limit=10) == []
+
+
 def test_a_trajectory_created_twice_at_once_is_created_once(make_tables):
     store = DynamoTrajectoryStore(make_tables("trajectories"))
     start = threading.Barrier(4)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from chalicelib.adapters.llm_reviewer import REVIEW_SCHEMA, LLMReviewer
+from chalicelib.adapters.llm_reviewer import LESSONS_SCHEMA, REVIEW_SCHEMA, LLMReviewer, generated_schemas
 from chalicelib.adapters.openai_http import APIError, APITimeoutError, OpenAICompatibleClient
 from chalicelib.domain.distill import written_keeping
 from chalicelib.domain.models import FULL_SCOPE, LOCAL_SCOPE, Event, Trajectory
@@ -45,6 +45,13 @@ def test_the_request_is_strict_json_schema_at_temperature_zero_with_fenced_data(
     last = req["messages"][-1]["content"]
     assert last.startswith("<trajectory>") and last.endswith("</trajectory>")
     assert "CALL get_weather(date=tomorrow) -> ERROR MissingParameter" in last
+
+
+def test_the_shipped_schemas_are_what_the_answer_models_generate_in_the_same_key_order():
+    # a model writes the fields in the schema's order: the order is part of the schema
+    generated = generated_schemas()
+    assert json.dumps({"all": REVIEW_SCHEMA, "lessons": LESSONS_SCHEMA}) == json.dumps(generated), (
+        "the answer models changed: python -c 'from chalicelib.adapters.llm_reviewer import write_schemas; write_schemas()'")
 
 
 def test_llm_lessons_replace_rule_lessons_for_the_same_situation(stub):

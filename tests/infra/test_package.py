@@ -39,7 +39,8 @@ def test_the_package_holds_nothing_the_functions_never_import(package):
     forbidden = sorted(pkg.tops & set(lambda_package.FORBIDDEN))
     assert not forbidden, f"the Lambda package holds {forbidden}:\n{lambda_package.describe(pkg, 'package')}"
     assert pkg.dists.isdisjoint({"numpy", "grpcio", "protobuf", "opensearch_protobufs", "onnxruntime", "tokenizers",
-                                 "openai", "httpx", "httpx2", "waitress", "moto", "pytest", "hypothesis"}), sorted(pkg.dists)
+                                 "openai", "httpx", "httpx2", "opensearch_py", "requests", "waitress", "moto", "pytest",
+                                 "hypothesis"}), sorted(pkg.dists)
 
 
 def test_the_zip_is_at_most_30_mb(package):

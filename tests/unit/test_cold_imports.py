@@ -1,6 +1,6 @@
 """What a Lambda cold start pays for, checked in fresh interpreters: importing the app builds no
 validator, loads no SDK and none of the domain code a request has not asked for yet; building the
-aws wiring connects to nothing and leaves opensearch-py, numpy and the reviewer unimported until a
+aws wiring connects to nothing and leaves the index client, numpy and the reviewer unimported until a
 request searches, reviews or embeds, and the reviewer and the embedder never import the openai SDK
 (their client is urllib3's, which botocore loads anyway)."""
 import json
@@ -70,11 +70,12 @@ def test_a_request_that_touches_no_store_loads_none_of_them_either():
 def test_the_aws_wiring_imports_the_index_client_and_the_reviewer_on_first_use():
     code = ("import sys; from chalicelib import container; deps = container.get_deps(); "
             "print(*(m in sys.modules for m in ('opensearchpy', 'openai', 'numpy', 'chalicelib.adapters.llm_reviewer'))); "
-            "deps.index.spec; print('opensearchpy' in sys.modules, type(deps.index._target()).__name__); "
+            "deps.index.spec; print('chalicelib.adapters.opensearch_http' in sys.modules, 'opensearchpy' in sys.modules, "
+            "type(deps.index._target()).__name__); "
             "deps.reviewer.review; print(type(deps.reviewer._target()).__name__); "
             "print(deps.reviewer.client.base_url, deps.embedder.client.timeout, "
             "*(m in sys.modules for m in ('openai', 'httpx', 'chalicelib.adapters.openai_http')))")
     lines = run(code, HINDSIGHT_EMBEDDER="openai", HINDSIGHT_OPENAI_BASE_URL="http://127.0.0.1:9/v1",
                 HINDSIGHT_LLM_TIMEOUT_SECONDS="7.5").splitlines()
-    assert lines == ["False False False False", "True OpenSearchVectorIndex", "LLMReviewer",
+    assert lines == ["False False False False", "True False OpenSearchVectorIndex", "LLMReviewer",
                      "http://127.0.0.1:9/v1 7.5 False False True"]
