@@ -151,7 +151,7 @@ def add_tenants(client, index, world: World, tenant_nos: range, sizes, routed: b
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:  # two requests in flight: the node indexes on both cores
-        for _ in pool.map(lambda lines: index._bulk(lines, "seed"), chunks()):
+        for _ in pool.map(lambda lines: index._bulk(lines, "seed", len(lines) // 2), chunks()):
             pass
     client.indices.put_settings(index=name, body={"index": {"refresh_interval": None}})
     client.indices.refresh(index=name)
