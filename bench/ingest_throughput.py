@@ -2,10 +2,10 @@
 
 Usage: .venv/bin/python bench/ingest_throughput.py [--seconds 10] [--clients 1,8,32] [--batch 20]
 
-Each client is a thread with its own keep-alive httpx.Client. It starts its own trajectories
-(POST /v1/trajectories) and posts batches of realistic events (tool calls with params/results,
-reasoning, user input, state changes, feedback) to them, starting a new trajectory every
---traj-events events, for a fixed duration per level. The real server process is started on a
+Each client is a thread with its own keep-alive http.client connection. It starts its own
+trajectories (POST /v1/trajectories) and posts batches of realistic events (tool calls with
+params/results, reasoning, user input, state changes, feedback), encoded before the level is timed,
+to them, starting a new trajectory every --traj-events events, for a fixed duration per level. The real server process is started on a
 temporary data directory (``python server.py``, worker off; the embedder does not matter
 for ingest, which never embeds: --embedder hash by default).
 
@@ -126,8 +126,12 @@ class Stats:
 
 
 def run_client(cid: str, post_traj, post_events, start: threading.Barrier | None, seconds: float, batch: int,
-               traj_events: int, max_calls: int, seed: int) -> Stats:
-    """One client: its own trajectories, batches of events until the deadline (or max_calls)."""
+               traj_events: int, max_calls: int, seed: int, batches=None) -> Stats:
+    """One client: its own trajectories, batches of events until the deadline (or max_calls).
+
+    ``batches(rng, traj_id, seq, batch, goal, now_ms)`` gives what ``post_events`` sends (default: the
+    event dicts of ``make_events``)."""
+    batches = batches or make_events
     rng = random.Random(seed)
     st = Stats()
     now_ms = int(time.time() * 1000)
@@ -156,7 +160,7 @@ def run_client(cid: str, post_traj, post_events, start: threading.Barrier | None
                 time.sleep(0.05)
                 traj_id = None
                 continue
-        raw = make_events(rng, traj_id, seq, batch, goal, now_ms)
+        raw = batches(rng, traj_id, seq, batch, goal, now_ms)
         t = pc()
         try:
             status, accepted, dups, detail = post_events(traj_id, raw)
@@ -178,29 +182,78 @@ def run_client(cid: str, post_traj, post_events, start: threading.Barrier | None
     return st
 
 
-def http_level(url: str, keys: list[str], clients: int, seconds: float, batch: int, traj_events: int, max_calls: int,
-               run_tag: str) -> Stats:
-    import httpx
+# stands for the trajectory id in a pre-encoded batch: make_events writes its prefix in the event ids only
+_TRAJ_MARK = "@traj@"
 
+
+def encoded_batches(seed: int, batch: int, traj_events: int, now_ms: int, variants: int = 8):
+    """A client's event batches encoded once, before it is timed: ``variants`` trajectories' worth of
+    ``make_events`` (the same mix as the in-process rows), the trajectory id written in per call by
+    one ``bytes.replace``. Generating and encoding 20 events per call cost the client, which shares
+    the cores with the server, more CPU than the server's parsing and validation of them."""
+    rng = random.Random(seed)
+    seqs = range(0, traj_events, batch)
+    bodies = []
+    for _ in range(variants):
+        goal = rng.choice(GOALS).format(n=rng.randrange(10000, 99999))
+        bodies.append({seq: dumps({"events": make_events(rng, _TRAJ_MARK, seq, batch, goal, now_ms)}) for seq in seqs})
+    mark = _TRAJ_MARK.encode()
+
+    def body(rng: random.Random, traj_id: str, seq: int, batch: int, goal: str, now_ms: int) -> bytes:
+        return bodies[rng.randrange(variants)][seq].replace(mark, traj_id.encode())
+
+    return body
+
+
+def client_batches(clients: int, batch: int, traj_events: int) -> list:
+    now_ms = int(time.time() * 1000)
+    return [encoded_batches(1000 * clients + i, batch, traj_events, now_ms) for i in range(clients)]
+
+
+def http_level(url: str, keys: list[str], clients: int, seconds: float, batch: int, traj_events: int, max_calls: int,
+               run_tag: str, batches: list | None = None) -> Stats:
+    """``clients`` threads, each with one keep-alive ``http.client`` connection (the lightest client of
+    the standard library) and its ``batches`` (pre-encoded
+    by the caller, before the level is timed; built here when not given)."""
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
     start = threading.Barrier(clients + 1)
     results: list[Stats | None] = [None] * clients
+    if batches is None:
+        batches = client_batches(clients, batch, traj_events)
 
     def worker(i: int) -> None:
         headers = {"authorization": f"Bearer {keys[i]}", "content-type": "application/json"}
-        with httpx.Client(base_url=url, trust_env=False, timeout=30.0, headers=headers) as client:
-            def post_traj(body):
-                r = client.post("/v1/trajectories", content=dumps(body))
-                return r.status_code, r.text
+        conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30.0)
 
-            def post_events(traj_id, raw):
-                r = client.post(f"/v1/trajectories/{traj_id}/events", content=dumps({"events": raw}))
-                if r.status_code == 202:
-                    doc = r.json()
-                    return r.status_code, doc["accepted"], doc["duplicates"], ""
-                return r.status_code, 0, 0, r.text
+        def post(path: str, body: bytes) -> tuple[int, bytes]:
+            try:
+                conn.request("POST", path, body, headers)
+                answer = conn.getresponse()
+                return answer.status, answer.read()
+            except (OSError, http.client.HTTPException):
+                conn.close()  # the next request opens a new connection
+                raise
 
+        def post_traj(body):
+            status, out = post("/v1/trajectories", dumps(body))
+            return status, out.decode(errors="replace")
+
+        def post_events(traj_id, body: bytes):
+            status, out = post(f"/v1/trajectories/{traj_id}/events", body)
+            if status == 202:
+                doc = json.loads(out)
+                return status, doc["accepted"], doc["duplicates"], ""
+            return status, 0, 0, out.decode(errors="replace")
+
+        try:
             results[i] = run_client(f"{run_tag}c{i}", post_traj, post_events, start, seconds, batch, traj_events,
-                                    max_calls, seed=1000 * clients + i)
+                                    max_calls, seed=1000 * clients + i, batches=batches[i])
+        finally:
+            conn.close()
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(clients)]
     for t in threads:
@@ -375,8 +428,9 @@ def main() -> None:
             print(f"server environment: {' '.join(args.server_env)}", flush=True)
         with Server(tmp, server_env) as server:
             for c in levels:
+                bodies = client_batches(c, args.batch, args.traj_events)
                 st, wall, ccpu, scpu = timed(
-                    lambda: http_level(server.url, http_keys, c, run_tag=f"h{c}", **kw), server.proc.pid)
+                    lambda: http_level(server.url, http_keys, c, run_tag=f"h{c}", batches=bodies, **kw), server.proc.pid)
                 rows.append((f"HTTP, {c} client{'s' if c > 1 else ''}", st, wall, ccpu, scpu, os.getloadavg()[0]))
                 print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
                 time.sleep(1)  # let the server drain between levels
