@@ -114,9 +114,14 @@ def late_tokens(deps: Deps, experiences: list[Experience], known: dict[str, Any]
     from .recall import late_text
 
     texts = {e.experience_id: late_text(e, deps.recall_late_text) for e in experiences}
-    with getattr(known, "lock", None) or nullcontext():
-        tokens = {t: v for t in set(texts.values()) if (v := getattr(known, "tokens", {}).get(t)) is not None}
+    lock, kept = getattr(known, "lock", None) or nullcontext(), getattr(known, "tokens", None)
+    with lock:
+        tokens = {t: kept[t] for t in set(texts.values()) if kept and t in kept}
     missing = [t for t in dict.fromkeys(texts.values()) if t not in tokens]
     if missing:
-        tokens.update(zip(missing, deps.embedder.embed_with_tokens(missing)[1]))  # type: ignore[attr-defined]
+        made = dict(zip(missing, deps.embedder.embed_with_tokens(missing)[1]))  # type: ignore[attr-defined]
+        tokens.update(made)
+        if kept is not None:
+            with lock:
+                kept.update(made)
     return {i: TokenVectors(text_key(t), tokens[t]) for i, t in texts.items()}
