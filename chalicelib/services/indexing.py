@@ -35,7 +35,7 @@ class VectorCache(OrderedDict):
         self.hits = self.misses = 0
         self.lock = threading.Lock()
         # token vectors of the texts embedded since the last trim (``Embedded.tokens``): kept for
-        # the batch that made them, as a lesson's weigh 40 times its vector
+        # the batch that made them: a text's weigh about ten times its vector
         self.tokens: dict[str, Any] = {}
 
     def touch(self, texts: list[str]) -> None:
