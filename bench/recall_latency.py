@@ -633,9 +633,9 @@ def main() -> None:
     parser.add_argument("--loads", default="0.5,0.8",
                         help="open-loop arrival rates as fractions of the capacity the closed loop measured ('': none)")
     parser.add_argument("--load-seconds", type=float, default=20.0, help="length of each open-loop run per method")
-    parser.add_argument("--late", default="0",
-                        help="late-interaction weights measured one after the other on the same data (0: off); any"
-                             " above 0 seeds every lesson's token vectors beside its entry")
+    parser.add_argument("--late", default=None,
+                        help="late-interaction weights measured one after the other on the same data (0: off; default:"
+                             " the service's); any above 0 seeds every lesson's token vectors beside its entry")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--embedder", choices=("minilm", "e5"), default="minilm",
@@ -647,15 +647,19 @@ def main() -> None:
         parser.error("--loads: fractions of the capacity in (0, 2]")
     if not sizes or sizes[0] < 1 or args.queries < 1:
         parser.error("sizes and queries must be positive")
-    lates = [float(w) for w in args.late.split(",") if w.strip()] or [0.0]
+    from chalicelib.settings import Settings
+
+    default_late = Settings.model_fields["recall_late_weight"].default
+    lates = [float(w) for w in (args.late or str(default_late)).split(",") if w.strip()] or [default_late]
     if any(w < 0 for w in lates):
         parser.error("--late: weights >= 0")
     if any(lates) and args.embedder != "minilm":
-        parser.error("--late: only MiniLM gives token vectors")
+        if args.late is not None:
+            parser.error("--late: only MiniLM gives token vectors")
+        lates = [0.0]  # the service's default is off by itself without token vectors
 
     from chalicelib.container import build_embedded, set_deps
     from chalicelib.services.tenants import create_tenant
-    from chalicelib.settings import Settings
 
     tmp = tempfile.mkdtemp(prefix="hindsight-bench-recall-")
     try:
