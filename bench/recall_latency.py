@@ -1,7 +1,7 @@
 """Recall latency at 1k / 10k / 100k active experiences in one tenant, against the numpy floor.
 
 Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--queries 200] [--embedder minilm|e5]
-       [--clients 4] [--seconds 20] [--loads 0.5,0.8] [--load-seconds 20] [--before main]
+       [--clients 4] [--seconds 20] [--loads 0.5,0.8] [--load-seconds 20] [--late 0,0.4] [--before main]
 
 For each size the data directory is seeded directly through the adapters (SQLite experience
 store + NumpyVectorIndex; vectors are real embeddings of a few hundred lesson texts, perturbed,
@@ -30,6 +30,13 @@ of that capacity, latency counted from each request's scheduled send time (``ope
 exported by ``git archive``) on the same data directory; its HTTP recalls are timed beside this
 checkout's, query by query (alternating which goes first), in every load phase, and their hits
 compared.
+
+``--late``: the late-interaction weights to measure, one after the other on the same data, each
+with a server of its own (``HINDSIGHT_RECALL_LATE_WEIGHT``) and the same weight in this process;
+with any above 0, every lesson is seeded with token vectors kept beside its entry, as indexing keeps
+them: those of its base text, made by the model (a lesson's text is its base's and its case number,
+its vector the base's perturbed), under the key of its own text. ``svc-noemb`` runs without late
+interaction (its embedder gives no token vectors).
 
 Prints numbers only; it is not a pass/fail test. Compare ratios, not absolute times: the machine
 is shared and noisy, and every ratio is between numbers measured in the same run.
@@ -212,8 +219,10 @@ def bulk_put(store, exps) -> None:
 
 
 class Seeder:
-    def __init__(self, deps, tenant_id: str, bases, base_vecs, seed: int) -> None:
+    def __init__(self, deps, tenant_id: str, bases, base_vecs, seed: int, base_tokens=None) -> None:
         self.deps, self.tenant_id, self.bases, self.base_vecs = deps, tenant_id, bases, base_vecs
+        self.base_tokens = base_tokens  # each base text's token vectors, or None: no token vectors kept
+        self.base_of = {b["situation"]: j for j, b in enumerate(bases)}
         self.rng, self.nrng = random.Random(seed), np.random.default_rng(seed)
         self.now = datetime.now(timezone.utc)
         self.n = 0
@@ -243,7 +252,7 @@ class Seeder:
                 self.tenant_id,
                 # the entry services.indexing writes: with its text, or BM25 would search nothing
                 [IndexEntry(e.experience_id, v, e.agent_id, e.user_id, tuple(e.tools), e.task_type, tuple(e.tags),
-                            e.search_text(), e.intent)
+                            e.search_text(), e.intent, self.late(e))
                  for e, v in zip(exps, vecs)],
             )
             t3 = time.perf_counter()
@@ -251,6 +260,17 @@ class Seeder:
             self.samples.extend(exps[:: max(1, count // 5)][:5])
             self.n += count
         return {"gen": t_gen, "store": t_store, "index": t_index}
+
+    def late(self, e):
+        """The lesson's token vectors as indexing keeps them: its base text's, under its own text's key."""
+        if self.base_tokens is None:
+            return None
+        from chalicelib.domain.interaction import text_key
+        from chalicelib.ports import TokenVectors
+        from chalicelib.services.recall import late_text
+
+        base = self.base_of[e.situation.rsplit(" (case ", 1)[0]]
+        return TokenVectors(text_key(late_text(e, "lesson")), self.base_tokens[base])
 
     def check(self) -> None:
         """What the bulk path wrote reads back equal through the store, and the index agrees on N."""
@@ -314,13 +334,14 @@ def hit_ids(response) -> list[str]:
 
 def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], data_dir: str, warmup: int,
                  max_seconds: float, clients: int = 0, seconds: float = 0.0, loads: tuple[float, ...] = (),
-                 load_seconds: float = 0.0, before: Path | None = None) -> dict:
+                 load_seconds: float = 0.0, before: Path | None = None, late: float = 0.0) -> dict:
     import httpx
 
     from chalicelib.ports import IndexFilter
     from chalicelib.services import recall as recall_svc
     from chalicelib.services.recall import embedded_texts, query_text
 
+    deps = replace(deps, recall_late_weight=late)
     qobjs = [recall_query(tenant_id, q) for q in queries]
     qargs = [asdict(q) for q in qobjs]  # the service's keyword arguments, built outside the timing
     qtexts = [query_text(q) for q in qobjs]
@@ -344,9 +365,11 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
 
     times: dict[str, list[float]] = {m: [] for m in METHODS}
     agree = compared = empty = same_before = 0
-    env = {"HINDSIGHT_EMBEDDER": get_settings().embedder}
+    env = {"HINDSIGHT_EMBEDDER": get_settings().embedder, "HINDSIGHT_RECALL_LATE_WEIGHT": str(late)}
     headers = {"content-type": "application/json", **auth}
-    old_server = Server(data_dir, env, os.path.join(data_dir, "server-before.log"), root=before) if before else nullcontext()
+    # the code before runs with its own defaults (late interaction included)
+    old_server = Server(data_dir, {"HINDSIGHT_EMBEDDER": get_settings().embedder},
+                        os.path.join(data_dir, "server-before.log"), root=before) if before else nullcontext()
     with Server(data_dir, env) as server, old_server as old, \
             httpx.Client(base_url=server.url, trust_env=False, timeout=900.0, headers=headers) as client, \
             (httpx.Client(base_url=old.url, trust_env=False, timeout=900.0, headers=headers) if old else nullcontext()) as old_client:
@@ -428,7 +451,7 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
                        | {"fraction": f, "capacity": capacity} for f in loads]
         rss_after = proc_rss_mb(server.proc.pid)
     server_cpu = (cpu1 - cpu0) * 1000 / compared if cpu0 is not None and cpu1 is not None and compared else None
-    return {"n": n, "times": times, "cold_ms": cold_ms, "agree": agree, "compared": compared, "empty": empty,
+    return {"n": n, "late": late, "times": times, "cold_ms": cold_ms, "agree": agree, "compared": compared, "empty": empty,
             "same_before": same_before if before else None, "sparse_load": sparse_load,
             "rss": (rss_before, rss_after), "server_cpu": server_cpu, "wsgi": wsgi, "bodies": bodies, "auth": auth,
             "sustained": sustained, "offered": offered}
@@ -644,25 +667,40 @@ def print_before(results: list[dict], ref: str) -> None:
     """This checkout's HTTP recall beside the --before ref's, in each phase of the same run."""
     print(f"\nThis checkout vs --before {ref}: HTTP recall, same run (sparse: interleaved query by query; load"
           " phases: alternating, the same arrivals); ratio = this / before; load: the 1-minute load average")
-    print(f"{'N':>8} | {'phase':>16} | {'this p50':>8} {'p99':>8} | {'before p50':>10} {'p99':>8} |"
+    print(f"{'N':>14} | {'phase':>16} | {'this p50':>8} {'p99':>8} | {'before p50':>10} {'p99':>8} |"
           f" {'ratio p50':>9} {'p99':>6} | {'load':>16} | {'same hits':>9}")
 
-    def row(n: int, phase: str, this: list[float], old: list[float], load: str, same: str = "") -> None:
+    def row(n: str, phase: str, this: list[float], old: list[float], load: str, same: str = "") -> None:
         t50, t99, b50, b99 = pct(this, 50), pct(this, 99), pct(old, 50), pct(old, 99)
-        print(f"{n:>8} | {phase:>16} | {fmt(t50)} {fmt(t99)} | {fmt(b50):>10} {fmt(b99)} | {t50 / b50:9.2f}"
+        print(f"{n:>14} | {phase:>16} | {fmt(t50)} {fmt(t99)} | {fmt(b50):>10} {fmt(b99)} | {t50 / b50:9.2f}"
               f" {t99 / b99:6.2f} | {load:>16} | {same:>9}")
 
     for r in results:
         t = r["times"]
-        row(r["n"], "sparse", t["http"], t[BEFORE], r["sparse_load"], f"{r['same_before']}/{r['compared']}")
+        row(label(r), "sparse", t["http"], t[BEFORE], r["sparse_load"], f"{r['same_before']}/{r['compared']}")
         sus = r["sustained"]
         if sus and BEFORE in sus["times"]:
             rate = sus["rate"]
-            row(r["n"], f"closed {sus['clients']} cl.", sus["times"]["http"], sus["times"][BEFORE], sus["load"])
-            print(f"{'':>8} | {'':>16} | req/s {rate['http']:.1f} (this) vs {rate[BEFORE]:.1f} (before)")
+            row(label(r), f"closed {sus['clients']} cl.", sus["times"]["http"], sus["times"][BEFORE], sus["load"])
+            print(f"{'':>14} | {'':>16} | req/s {rate['http']:.1f} (this) vs {rate[BEFORE]:.1f} (before)")
         for o in r.get("offered") or ():
             if BEFORE in o["times"]:
-                row(r["n"], f"open {o['fraction']:.0%} {o['rate']:.0f}/s", o["times"]["http"], o["times"][BEFORE], o["load"])
+                row(label(r), f"open {o['fraction']:.0%} {o['rate']:.0f}/s", o["times"]["http"], o["times"][BEFORE], o["load"])
+
+
+def token_store(data_dir: str) -> tuple[int, int, int]:
+    """(rows, bytes of their blobs) of the kept token vectors, and the bytes of vectors.db with its WAL."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(Path(data_dir) / "vectors.db")) as conn:
+        rows, size = conn.execute("SELECT COUNT(*), COALESCE(SUM(LENGTH(vecs)), 0) FROM token_vectors").fetchone()
+    return rows, size, sum(p.stat().st_size for p in Path(data_dir).glob("vectors.db*"))
+
+
+def label(r: dict) -> str:
+    """A result's row name: its N, and its late-interaction weight when on."""
+    return f"{r['n']}" + (f" late {r['late']:g}" if r.get("late") else "")
 
 
 def fmt(x: float) -> str:
@@ -684,6 +722,9 @@ def main() -> None:
     parser.add_argument("--loads", default="0.5,0.8",
                         help="open-loop arrival rates as fractions of the capacity the closed loop measured ('': none)")
     parser.add_argument("--load-seconds", type=float, default=20.0, help="length of each open-loop run per method")
+    parser.add_argument("--late", default=None,
+                        help="late-interaction weights measured one after the other on the same data (0: off; default:"
+                             " the service's); any above 0 seeds every lesson's token vectors beside its entry")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--before", default="none",
@@ -697,10 +738,19 @@ def main() -> None:
         parser.error("--loads: fractions of the capacity in (0, 2]")
     if not sizes or sizes[0] < 1 or args.queries < 1:
         parser.error("sizes and queries must be positive")
+    from chalicelib.settings import Settings
+
+    default_late = Settings.model_fields["recall_late_weight"].default
+    lates = [float(w) for w in (args.late or str(default_late)).split(",") if w.strip()] or [default_late]
+    if any(w < 0 for w in lates):
+        parser.error("--late: weights >= 0")
+    if any(lates) and args.embedder != "minilm":
+        if args.late is not None:
+            parser.error("--late: only MiniLM gives token vectors")
+        lates = [0.0]  # the service's default is off by itself without token vectors
 
     from chalicelib.container import build_embedded, set_deps
     from chalicelib.services.tenants import create_tenant
-    from chalicelib.settings import Settings
 
     tmp = tempfile.mkdtemp(prefix="hindsight-bench-recall-")
     try:
@@ -713,15 +763,20 @@ def main() -> None:
         tenant, key = create_tenant(deps, "bench")
         rng = random.Random(args.seed)
         bases = base_lessons(args.bases, rng)
-        base_vecs = deps.embedder.embed([f"{b['situation']} {b['lesson']} Tools: {', '.join(b['tools'])}." for b in bases])
-        print(f"setup: model load + {len(bases)} base embeddings: {time.perf_counter() - t0:.1f} s; data dir {tmp}",
-              flush=True)
+        base_texts = [f"{b['situation']} {b['lesson']} Tools: {', '.join(b['tools'])}." for b in bases]
+        base_tokens = None
+        if any(lates):
+            base_vecs, base_tokens = deps.embedder.embed_with_tokens(base_texts)
+        else:
+            base_vecs = deps.embedder.embed(base_texts)
+        print(f"setup: model load + {len(bases)} base embeddings: {time.perf_counter() - t0:.1f} s; data dir {tmp};"
+              f" load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
         queries = make_queries(args.queries, random.Random(args.seed + 1))
         before = None
         if args.before != "none":
             before = Path(tmp) / "before-code"
             print(f"--before: {export_before(args.before, before)}, exported to {before}", flush=True)
-        seeder = Seeder(deps, tenant.tenant_id, bases, base_vecs, args.seed + 2)
+        seeder = Seeder(deps, tenant.tenant_id, bases, base_vecs, args.seed + 2, base_tokens)
         results = []
         for n in sizes:
             t0 = time.perf_counter()
@@ -730,23 +785,34 @@ def main() -> None:
             print(f"seeded N={n}: {time.perf_counter() - t0:.1f} s (generate {parts['gen']:.1f}, store "
                   f"{parts['store']:.1f}, index {parts['index']:.1f}); SqliteExperienceStore.put loop rate "
                   f"{seeder.put_rate:.0f}/s", flush=True)
-            t0 = time.perf_counter()
-            res = measure_size(n, deps, tenant.tenant_id, key, queries, tmp, args.warmup, args.max_seconds,
-                               args.clients, args.seconds, loads, args.load_seconds, before)
-            res["index_memory"] = index_memory(tmp, tenant.tenant_id, deps.embedder.dim)
-            print(f"measured N={n}: {time.perf_counter() - t0:.1f} s", flush=True)
-            results.append(res)
+            if base_tokens is not None:
+                rows, size, files = token_store(tmp)
+                print(f"token vectors kept: {rows} lessons, {size / 1e6:.1f} MB ({size / max(rows, 1) / 1e3:.2f} KB per"
+                      f" lesson, {size / max(rows, 1) * 1e5 / 1e9:.2f} GB per 100k); vectors.db with its WAL"
+                      f" {files / 1e6:.0f} MB", flush=True)
+            memory = index_memory(tmp, tenant.tenant_id, deps.embedder.dim)
+            for late in lates:
+                t0 = time.perf_counter()
+                res = measure_size(n, deps, tenant.tenant_id, key, queries, tmp, args.warmup, args.max_seconds,
+                                   args.clients, args.seconds, loads, args.load_seconds, before, late)
+                res["index_memory"] = memory
+                # the in-process embedder's cache of token vectors made at recall: 0 when every lesson's were read
+                made = len(getattr(deps.embedder, "_tokens", ()))
+                print(f"measured N={n} late {late:g}: {time.perf_counter() - t0:.1f} s; texts whose token vectors"
+                      f" recall made in this process: {made}; load average"
+                      f" {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+                results.append(res)
 
         print("\nSparse traffic: recall latency, ms (top_k=5; same queries, interleaved, each after the processes"
               f" are idle; {results[0]['compared']} queries per size; 1/3 with a tools filter)")
         print("floor: the N x 384 product, top k and their sort, the query vector given (embedding OUTSIDE);"
               " emb+floor: the query's embedding, then the floor (embedding INSIDE)")
-        print(f"{'N':>8} | {'HTTP p50':>8} {'p99':>8} | {'svc p50':>8} {'p99':>8} | {'floor p50':>9} {'p99':>8} |"
+        print(f"{'N':>14} | {'HTTP p50':>8} {'p99':>8} | {'svc p50':>8} {'p99':>8} | {'floor p50':>9} {'p99':>8} |"
               f" {'emb+floor p50':>13} {'p99':>8} | {'HTTP/floor p50':>14} | {'HTTP/(emb+floor) p50':>20}")
         for r in results:
             t = r["times"]
             h50, s50, f50, e50 = (pct(t[m], 50) for m in ("http", "service", "floor", "emb+floor"))
-            print(f"{r['n']:>8} | {fmt(h50)} {fmt(pct(t['http'], 99))} | {fmt(s50)} {fmt(pct(t['service'], 99))} |"
+            print(f"{label(r):>14} | {fmt(h50)} {fmt(pct(t['http'], 99))} | {fmt(s50)} {fmt(pct(t['service'], 99))} |"
                   f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {fmt(e50):>13} {fmt(pct(t['emb+floor'], 99))} |"
                   f" {h50 / f50:14.2f} | {h50 / e50:20.2f}")
 
@@ -755,7 +821,7 @@ def main() -> None:
             print(f"\nSaturation (closed loop): {c} clients without pauses, {args.seconds:.0f} s per method (alternating"
                   " in 2 rounds); the floor and emb+floor run in this process with as many threads. HTTP req/s is the"
                   " capacity the open-loop rates below are fractions of")
-            print(f"{'N':>8} | {'HTTP p50':>8} {'p99':>8} {'req/s':>7} {'errors':>6} | {'floor p50':>9} {'p99':>8}"
+            print(f"{'N':>14} | {'HTTP p50':>8} {'p99':>8} {'req/s':>7} {'errors':>6} | {'floor p50':>9} {'p99':>8}"
                   f" {'q/s':>7} | {'emb+floor p50':>13} {'p99':>8} {'q/s':>7} | {'HTTP/floor p50':>14} |"
                   f" {'HTTP/(emb+floor) p50':>20}")
             for r in results:
@@ -764,7 +830,7 @@ def main() -> None:
                     continue
                 t, rate = sus["times"], sus["rate"]
                 h50, f50, e50 = (pct(t[m], 50) for m in SUSTAINED)
-                print(f"{r['n']:>8} | {fmt(h50)} {fmt(pct(t['http'], 99))} {rate['http']:7.1f} {sus['errors']:>6} |"
+                print(f"{label(r):>14} | {fmt(h50)} {fmt(pct(t['http'], 99))} {rate['http']:7.1f} {sus['errors']:>6} |"
                       f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} {rate['floor']:7.1f} |"
                       f" {fmt(e50):>13} {fmt(pct(t['emb+floor'], 99))} {rate['emb+floor']:7.1f} |"
                       f" {h50 / f50:14.2f} | {h50 / e50:20.2f}")
@@ -773,14 +839,14 @@ def main() -> None:
             print(f"\nSustained load (open loop): Poisson arrivals at a fraction of the capacity above, {args.load_seconds:.0f} s"
                   " per method, the same arrivals for each; latency from each request's scheduled send time (a wait for"
                   " a sender or a server thread counts); late: sent over 5 ms after its time")
-            print(f"{'N':>8} | {'load':>4} {'rate/s':>6} {'sent':>5} | {'HTTP p50':>8} {'p99':>8} {'errors':>6} {'late':>5} |"
+            print(f"{'N':>14} | {'load':>4} {'rate/s':>6} {'sent':>5} | {'HTTP p50':>8} {'p99':>8} {'errors':>6} {'late':>5} |"
                   f" {'floor p50':>9} {'p99':>8} | {'emb+floor p50':>13} {'p99':>8} | {'HTTP/floor p50':>14} |"
                   f" {'HTTP/(emb+floor) p50':>20}")
             for r in results:
                 for o in r.get("offered") or ():
                     t = o["times"]
                     h50, f50, e50 = (pct(t[m], 50) for m in SUSTAINED)
-                    print(f"{r['n']:>8} | {o['fraction']:4.0%} {o['rate']:6.1f} {o['sent']:>5} | {fmt(h50)}"
+                    print(f"{label(r):>14} | {o['fraction']:4.0%} {o['rate']:6.1f} {o['sent']:>5} | {fmt(h50)}"
                           f" {fmt(pct(t['http'], 99))} {o['errors']['http']:>6} {o['late']['http']:>5} |"
                           f" {fmt(f50):>9} {fmt(pct(t['floor'], 99))} | {fmt(e50):>13} {fmt(pct(t['emb+floor'], 99))} |"
                           f" {h50 / f50:14.2f} | {h50 / e50:20.2f}")
@@ -789,26 +855,26 @@ def main() -> None:
             print_before(results, args.before)
 
         print("\nWhere the time goes, p50 ms (p99 in brackets)")
-        print(f"{'N':>8} | {'embed':>15} | {'floor':>15} | {'index.search':>15} | {'svc-no-embed':>15} |"
+        print(f"{'N':>14} | {'embed':>15} | {'floor':>15} | {'index.search':>15} | {'svc-no-embed':>15} |"
               f" {'service':>15} | {'wsgi in-proc':>15} | {'HTTP':>15}")
         for r in results:
             t = r["times"]
             cells = [f"{pct(t[m], 50):6.2f} [{pct(t[m], 99):6.2f}]" for m in
                      ("embed", "floor", "search", "svc-noemb", "service", "wsgi", "http")]
-            print(f"{r['n']:>8} | " + " | ".join(f"{c:>15}" for c in cells))
+            print(f"{label(r):>14} | " + " | ".join(f"{c:>15}" for c in cells))
 
         print("\nRatios of p50 (same run)")
-        print(f"{'N':>8} | {'HTTP/svc':>8} | {'HTTP/wsgi':>9} | {'wsgi/svc':>8} | {'search/floor':>12} |"
+        print(f"{'N':>14} | {'HTTP/svc':>8} | {'HTTP/wsgi':>9} | {'wsgi/svc':>8} | {'search/floor':>12} |"
               f" {'(svc-noemb)-search ms':>21} | {'embed share of svc':>18}")
         for r in results:
             p = {m: pct(r["times"][m], 50) for m in METHODS}
-            print(f"{r['n']:>8} | {p['http'] / p['service']:8.2f} | {p['http'] / p['wsgi']:9.2f} |"
+            print(f"{label(r):>14} | {p['http'] / p['service']:8.2f} | {p['http'] / p['wsgi']:9.2f} |"
                   f" {p['wsgi'] / p['service']:8.2f} | {p['search'] / p['floor']:12.2f} |"
                   f" {p['svc-noemb'] - p['search']:21.2f} | {p['embed'] / p['service']:17.0%}")
 
         print("\nServer process (RSS before: at start, the tenant's loading may have begun; index alone: a fresh"
               " process before and after it loads the tenant into NumpyVectorIndex)")
-        print(f"{'N':>8} | {'cold 1st recall ms':>18} | {'RSS MB before->after':>20} | {'index alone MB':>18} |"
+        print(f"{'N':>14} | {'cold 1st recall ms':>18} | {'RSS MB before->after':>20} | {'index alone MB':>18} |"
               f" {'load s':>6} | {'server CPU ms/recall':>20} | {'HTTP==service top-5':>19} | {'empty':>5}")
         for r in results:
             rss = r["rss"]
@@ -817,7 +883,7 @@ def main() -> None:
             mem = r.get("index_memory")
             mem_s = f"{mem[0]:.0f} -> {mem[1]:.0f}" if mem else "n/a"
             load_s = f"{mem[2]:6.1f}" if mem else "   n/a"
-            print(f"{r['n']:>8} | {r['cold_ms']:18.1f} | {rss_s:>20} | {mem_s:>18} | {load_s} | {cpu:>20} |"
+            print(f"{label(r):>14} | {r['cold_ms']:18.1f} | {rss_s:>20} | {mem_s:>18} | {load_s} | {cpu:>20} |"
                   f" {r['agree']:>9}/{r['compared']:<9} | {r['empty']:>5}")
 
         last = results[-1]

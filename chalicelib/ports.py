@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:  # types of annotations only: the DynamoDB stores import this module on the first request
     import numpy as np
@@ -165,6 +165,16 @@ class ExperienceStore(Protocol):
 
 
 @dataclass(frozen=True)
+class TokenVectors:
+    """The token vectors late interaction reads for a lesson (``domain.interaction``): one unit row
+    per content token, made by the pass that embedded its text, and ``key``, the
+    ``domain.interaction.text_key`` of that text (a lesson whose text changed is not read with them)."""
+
+    key: str
+    vectors: "np.ndarray"
+
+
+@dataclass(frozen=True)
 class IndexEntry:
     experience_id: str
     vector: "np.ndarray"
@@ -175,6 +185,8 @@ class IndexEntry:
     tags: tuple[str, ...] = ()
     text: str = ""  # what lexical search matches
     intent: str | None = None  # last, so positional calls written before it still fit
+    # its token vectors, kept with the entry by an index that keeps them (``TokenVectorIndex``)
+    late: TokenVectors | None = None
 
 
 @dataclass(frozen=True)
@@ -237,6 +249,18 @@ def hybrid_by_parts(
     return semantic, lexical
 
 
+class TokenVectorIndex(Protocol):
+    """A ``VectorIndex`` that keeps each entry's ``IndexEntry.late`` with it: written in the same
+    write as the entry, replaced when the entry is written again (dropped when it comes without
+    them), dropped when the entry is deleted."""
+
+    def token_vectors(self, tenant_id: str, keys: Mapping[str, str]) -> dict[str, "np.ndarray"]:
+        """Per listed experience id of the tenant, the token vectors kept with its entry (float32
+        unit rows; a compact copy may differ from what was written by about 1e-2 per component),
+        if they were made from the text of the given ``TokenVectors.key``; ids with none kept, or
+        with another text's, are left out."""
+
+
 @dataclass(frozen=True)
 class ServedRecall:
     """What one recall or advise answer served, kept until ``expires_at`` for the review that
@@ -284,6 +308,17 @@ class Embedder(Protocol):
         Callers use only ``len``, indexing, ``sum``, ``@`` and ``/`` on them. ``query``: the texts
         are searches (a recall's situation), not documents; models trained with both sides
         prefixed embed them differently, the others ignore it."""
+
+
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that also gives the vectors of a text's content tokens before pooling (late
+    interaction, ``domain.interaction``): unit rows, stopwords and punctuation out."""
+
+    def token_vectors(self, texts: Sequence[str]) -> "list[np.ndarray]":
+        """Per text, its content tokens' vectors (may be cached by text)."""
+
+    def embed_with_tokens(self, texts: Sequence[str], query: bool = False) -> "tuple[np.ndarray, list[np.ndarray]]":
+        """``embed`` and ``token_vectors`` of the texts from one pass of the model."""
 
 
 class Reviewer(Protocol):

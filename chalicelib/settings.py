@@ -113,7 +113,7 @@ class Settings(BaseModel):
     recall_negation: bool = True
     # late interaction (recall.late_interaction): weight of the query tokens' best matches among a
     # lesson's tokens, over the leading candidates; 0 turns it off; only embedders with token vectors
-    recall_late_weight: float = Field(default=0.0, ge=0)
+    recall_late_weight: float = Field(default=0.4, ge=0)
     recall_late_candidates: int = Field(default=20, ge=2)
     recall_late_text: Literal["lesson", "examples", "search"] = "lesson"
     recall_late_rare: bool = True  # each query token weighed by how little the candidates match it

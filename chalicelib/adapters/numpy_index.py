@@ -13,7 +13,7 @@ import threading
 from array import array
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +35,26 @@ _TERM_CACHE_POSTINGS = 1 << 21
 # share to its row costs several times more per share
 _DENSE_SHARE = 1 / 8
 _CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
+
+
+_KEYS_PER_READ = 500  # experience ids per SQL read of token vectors: under SQLite's bound of variables
+
+
+def _packed(vectors: np.ndarray, dim: int) -> bytes:
+    """Token vectors as the index keeps them: per row a float32 scale, then the row in int8 (388
+    bytes a token at 384 dimensions, a quarter of float32; a unit row's cosines move by ~1e-3)."""
+    v = np.asarray(vectors, dtype=np.float32).reshape(-1, dim)
+    scale = np.abs(v).max(axis=1) / 127
+    scale = np.where(scale > 0, scale, 1).astype(np.float32)
+    return scale.tobytes() + np.rint(v / scale[:, None]).astype(np.int8).tobytes()
+
+
+def _unpacked(blob: bytes, dim: int) -> np.ndarray:
+    """``_packed``'s rows again, as float32 unit rows."""
+    n = len(blob) // (dim + 4)
+    scale = np.frombuffer(blob, np.float32, n)
+    v = np.frombuffer(blob, np.int8, n * dim, 4 * n).reshape(n, dim) * scale[:, None]
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
 
 class _StaleTerms(Exception):
@@ -389,7 +409,9 @@ def _top(ids: np.ndarray, candidates: np.ndarray, scores: np.ndarray, k: int) ->
 
 
 class NumpyVectorIndex:
-    """Implements ``ports.VectorIndex``. Writes go to SQLite first, then to memory."""
+    """Implements ``ports.VectorIndex`` and ``ports.TokenVectorIndex``. Writes go to SQLite first,
+    then to memory. Token vectors stay in SQLite only (``token_vectors``, int8): a recall reads its
+    leading candidates' in one query, where 100k lessons' would take gigabytes of memory."""
 
     def __init__(self, db: SqliteDatabase, dim: int, bm25: Bm25Params = Bm25Params(), threads: int = 1) -> None:
         """``threads``: how many threads share one search's matrix-vector product, each a block of
@@ -501,6 +523,7 @@ class NumpyVectorIndex:
         vecs = [self._checked(e.vector) for e in entries]
         words = [terms(e.text, self.bm25.stemmer) for e in entries]
         key = terms_key(self.bm25.stemmer)
+        late = [(tenant_id, e.experience_id, e.late.key, _packed(e.late.vectors, self.dim)) for e in entries if e.late]
         with self.db.write() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors(tenant_id, experience_id, vec, meta, terms) VALUES (?,?,?,?,?)",
@@ -512,6 +535,14 @@ class NumpyVectorIndex:
                     for e, v, w in zip(entries, vecs, words)
                 ],
             )
+            # an entry's token vectors are written with it: one written without them keeps none
+            conn.executemany(
+                "DELETE FROM token_vectors WHERE tenant_id=? AND experience_id=?",
+                [(tenant_id, e.experience_id) for e in entries if not e.late],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO token_vectors(tenant_id, experience_id, text_key, vecs) VALUES (?,?,?,?)", late
+            )
         part = self._partition(tenant_id)
         with self._lock:
             for e, v, w in zip(entries, vecs, words):
@@ -521,9 +552,10 @@ class NumpyVectorIndex:
         if not experience_ids:
             return
         with self.db.write() as conn:
-            conn.executemany(
-                "DELETE FROM vectors WHERE tenant_id=? AND experience_id=?", [(tenant_id, i) for i in experience_ids]
-            )
+            for table in ("vectors", "token_vectors"):
+                conn.executemany(
+                    f"DELETE FROM {table} WHERE tenant_id=? AND experience_id=?", [(tenant_id, i) for i in experience_ids]
+                )
         part = self._partition(tenant_id)
         with self._lock:
             for i in experience_ids:
@@ -620,6 +652,19 @@ class NumpyVectorIndex:
                 sims = part.vecs[[part.pos[i] for i in missing]] @ q
                 semantic.update((i, float(s)) for i, s in zip(missing, sims))
         return semantic, lexical
+
+    def token_vectors(self, tenant_id: str, keys: Mapping[str, str]) -> dict[str, np.ndarray]:
+        ids = list(keys)
+        out: dict[str, np.ndarray] = {}
+        conn = self.db.read()
+        for start in range(0, len(ids), _KEYS_PER_READ):
+            chunk = ids[start : start + _KEYS_PER_READ]
+            rows = conn.execute(
+                "SELECT experience_id, text_key, vecs FROM token_vectors WHERE tenant_id=? AND experience_id IN"
+                f" ({','.join('?' * len(chunk))})", (tenant_id, *chunk),
+            ).fetchall()
+            out.update((i, _unpacked(blob, self.dim)) for i, key, blob in rows if keys[i] == key)
+        return out
 
     def count(self, tenant_id: str) -> int:
         return len(self._partition(tenant_id).pos)

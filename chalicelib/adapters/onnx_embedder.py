@@ -109,11 +109,19 @@ class OnnxMiniLMEmbedder:
             self._session = session  # last: it is what the unlocked fast path checks
 
     def embed(self, texts: Sequence[str], query: bool = False) -> np.ndarray:  # one side for both
+        return self._embed(texts, tokens=False)[0]
+
+    def embed_with_tokens(self, texts: Sequence[str], query: bool = False) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``embed`` and, from the same pass of the model, each text's ``token_vectors`` (not
+        cached: what they are made for keeps them)."""
+        return self._embed(texts, tokens=True)
+
+    def _embed(self, texts: Sequence[str], tokens: bool) -> tuple[np.ndarray, list[np.ndarray]]:
         import numpy as np
 
         texts = texts_of(texts)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32), []
         if self._session is None:
             self._load()
         assert self._tokenizer is not None
@@ -121,19 +129,21 @@ class OnnxMiniLMEmbedder:
         # Length-sorted batches keep padding (wasted compute) small.
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(encodings), self.dim), dtype=np.float32)
+        made: list[Any] = [None] * len(texts) if tokens else []
         for start in range(0, len(order), self._batch_size):
             idx = order[start : start + self._batch_size]
-            out[idx] = self._run([encodings[i].ids for i in idx])
-        return out
+            batch = [encodings[i].ids for i in idx]
+            hidden = self._hidden(batch)
+            out[idx] = _pooled(hidden, batch)
+            if tokens:
+                for row, i in enumerate(idx):
+                    made[i] = _content_vectors(hidden[row], texts[i], encodings[i])
+        return out, made
 
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Per text, the L2-normalised vectors of its content tokens: the model's output before
         mean pooling, without the special tokens, punctuation and stopwords (``domain.lexical``),
         as float16. A text with no content token gets an empty (0, dim) array."""
-        import numpy as np
-
-        from ..domain.lexical import STOPWORDS
-
         texts = texts_of(texts)
         with self._tokens_lock:
             known = {t: self._tokens[t] for t in texts if t in self._tokens}
@@ -150,9 +160,7 @@ class OnnxMiniLMEmbedder:
                 idx = order[start : start + self._batch_size]
                 hidden = self._hidden([encodings[i].ids for i in idx])
                 for row, i in enumerate(idx):
-                    vecs = hidden[row, _content_tokens(missing[i], encodings[i], STOPWORDS)]
-                    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-                    known[missing[i]] = (vecs / np.maximum(norms, 1e-12)).astype(np.float16)
+                    known[missing[i]] = _content_vectors(hidden[row], missing[i], encodings[i])
             with self._tokens_lock:
                 for t in missing:
                     self._tokens[t] = known[t]
@@ -175,17 +183,31 @@ class OnnxMiniLMEmbedder:
         feeds = {name: value for name, value in feeds.items() if name in self._input_names}
         return self._session.run(None, feeds)[0]
 
-    def _run(self, batch: list[list[int]]) -> np.ndarray:
-        import numpy as np
 
-        hidden = self._hidden(batch)
-        mask = np.zeros(hidden.shape[:2], dtype=np.float32)
-        for row, ids in enumerate(batch):
-            mask[row, : len(ids)] = 1
-        weights = mask[:, :, None]
-        pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+def _pooled(hidden: np.ndarray, batch: list[list[int]]) -> np.ndarray:
+    """sentence-transformers' sentence vectors of a batch: the mean of each row's token vectors
+    over its attention mask, L2-normalised, float32."""
+    import numpy as np
+
+    mask = np.zeros(hidden.shape[:2], dtype=np.float32)
+    for row, ids in enumerate(batch):
+        mask[row, : len(ids)] = 1
+    weights = mask[:, :, None]
+    pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _content_vectors(hidden: np.ndarray, text: str, encoding: Any) -> np.ndarray:
+    """One text's row of the model's output reduced to its content tokens (``_content_tokens``),
+    each L2-normalised, float16."""
+    import numpy as np
+
+    from ..domain.lexical import STOPWORDS
+
+    vecs = hidden[_content_tokens(text, encoding, STOPWORDS)]
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return (vecs / np.maximum(norms, 1e-12)).astype(np.float16)
 
 
 def _content_tokens(text: str, encoding: Any, stopwords: frozenset[str]) -> list[int]:

@@ -67,6 +67,9 @@ CREATE TABLE IF NOT EXISTS review_turns (
 CREATE TABLE IF NOT EXISTS vectors (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, vec BLOB NOT NULL, meta TEXT NOT NULL,
     terms TEXT, PRIMARY KEY (tenant_id, experience_id));
+CREATE TABLE IF NOT EXISTS token_vectors (
+    tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, text_key TEXT NOT NULL, vecs BLOB NOT NULL,
+    PRIMARY KEY (tenant_id, experience_id));
 """
 
 

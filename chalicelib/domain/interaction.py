@@ -52,3 +52,11 @@ def blended(scores: Sequence[float], late: Sequence[float], weight: float) -> li
         return list(scores)
     centre = sum(late) / len(late)
     return [min(1.0, max(0.0, s + weight * (x - centre))) for s, x in zip(scores, late)]
+
+
+def text_key(text: str) -> str:
+    """What names the text a lesson's kept token vectors were made from (``ports.TokenVectors``): a
+    lesson whose text changed is never read with its old text's tokens."""
+    import hashlib
+
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()

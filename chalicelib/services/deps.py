@@ -70,6 +70,15 @@ class Deps:
     recall_late_rare: bool = False  # query tokens weighed by how little the candidates match them
 
     @property
+    def keeps_late_tokens(self) -> bool:
+        """Lessons' token vectors are made by the pass that embeds them and kept by the index beside
+        their entries, to be read at recall instead of made: late interaction on, over the lesson's
+        own text (the one its vector is embedded from), an embedder that gives them in its
+        embedding pass and an index that keeps them (``ports.TokenVectorIndex``)."""
+        return (self.recall_late_weight > 0 and self.recall_late_text == "lesson"
+                and hasattr(self.embedder, "embed_with_tokens") and hasattr(self.index, "token_vectors"))
+
+    @property
     def similarity_floor(self) -> float:
         """Where the embedder puts unrelated texts (``domain.vectors.rebased``)."""
         return getattr(self.embedder, "similarity_floor", 0.0)

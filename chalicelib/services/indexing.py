@@ -3,12 +3,23 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from contextlib import nullcontext
 from itertools import islice
 from typing import Any
 
 from ..domain.models import Experience
-from ..ports import IndexEntry
+from ..ports import IndexEntry, TokenVectors
 from .deps import Deps
+
+
+class Embedded(dict):
+    """Vectors by text; and ``tokens``: the token vectors the same passes made, by text, when the
+    index keeps lessons' token vectors (``Deps.keeps_late_tokens``), so that indexing a lesson
+    never runs the model a second time for them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens: dict[str, Any] = {}
 
 
 class VectorCache(OrderedDict):
@@ -23,6 +34,9 @@ class VectorCache(OrderedDict):
         self.max_entries = max_entries
         self.hits = self.misses = 0
         self.lock = threading.Lock()
+        # token vectors of the texts embedded since the last trim (``Embedded.tokens``): kept for
+        # the batch that made them: a text's weigh about ten times its vector
+        self.tokens: dict[str, Any] = {}
 
     def touch(self, texts: list[str]) -> None:
         for t in texts:
@@ -31,12 +45,15 @@ class VectorCache(OrderedDict):
     def trim(self) -> None:
         for t in list(islice(iter(self), max(0, len(self) - self.max_entries))):
             del self[t]
+        self.tokens.clear()
 
 
 def embed_texts(deps: Deps, texts: list[str], known: dict[str, Any]) -> dict[str, Any]:
     """Vectors of ``texts`` by text; ``known`` ones are reused and the cache is filled in place
-    (embedding is the costly step of a review)."""
+    (embedding is the costly step of a review). When the index keeps lessons' token vectors, the
+    same pass makes those of the texts embedded here, into ``known.tokens`` if it has them."""
     wanted = list(dict.fromkeys(texts))
+    tokens = getattr(known, "tokens", None) if deps.keeps_late_tokens else None
     if isinstance(known, VectorCache):
         with known.lock:
             missing = [t for t in wanted if t not in known]
@@ -44,14 +61,24 @@ def embed_texts(deps: Deps, texts: list[str], known: dict[str, Any]) -> dict[str
             known.hits += len(wanted) - len(missing)
             known.misses += len(missing)
         if missing:
-            vectors = deps.embedder.embed(missing)  # outside the lock: the others' reviews go on
+            vectors, made = _embed(deps, missing, tokens is not None)  # outside the lock: the others' reviews go on
             with known.lock:
                 known.update(zip(missing, vectors))
+                known.tokens.update(zip(missing, made))
         return known
     missing = [t for t in wanted if t not in known]
     if missing:
-        known.update(zip(missing, deps.embedder.embed(missing)))
+        vectors, made = _embed(deps, missing, tokens is not None)
+        known.update(zip(missing, vectors))
+        if tokens is not None:
+            tokens.update(zip(missing, made))
     return known
+
+
+def _embed(deps: Deps, texts: list[str], with_tokens: bool) -> tuple[Any, list[Any]]:
+    if with_tokens:
+        return deps.embedder.embed_with_tokens(texts)  # type: ignore[attr-defined]
+    return deps.embedder.embed(texts), []
 
 
 def experience_vector(exp: Experience, vectors: dict[str, Any]) -> Any:
@@ -67,12 +94,34 @@ def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience],
     the other texts are embedded (and added to it)."""
     if not experiences:
         return
-    vectors = embed_texts(deps, [t for e in experiences for t in e.embedding_texts()], {} if known is None else known)
+    vectors = embed_texts(deps, [t for e in experiences for t in e.embedding_texts()], Embedded() if known is None else known)
+    late = late_tokens(deps, experiences, vectors) if deps.keeps_late_tokens else {}
     deps.index.upsert(
         tenant_id,
         [
             IndexEntry(e.experience_id, experience_vector(e, vectors), e.agent_id, e.user_id, tuple(e.tools), e.task_type,
-                       tuple(e.tags), e.search_text(), e.intent)
+                       tuple(e.tags), e.search_text(), e.intent, late.get(e.experience_id))
             for e in experiences
         ],
     )
+
+
+def late_tokens(deps: Deps, experiences: list[Experience], known: dict[str, Any]) -> dict[str, TokenVectors]:
+    """Each lesson's token vectors, of the text late interaction reads (``recall.late_text``), by
+    experience id: those the pass that embedded the text made (``embed_texts``); a text whose
+    vector was embedded without them (a worker's cache, from an earlier batch) is embedded again."""
+    from ..domain.interaction import text_key
+    from .recall import late_text
+
+    texts = {e.experience_id: late_text(e, deps.recall_late_text) for e in experiences}
+    lock, kept = getattr(known, "lock", None) or nullcontext(), getattr(known, "tokens", None)
+    with lock:
+        tokens = {t: kept[t] for t in set(texts.values()) if kept and t in kept}
+    missing = [t for t in dict.fromkeys(texts.values()) if t not in tokens]
+    if missing:
+        made = dict(zip(missing, deps.embedder.embed_with_tokens(missing)[1]))  # type: ignore[attr-defined]
+        tokens.update(made)
+        if kept is not None:
+            with lock:
+                kept.update(made)
+    return {i: TokenVectors(text_key(t), tokens[t]) for i, t in texts.items()}

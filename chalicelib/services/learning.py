@@ -26,7 +26,7 @@ from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .credit import credit_trajectory
 from .deps import Deps
-from .indexing import embed_texts, experience_vector, index_experiences
+from .indexing import Embedded, embed_texts, experience_vector, index_experiences
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Distilled:
     rejected: list[dict[str, Any]] = field(default_factory=list)
     merged: int = 0
     superseded: list[str] = field(default_factory=list)
-    vectors: dict[str, Any] = field(default_factory=dict)  # text -> vector, each embedded once per review
+    vectors: dict[str, Any] = field(default_factory=Embedded)  # text -> vector, each embedded once per review
 
 
 def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
@@ -119,7 +119,7 @@ def distill(deps: Deps, traj: Trajectory, review: Review, vectors: dict[str, Any
     fresh = [e for e in fresh if e.experience_id not in retired]
     if not fresh:
         return out
-    out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], {} if vectors is None else vectors)
+    out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], Embedded() if vectors is None else vectors)
     for draft, exp in zip(drafts, fresh):
         vector = experience_vector(exp, out.vectors)
         existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)

@@ -41,12 +41,29 @@ def query_vector(deps: Deps, q: RecallQuery):
     embeddings of ``embedded_texts``: what it negates weighs half of what it asserts. A negated word
     is a fact the query denies ("the patron owes nothing") or the failure it reports ("won't
     import"), which look-alike situations share; what tells them apart is what the query asserts."""
-    vectors = deps.embedder.embed(list(embedded_texts(q, deps.recall_negation)), query=True)
+    return query_embedding(deps, q)[0]
+
+
+def query_embedding(deps: Deps, q: RecallQuery):
+    """``query_vector`` and, when late interaction is on and the embedder gives them in the same
+    pass, the token vectors of the text it reads (the query without its negated words: the last of
+    ``embedded_texts``), else None."""
+    texts = list(embedded_texts(q, deps.recall_negation))
+    tokens = None
+    if _late_on(deps) and hasattr(deps.embedder, "embed_with_tokens"):
+        vectors, made = deps.embedder.embed_with_tokens(texts, query=True)
+        tokens = made[-1]
+    else:
+        vectors = deps.embedder.embed(texts, query=True)
     if len(vectors) == 1:
-        return vectors[0]
+        return vectors[0], tokens
     total = vectors[0] + vectors[1]
     norm = float((total @ total) ** 0.5)
-    return total / norm if norm else total
+    return (total / norm if norm else total), tokens
+
+
+def _late_on(deps: Deps) -> bool:
+    return deps.recall_late_weight > 0 and hasattr(deps.embedder, "token_vectors")
 
 
 def recall(
@@ -65,7 +82,7 @@ def recall(
     """The best ``top_k`` lessons for the situation, and the advice block they make."""
     q = RecallQuery(tenant_id, query, agent_id, user_id, task_type, tuple(tools), intent, tuple(tags), top_k, min_score)
     text = query_text(q)
-    vector = query_vector(deps, q)
+    vector, query_tokens = query_embedding(deps, q)
     flt = IndexFilter(
         agent_id=q.agent_id, user_id=q.user_id, tools=q.tools,
         task_type=q.task_type if deps.recall_filter_task_type else None,
@@ -88,8 +105,8 @@ def recall(
         if score >= q.min_score:
             ranked.append((score, exp, cosine, words))
     ranked.sort(key=lambda r: (-r[0], r[1].experience_id))
-    if deps.recall_late_weight > 0 and hasattr(deps.embedder, "token_vectors"):
-        ranked = late_interaction(deps, q, _with_whole(deps, q, ranked, deps.recall_late_candidates))
+    if _late_on(deps):
+        ranked = late_interaction(deps, q, _with_whole(deps, q, ranked, deps.recall_late_candidates), query_tokens)
     chosen = _distinct(ranked, q.top_k)
     wholes = _wholes(deps, q.tenant_id, [r[1] for r in chosen])
     hits: list[Hit] = []
@@ -140,20 +157,31 @@ def late_text(exp: Experience, which: str) -> str:
 Ranked = tuple[float, "Experience | Candidate", float, float]  # (score, lesson, cosine, lexical)
 
 
-def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked]) -> list[Ranked]:
+def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked], query_tokens=None) -> list[Ranked]:
     """The leading ``recall_late_candidates`` candidates re-scored by late interaction
     (``domain.interaction``): a word that tells a situation from its look-alike must find its match
     in the lesson, which one pooled vector per text washes out. The query's negated words
-    (``domain.negation``) are left out: they name what the situation is not."""
-    from ..domain.interaction import best_matches, blended, late_scores
+    (``domain.negation``) are left out: they name what the situation is not. The lessons' token
+    vectors are read where the index keeps them (``ports.TokenVectorIndex``) and made for the
+    others; ``query_tokens``: the query's, from the pass that embedded it (made here if None)."""
+    from ..domain.interaction import best_matches, blended, late_scores, text_key
 
     head, tail = ranked[: deps.recall_late_candidates], ranked[deps.recall_late_candidates :]
     if len(head) < 2:
         return ranked
-    split = split_negation(q.query) if deps.recall_negation else None
-    asserted = split.asserted if split is not None and split.has_negation else None
-    vectors = deps.embedder.token_vectors([query_text(q, asserted), *(late_text(r[1], deps.recall_late_text) for r in head)])
-    late = late_scores(best_matches(vectors[0], vectors[1:]), deps.recall_late_rare)
+    texts = [late_text(r[1], deps.recall_late_text) for r in head]
+    read = getattr(deps.index, "token_vectors", None)
+    kept = read(q.tenant_id, {r[1].experience_id: text_key(t) for r, t in zip(head, texts)}) if read else {}
+    wanted = [t for r, t in zip(head, texts) if r[1].experience_id not in kept]
+    if query_tokens is None:
+        split = split_negation(q.query) if deps.recall_negation else None
+        asserted = split.asserted if split is not None and split.has_negation else None
+        wanted.insert(0, query_text(q, asserted))
+    made = iter(deps.embedder.token_vectors(wanted) if wanted else ())
+    if query_tokens is None:
+        query_tokens = next(made)
+    docs = [kept[r[1].experience_id] if r[1].experience_id in kept else next(made) for r in head]
+    late = late_scores(best_matches(query_tokens, docs), deps.recall_late_rare)
     scores = blended([r[0] for r in head], late, deps.recall_late_weight)
     head = [(round(s, 4), *r[1:]) for r, s in zip(head, scores)]
     head.sort(key=lambda r: (-r[0], r[1].experience_id))

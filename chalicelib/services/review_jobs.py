@@ -16,7 +16,7 @@ from ..domain.errors import NotFound
 from ..domain.models import FULL_REVIEW, LOCAL_SCOPE, ReviewKind, ReviewSummary, Trajectory, TrajectoryStatus
 from ..ports import DeadJob, ReviewJob
 from .deps import Deps
-from .indexing import VectorCache, embed_texts
+from .indexing import Embedded, VectorCache, embed_texts
 from .learning import DraftedReview, prepare_review
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ def process_review_jobs(
     worker may have claimed it."""
     now = deps.clock.now()
     jobs = deps.queue.claim(now, deps.review_lease_seconds, limit)
-    known: dict = vectors if vectors is not None else {}
+    known: dict = vectors if vectors is not None else Embedded()
     until = now + timedelta(seconds=deps.review_lease_seconds * LEASE_SHARE)
     parts = _by_tenant(jobs, workers if pool is not None else 1)
     if len(parts) > 1:

@@ -58,3 +58,19 @@ def test_token_vectors_come_back_in_order_from_the_cache(embedder):
     first = embedder.token_vectors(["alpha beta", "gamma"])
     again = embedder.token_vectors(["gamma", "alpha beta"])
     assert again[0] is first[1] and again[1] is first[0]
+
+
+def test_embedding_with_tokens_is_one_pass_giving_both_embed_and_token_vectors(embedder):
+    texts = ["The lamp is old.", "the chamber was still warming up after the restart of the reader", "xenon", "it is of the"]
+    fresh = OnnxMiniLMEmbedder()
+    fresh.embed(["load the model"])
+    passes = []
+    run = fresh._hidden
+    fresh._hidden = lambda batch: passes.append(len(batch)) or run(batch)
+    vectors, tokens = fresh.embed_with_tokens(texts, query=True)
+    assert passes == [len(texts)]  # one batch through the model
+    np.testing.assert_array_equal(vectors, embedder.embed(texts))
+    for got, want in zip(tokens, embedder.token_vectors(texts)):
+        assert got.shape == want.shape and got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), atol=2e-3)
+    assert tokens[3].shape == (0, 384)

@@ -39,19 +39,23 @@ class PooledTieEmbedder:
 
     def token_vectors(self, texts) -> list[np.ndarray]:
         self.token_calls.append(list(texts))
-        out = []
-        for t in texts:
-            words = [w for w in re.findall(r"[a-z0-9]+", t.lower()) if w not in STOPWORDS]
-            out.append(np.array([word_vector(w) for w in words], dtype=np.float16).reshape(-1, DIM))
-        return out
+        return word_tokens(texts)
+
+
+def word_tokens(texts) -> list[np.ndarray]:
+    out = []
+    for t in texts:
+        words = [w for w in re.findall(r"[a-z0-9]+", t.lower()) if w not in STOPWORDS]
+        out.append(np.array([word_vector(w) for w in words], dtype=np.float16).reshape(-1, DIM))
+    return out
 
 
 LAMP = "Plate read refused with INSTRUMENT_NOT_READY after the lamp was replaced."
 CHAMBER = "Plate read refused with INSTRUMENT_NOT_READY while the chamber was still warming."
 
 
-def lessons(weight: float):
-    deps = fake_deps(FakeClock(), embedder=PooledTieEmbedder(), recall_late_weight=weight)
+def lessons(weight: float, embedder=None, **overrides):
+    deps = fake_deps(FakeClock(), embedder=embedder or PooledTieEmbedder(), recall_late_weight=weight, **overrides)
     # the lexical part off: this shows the late part alone (BM25 would also see the shared word)
     deps = replace(deps, weights=replace(deps.weights, lexical=0.0, lexical_untooled=0.0))
     now = deps.clock.now()

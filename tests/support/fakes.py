@@ -12,7 +12,7 @@ import threading
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -345,6 +345,12 @@ class InMemoryVectorIndex:
             part = self._parts.get(tenant_id, {})
             for i in experience_ids:
                 part.pop(i, None)
+
+    def token_vectors(self, tenant_id: str, keys: Mapping[str, str]) -> dict[str, np.ndarray]:
+        with self._lock:
+            part = self._parts.get(tenant_id, {})
+            late = {i: part[i].late for i in keys if i in part}
+        return {i: np.asarray(t.vectors, dtype=np.float32) for i, t in late.items() if t and t.key == keys[i]}
 
     @staticmethod
     def _matches(e: IndexEntry, flt: IndexFilter, tools: set[str]) -> bool:

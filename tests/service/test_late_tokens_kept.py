@@ -1,0 +1,112 @@
+"""Late interaction with the lessons' token vectors kept by the index: made by the pass that embeds
+a lesson when it is indexed, read at recall, so that a recall runs the model once, for the query."""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from chalicelib.adapters.numpy_index import NumpyVectorIndex
+from chalicelib.adapters.sqlite_db import SqliteDatabase
+from chalicelib.services import recall
+from chalicelib.services.experiences import forget
+from chalicelib.services.indexing import Embedded, VectorCache, embed_texts, index_experiences
+from tests.service.test_late_interaction import DIM, PooledTieEmbedder, lessons, ranked, word_tokens
+
+QUERY = "new lamp fitted yesterday, plate read refused"
+
+
+class PassCountingEmbedder(PooledTieEmbedder):
+    """Records every pass of the model: the texts of each ``embed`` or ``embed_with_tokens`` call
+    (``token_calls``: those of ``token_vectors``, the tokens made at recall)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passes: list[list[str]] = []
+
+    def embed(self, texts, query: bool = False):
+        self.passes.append(list(texts))
+        return super().embed(texts, query)
+
+    def embed_with_tokens(self, texts, query: bool = False):
+        self.passes.append(list(texts))
+        return PooledTieEmbedder.embed(self, texts, query), word_tokens(texts)
+
+
+def numpy_index(tmp_path) -> NumpyVectorIndex:
+    return NumpyVectorIndex(SqliteDatabase(str(tmp_path / "vectors.db")), DIM)
+
+
+def kept_rows(tmp_path) -> dict[str, str]:
+    """experience id -> tenant of every row of token vectors in the index's file."""
+    with sqlite3.connect(tmp_path / "vectors.db") as conn:
+        return dict(conn.execute("SELECT experience_id, tenant_id FROM token_vectors"))
+
+
+def test_a_lessons_token_vectors_are_made_as_it_is_embedded_and_recall_makes_none(tmp_path):
+    embedder = PassCountingEmbedder()
+    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    assert len(embedder.passes) == 2 and embedder.token_calls == []  # one pass per lesson written
+    assert kept_rows(tmp_path) == {"z-lamp": "t1", "a-chamber": "t1"}
+    embedder.passes.clear()
+    assert ranked(deps, QUERY) == ["z-lamp", "a-chamber"]
+    assert embedder.token_calls == []  # neither the candidates' tokens nor the query's made apart
+    assert embedder.passes == [[QUERY]]
+
+
+def test_the_kept_token_vectors_score_as_those_made_at_recall(tmp_path):
+    kept = lessons(0.2, PassCountingEmbedder(), index=numpy_index(tmp_path))
+    made = lessons(0.2)  # an embedder without a joint pass: every token vector made at recall
+    for query in (QUERY, "chamber warming, plate read refused"):
+        a, _ = recall.recall(kept, "t1", query, tools=["plate_reader_run"])
+        b, _ = recall.recall(made, "t1", query, tools=["plate_reader_run"])
+        assert [h.experience.experience_id for h in a] == [h.experience.experience_id for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=2e-3)
+    assert made.embedder.token_calls and not kept.embedder.token_calls
+
+
+def test_a_lesson_indexed_without_its_token_vectors_has_them_made_at_recall(tmp_path):
+    embedder = PassCountingEmbedder()
+    deps = replace(lessons(0.0, embedder, index=numpy_index(tmp_path)), recall_late_weight=0.2)
+    assert kept_rows(tmp_path) == {}  # late interaction off: nothing made nor kept
+    assert all(len(p) == 1 for p in embedder.passes)
+    assert ranked(deps, QUERY) == ["z-lamp", "a-chamber"]
+    (made,) = embedder.token_calls
+    assert sorted(made) == sorted(h.experience.embedding_text() for h in recall.recall(deps, "t1", QUERY)[0])
+
+
+def test_a_lesson_whose_text_changed_is_not_read_with_the_old_texts_tokens(tmp_path):
+    embedder = PassCountingEmbedder()
+    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    lamp = deps.experiences.get("t1", "z-lamp")
+    changed = replace(lamp, situation=lamp.situation.replace("lamp", "bulb"))
+    deps.experiences.put(changed)  # in the store, not yet indexed again
+    ranked(deps, QUERY)
+    assert embedder.token_calls == [[changed.embedding_text()]]
+
+
+def test_a_forgotten_lessons_token_vectors_are_gone(tmp_path):
+    deps = lessons(0.2, PassCountingEmbedder(), index=numpy_index(tmp_path))
+    forget(deps, "t1", "z-lamp", "wrong")
+    assert kept_rows(tmp_path) == {"a-chamber": "t1"}
+
+
+def test_indexing_takes_the_token_vectors_of_the_pass_a_review_made(tmp_path):
+    embedder = PassCountingEmbedder()
+    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    lamp = deps.experiences.get("t1", "z-lamp")
+    embedder.passes.clear()
+    known = Embedded()
+    embed_texts(deps, list(lamp.embedding_texts()), known)  # as distill embeds a new lesson's texts
+    index_experiences(deps, "t1", [lamp], known)
+    assert len(embedder.passes) == 1
+    # a worker's cache keeps vectors across batches, token vectors for one batch: the next batch
+    # that indexes the lesson embeds its text again, once, to make them
+    cache = VectorCache(10)
+    embed_texts(deps, list(lamp.embedding_texts()), cache)
+    cache.trim()
+    index_experiences(deps, "t1", [lamp], cache)
+    index_experiences(deps, "t1", [lamp], cache)
+    assert len(embedder.passes) == 3 and embedder.token_calls == []
+    assert set(kept_rows(tmp_path)) == {"z-lamp", "a-chamber"}
