@@ -13,15 +13,12 @@ import os
 from chalice import AuthResponse, Chalice, Rate
 
 from chalicelib import redaction
-from chalicelib.api.routes import LazyModule, Repeat, Router
+from chalicelib.api import presenters as out
+from chalicelib.api import schemas as s
+from chalicelib.api.routes import Repeat, Router
 from chalicelib.container import get_deps, get_settings
 from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
-
-# The request and response models, and the functions that make answers of them, are loaded by the
-# first view that uses them: pydantic's import and the models' classes cost a cold start ~100 ms
-# that a route's declaration (which names its models) does not need.
-out = LazyModule("chalicelib.api.presenters")
-s = LazyModule("chalicelib.api.schemas")
+from chalicelib.settings import Settings
 
 app = Chalice(app_name="hindsight", configure_logs=False)
 redaction.install()  # Lambda's handler on the root logger: no key in a log line, whoever logs it
@@ -49,7 +46,7 @@ def api_key_authorizer(auth_request) -> AuthResponse:
 api = Router(app, authorizer=api_key_authorizer)
 
 
-@api.route("GET", "/v1/health", "Liveness and backend", response="HealthOut", auth="none", uses_dependencies=False)
+@api.route("GET", "/v1/health", "Liveness and backend", response=s.HealthOut, auth="none", uses_dependencies=False)
 def health() -> s.HealthOut:
     return s.HealthOut(status="ok", backend=get_settings().backend)
 
@@ -70,7 +67,7 @@ def docs_page() -> str:
 
 
 @api.route("POST", "/v1/tenants", "Create a tenant and its first API key",
-           body="TenantIn", response="TenantOut", status=201, auth="admin", errors=(409,))
+           body=s.TenantIn, response=s.TenantOut, status=201, auth="admin", errors=(409,))
 def create_tenant(body: s.TenantIn) -> s.TenantOut:
     from chalicelib.services import tenants
 
@@ -78,7 +75,7 @@ def create_tenant(body: s.TenantIn) -> s.TenantOut:
     return s.TenantOut(tenant_id=tenant.tenant_id, name=tenant.name, api_key=key)
 
 
-@api.route("GET", "/v1/tenants", "List tenants", response="TenantList", auth="admin")
+@api.route("GET", "/v1/tenants", "List tenants", response=s.TenantList, auth="admin")
 def list_tenants() -> s.TenantList:
     from chalicelib.services import tenants
 
@@ -86,7 +83,7 @@ def list_tenants() -> s.TenantList:
 
 
 @api.route("POST", "/v1/tenants/{tenant_id}/keys", "Issue a new API key (and revoke the old ones)",
-           body="KeyRotateIn", response="KeyOut", status=201, auth="admin", errors=(404,))
+           body=s.KeyRotateIn, response=s.KeyOut, status=201, auth="admin", errors=(404,))
 def rotate_key(tenant_id: str, body: s.KeyRotateIn) -> s.KeyOut:
     from chalicelib.services import tenants
 
@@ -94,7 +91,7 @@ def rotate_key(tenant_id: str, body: s.KeyRotateIn) -> s.KeyOut:
 
 
 @api.route("POST", "/v1/trajectories", "Start recording a task; a repeated trajectory_id answers 200 with the existing one",
-           body="TrajectoryIn", response="TrajectoryOut", status=201, repeat_status=200)
+           body=s.TrajectoryIn, response=s.TrajectoryOut, status=201, repeat_status=200)
 def start_trajectory(tenant_id: str, body: s.TrajectoryIn) -> s.TrajectoryOut | Repeat:
     from chalicelib.services import ingest
 
@@ -103,7 +100,7 @@ def start_trajectory(tenant_id: str, body: s.TrajectoryIn) -> s.TrajectoryOut | 
 
 
 @api.route("GET", "/v1/trajectories/{trajectory_id}", "A trajectory and its review",
-           response="TrajectoryOut", errors=(404,))
+           response=s.TrajectoryOut, errors=(404,))
 def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
     from chalicelib.services import ingest
 
@@ -112,7 +109,7 @@ def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
 
 @api.route("GET", "/v1/trajectories/{trajectory_id}/events",
            "Its events in order, as a decision graph with the attribution of each step",
-           response="TrajectoryEventsOut", errors=(404,))
+           response=s.TrajectoryEventsOut, errors=(404,))
 def trajectory_events(trajectory_id: str, tenant_id: str) -> s.TrajectoryEventsOut:
     from chalicelib.services import ingest
 
@@ -154,8 +151,8 @@ def _costs() -> "CostPolicy":
 
 
 @api.route("POST", "/v1/trajectories/{trajectory_id}/events",
-           "Append events (at most {max_events_per_call})",
-           body="EventsIn", response="EventsOut", status=202, errors=(404, 409), check=_event_limits,
+           f"Append events (at most {Settings.model_fields['max_events_per_call'].default})",
+           body=s.EventsIn, response=s.EventsOut, status=202, errors=(404, 409), check=_event_limits,
            cost=lambda body: _costs().append(len(body.events)))
 def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.EventsOut:
     from chalicelib.services import ingest
@@ -171,7 +168,7 @@ def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.Eve
 
 
 @api.route("POST", "/v1/trajectories/{trajectory_id}/finalize", "End the task; its review runs asynchronously",
-           body="FinalizeIn", response="TrajectoryOut", status=202, errors=(404, 409))
+           body=s.FinalizeIn, response=s.TrajectoryOut, status=202, errors=(404, 409))
 def finalize(trajectory_id: str, tenant_id: str, body: s.FinalizeIn) -> s.TrajectoryOut:
     from chalicelib.services import ingest
 
@@ -179,7 +176,7 @@ def finalize(trajectory_id: str, tenant_id: str, body: s.FinalizeIn) -> s.Trajec
 
 
 @api.route("POST", "/v1/experiences", "Write a lesson by hand; a repeated experience_id answers 200 with the stored one",
-           body="ExperienceIn", response="ExperienceOut", status=201, repeat_status=200)
+           body=s.ExperienceIn, response=s.ExperienceOut, status=201, repeat_status=200)
 def write_experience(tenant_id: str, body: s.ExperienceIn) -> s.ExperienceOut | Repeat:
     from chalicelib.services import experiences
 
@@ -187,7 +184,7 @@ def write_experience(tenant_id: str, body: s.ExperienceIn) -> s.ExperienceOut | 
     return out.experience_out(exp) if created else Repeat(out.experience_out(exp))
 
 
-@api.route("GET", "/v1/experiences", "List lessons, newest first", query="ListQuery", response="ExperienceList")
+@api.route("GET", "/v1/experiences", "List lessons, newest first", query=s.ListQuery, response=s.ExperienceList)
 def list_experiences(tenant_id: str, query: s.ListQuery) -> s.ExperienceList:
     from chalicelib.services import experiences
 
@@ -195,7 +192,7 @@ def list_experiences(tenant_id: str, query: s.ListQuery) -> s.ExperienceList:
     return s.ExperienceList(items=[out.experience_out(e) for e in page.items], cursor=page.cursor)
 
 
-@api.route("GET", "/v1/experiences/{experience_id}", "One lesson", response="ExperienceOut", errors=(404,))
+@api.route("GET", "/v1/experiences/{experience_id}", "One lesson", response=s.ExperienceOut, errors=(404,))
 def get_experience(experience_id: str, tenant_id: str) -> s.ExperienceOut:
     from chalicelib.services import experiences
 
@@ -203,7 +200,7 @@ def get_experience(experience_id: str, tenant_id: str) -> s.ExperienceOut:
 
 
 @api.route("DELETE", "/v1/experiences/{experience_id}", "Forget a lesson (kept as a tombstone)",
-           body="ForgetIn", response="ExperienceOut", errors=(404,))
+           body=s.ForgetIn, response=s.ExperienceOut, errors=(404,))
 def forget_experience(experience_id: str, tenant_id: str, body: s.ForgetIn) -> s.ExperienceOut:
     from chalicelib.services import experiences
 
@@ -211,7 +208,7 @@ def forget_experience(experience_id: str, tenant_id: str, body: s.ForgetIn) -> s
 
 
 @api.route("POST", "/v1/experiences/{experience_id}/restore", "Bring an archived lesson back (a forgotten one: 409)",
-           response="ExperienceOut", errors=(404, 409))
+           response=s.ExperienceOut, errors=(404, 409))
 def restore_experience(experience_id: str, tenant_id: str) -> s.ExperienceOut:
     from chalicelib.services import experiences
 
@@ -219,14 +216,14 @@ def restore_experience(experience_id: str, tenant_id: str) -> s.ExperienceOut:
 
 
 @api.route("POST", "/v1/experiences/{experience_id}/feedback", "Report whether a lesson helped",
-           body="FeedbackIn", response="ExperienceOut", errors=(404, 409))
+           body=s.FeedbackIn, response=s.ExperienceOut, errors=(404, 409))
 def experience_feedback(experience_id: str, tenant_id: str, body: s.FeedbackIn) -> s.ExperienceOut:
     from chalicelib.services import experiences
 
     return out.experience_out(experiences.feedback(get_deps(), tenant_id, experience_id, body.signal))
 
 
-@api.route("POST", "/v1/recall", "Lessons for the situation at hand, with advice text", body="RecallIn", response="RecallOut",
+@api.route("POST", "/v1/recall", "Lessons for the situation at hand, with advice text", body=s.RecallIn, response=s.RecallOut,
            cost=lambda body: _costs().recall(body.top_k, len(body.query)))
 def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
     from chalicelib.services import recall_ids
@@ -237,7 +234,7 @@ def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
 
 
 @api.route("POST", "/v1/advise", "Before a tool call: what past runs say about this call (no LLM)",
-           body="AdviseIn", response="AdviseOut")
+           body=s.AdviseIn, response=s.AdviseOut)
 def advise_route(tenant_id: str, body: s.AdviseIn) -> s.AdviseOut:
     from chalicelib.services import advise
 
@@ -246,14 +243,14 @@ def advise_route(tenant_id: str, body: s.AdviseIn) -> s.AdviseOut:
     return out.advise_out(advise.advise(get_deps(), tenant_id, **fields))
 
 
-@api.route("POST", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store", response="ReindexOut")
+@api.route("POST", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store", response=s.ReindexOut)
 def reindex(tenant_id: str) -> s.ReindexOut:
     from chalicelib.services import maintenance
 
     return s.ReindexOut(reindexed=maintenance.reindex_tenant(get_deps(), tenant_id))
 
 
-@api.route("GET", "/v1/stats", "Counts by status and a freshness histogram", response="StatsOut")
+@api.route("GET", "/v1/stats", "Counts by status and a freshness histogram", response=s.StatsOut)
 def stats(tenant_id: str) -> s.StatsOut:
     from chalicelib.services import maintenance
 
@@ -261,7 +258,7 @@ def stats(tenant_id: str) -> s.StatsOut:
 
 
 @api.route("POST", "/v1/maintenance/decay", "Decay freshness and archive stale lessons",
-           body="DecayIn", response="DecayOut", auth="admin")
+           body=s.DecayIn, response=s.DecayOut, auth="admin")
 def decay(body: s.DecayIn) -> s.DecayOut:
     from chalicelib.services import maintenance
 
@@ -270,7 +267,7 @@ def decay(body: s.DecayIn) -> s.DecayOut:
 
 
 @api.route("GET", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason",
-           query="FailedReviewsQuery", response="FailedReviewList", auth="admin")
+           query=s.FailedReviewsQuery, response=s.FailedReviewList, auth="admin")
 def failed_reviews(query: s.FailedReviewsQuery) -> s.FailedReviewList:
     from chalicelib.services import review_jobs
 
@@ -279,7 +276,7 @@ def failed_reviews(query: s.FailedReviewsQuery) -> s.FailedReviewList:
 
 
 @api.route("POST", "/v1/maintenance/redrive", "Send failed reviews round again (all, a tenant's, or listed trajectories)",
-           body="RedriveIn", response="RedriveOut", auth="admin")
+           body=s.RedriveIn, response=s.RedriveOut, auth="admin")
 def redrive(body: s.RedriveIn) -> s.RedriveOut:
     from chalicelib.services import review_jobs
 

@@ -9,14 +9,11 @@ import os
 import secrets
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import redaction
 from .adapters.review_signal import ReviewSignal
+from .settings import Settings
 from .services.deps import Deps, policies
-
-if TYPE_CHECKING:  # imported on use: the settings are a pydantic model, which importing the app need not load
-    from .settings import Settings
 
 _lock = threading.Lock()
 _deps: Deps | None = None
@@ -26,8 +23,6 @@ _settings: Settings | None = None
 def get_settings() -> Settings:
     global _settings
     if _settings is None:
-        from .settings import Settings
-
         _settings = resolve_secrets(Settings())
         redaction.register(_settings.admin_key, _settings.openai_api_key)
     return _settings

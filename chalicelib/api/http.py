@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from chalice import Response
+from pydantic import BaseModel, ValidationError
 
 from ..domain.errors import (
     Conflict,
@@ -21,11 +21,8 @@ from ..domain.errors import (
 )
 from .structure import MAX_DEPTH, check_structure
 
-if TYPE_CHECKING:  # pydantic is imported by the first request that validates (~85 ms of a cold start)
-    from pydantic import BaseModel
-
 log = logging.getLogger("hindsight.api")
-M = TypeVar("M", bound="BaseModel")
+M = TypeVar("M", bound=BaseModel)
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 # Most specific first: MalformedRequest is an InvalidInput with its own status.
@@ -94,8 +91,6 @@ def parse_json(raw: bytes | None, max_bytes: int, required: bool = True) -> Any:
 
 
 def validate(model: type[M], data: Any) -> M:
-    from pydantic import ValidationError
-
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object")
     try:
@@ -116,5 +111,4 @@ def body_required(model: type[BaseModel]) -> bool:
 
 def to_json(value: Any) -> Any:
     """What a view returns, as JSON data: a response model instance, or a plain value."""
-    pydantic = sys.modules.get("pydantic")  # none loaded yet: no value can be a model
-    return value.model_dump(mode="json") if pydantic is not None and isinstance(value, pydantic.BaseModel) else value
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value

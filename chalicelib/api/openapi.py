@@ -14,7 +14,7 @@ from pydantic.json_schema import models_json_schema
 
 from . import schemas as s
 from .http import body_required
-from .routes import Route, model
+from .routes import Route
 
 # Every error answer of every route has the contract's shape.
 ERROR_DESCRIPTIONS = {
@@ -64,28 +64,21 @@ def _json(ref: str) -> dict[str, Any]:
     return {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}
 
 
-def _summary(text: str) -> str:
-    """A route's summary with the settings it names (``{max_events_per_call}``) at their defaults."""
-    from ..settings import Settings
-
-    return text.format_map({name: field.default for name, field in Settings.model_fields.items()})
-
-
 def _operation(route: Route) -> dict[str, Any]:
     name = route.path.strip("/").replace("/", "_").replace("{", "").replace("}", "").replace(".", "_")
-    op: dict[str, Any] = {"summary": _summary(route.summary), "operationId": f"{route.method}_{name}"}
+    op: dict[str, Any] = {"summary": route.summary, "operationId": f"{route.method}_{name}"}
     params = [{"name": p, "in": "path", "required": True, "schema": _path_id()} for p in route.path_parameters]
     if route.query is not None:
-        params += _query_parameters(model(route.query))
+        params += _query_parameters(route.query)
     if params:
         op["parameters"] = params
     if route.body is not None:
-        op["requestBody"] = {"required": body_required(model(route.body)), "content": _json(model(route.body).__name__)}
+        op["requestBody"] = {"required": body_required(route.body), "content": _json(route.body.__name__)}
     ok: dict[str, Any] = {"description": "OK"}
     if route.media_type != "application/json":
         ok["content"] = {route.media_type: {"schema": {"type": "string"}}}
     elif route.response is not None:
-        ok["content"] = _json(model(route.response).__name__)
+        ok["content"] = _json(route.response.__name__)
     else:
         ok["content"] = {"application/json": {"schema": {"type": "object"}}}
     responses: dict[str, Any] = {str(route.status): ok}
@@ -104,8 +97,8 @@ def _operation(route: Route) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def openapi_document(routes: tuple[Route, ...]) -> dict[str, Any]:
-    requests = {model(r.body) for r in routes if r.body is not None}
-    responses = {model(r.response) for r in routes if r.response is not None} | {s.ErrorOut}
+    requests = {r.body for r in routes if r.body is not None}
+    responses = {r.response for r in routes if r.response is not None} | {s.ErrorOut}
     _, top = models_json_schema(
         [(m, "validation") for m in sorted(requests, key=lambda m: m.__name__)]
         + [(m, "serialization") for m in sorted(responses, key=lambda m: m.__name__)],

@@ -6,32 +6,25 @@ response model, the status and the errors are written in one place. Around the v
 key, reads and validates the body and the query, turns the view's return value (a response model
 or a plain value) into JSON, and maps every error to the contract's shape.
 
-Nothing here inspects a model at import: a route names its models (``body="EventsIn"``, classes of
-``api/schemas.py``), which are defined, and their validators built, on the first request that needs
-them, so a Lambda cold start pays only for what it serves (pydantic's own import is ~85 ms of it).
+Nothing here inspects a model at import: validators and schemas are built on the first request
+that needs them, so a Lambda cold start pays only for what it serves.
 """
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 from dataclasses import dataclass
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Literal, Union
+from typing import Any, Callable, Literal
 
 from chalice import Chalice, Response
+from pydantic import BaseModel
 
 from .. import access_log
 from ..container import get_deps, get_settings
 from ..domain.errors import HindsightError, Unauthorized
 from .http import INTERNAL, answer_for, body_required, error_answer, error_response, json_response, parse_json, to_json, validate
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
 log = logging.getLogger("hindsight.api")
-# a model of a route: its name in api/schemas.py (resolved on first use), or the class itself
-ModelRef = Union["type[BaseModel]", str]
 Auth = Literal["tenant", "admin", "none"]
 # Bodies are parsed as JSON whatever the client labels them (curl -d says form-urlencoded).
 BODY_TYPES = ["application/json", "text/plain", "application/x-www-form-urlencoded"]
@@ -43,9 +36,9 @@ class Route:
     method: str  # lower case, as in the document
     path: str
     summary: str
-    body: ModelRef | None = None
-    query: ModelRef | None = None
-    response: ModelRef | None = None
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    response: type[BaseModel] | None = None
     status: int = 200
     auth: Auth = "tenant"
     errors: tuple[int, ...] = ()
@@ -74,30 +67,6 @@ class Route:
         if self.uses_dependencies:
             errors.add(503)
         return tuple(sorted(errors))
-
-
-class LazyModule:
-    """The module ``name``, imported when one of its attributes is first read. (Python's own import
-    lock makes a first read from two threads import it once; the standard library's ``LazyLoader``
-    has no such guard before 3.12.)"""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self._module: ModuleType | None = None
-
-    def __getattr__(self, attr: str) -> Any:
-        if self._module is None:
-            self._module = importlib.import_module(self._name)
-        return getattr(self._module, attr)
-
-
-def model(ref: ModelRef | None) -> type[BaseModel] | None:
-    """The class a route's model reference names (``None`` stays ``None``)."""
-    if isinstance(ref, str):
-        from . import schemas
-
-        return getattr(schemas, ref)
-    return ref
 
 
 @dataclass(frozen=True)
@@ -137,9 +106,9 @@ class Router:
         path: str,
         summary: str,
         *,
-        body: ModelRef | None = None,
-        query: ModelRef | None = None,
-        response: ModelRef | None = None,
+        body: type[BaseModel] | None = None,
+        query: type[BaseModel] | None = None,
+        response: type[BaseModel] | None = None,
         status: int = 200,
         auth: Auth = "tenant",
         errors: tuple[int, ...] = (),
@@ -171,17 +140,16 @@ class Router:
                     tenants.require_admin(get_deps(), self.app.current_request.headers.get("authorization"))
                 if body is not None:
                     raw = self.app.current_request.raw_body
-                    body_model = model(body)
-                    data = parse_json(raw, get_settings().max_body_bytes, body_required(body_model))
+                    data = parse_json(raw, get_settings().max_body_bytes, body_required(body))
                     if check is not None:
                         check(data, raw or b"")
-                    values["body"] = validate(body_model, data)
+                    values["body"] = validate(body, data)
                     if cost is not None and auth == "tenant":
                         from ..services import tenants
 
                         tenants.admit(get_deps(), values["tenant_id"], cost(values["body"]) - 1)
                 if query is not None:
-                    values["query"] = validate(model(query), dict(self.app.current_request.query_params or {}))
+                    values["query"] = validate(query, dict(self.app.current_request.query_params or {}))
                 return self.answer(declared, view(**values))
 
             self.routes.append(declared)
