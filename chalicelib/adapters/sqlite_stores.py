@@ -5,7 +5,7 @@ import json
 import sqlite3
 from dataclasses import fields, replace
 from datetime import datetime
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 from ..domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from ..domain.models import Candidate, Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
@@ -76,16 +76,21 @@ def _count_by_status(db: SqliteDatabase, table: str, tenant_id: str) -> dict[str
     return {r["status"]: r["n"] for r in rows}
 
 
+_IDS_PER_QUERY = 500  # ids of one IN list: under SQLite's bound-parameter limit
+
+
+def _rows_in(conn: sqlite3.Connection, sql: str, args: tuple, ids: Iterable[str]) -> Iterator[sqlite3.Row]:
+    """The rows of ``sql``, whose ``{marks}`` is the IN list of ``ids`` (each once), after ``args``:
+    read a chunk of ids at a time."""
+    ids = list(dict.fromkeys(ids))
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        chunk = ids[start : start + _IDS_PER_QUERY]
+        yield from conn.execute(sql.format(marks=",".join("?" * len(chunk))), (*args, *chunk))
+
+
 def _stored_ids(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str, event_ids: list[str]) -> set[str]:
-    ids = list(dict.fromkeys(event_ids))
-    found: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        found.update(r["event_id"] for r in conn.execute(
-            f"SELECT event_id FROM events WHERE tenant_id=? AND trajectory_id=? AND event_id IN ({','.join('?' * len(chunk))})",
-            (tenant_id, trajectory_id, *chunk),
-        ))
-    return found
+    sql = "SELECT event_id FROM events WHERE tenant_id=? AND trajectory_id=? AND event_id IN ({marks})"
+    return {r["event_id"] for r in _rows_in(conn, sql, (tenant_id, trajectory_id), event_ids)}
 
 
 # rows of one INSERT: 5 parameters each, under SQLite's oldest limit of 999 per statement
@@ -218,14 +223,8 @@ class SqliteTrajectoryStore:
         if cached is not None:
             return cached
         conn = self.db.read()
-        seqs: list[int] = []
-        ids = list(dict.fromkeys(event_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            seqs += [r["seq"] for r in conn.execute(
-                f"SELECT seq FROM events WHERE tenant_id=? AND trajectory_id=? AND event_id IN ({','.join('?' * len(chunk))})",
-                (tenant_id, trajectory_id, *chunk),
-            )]
+        sql = "SELECT seq FROM events WHERE tenant_id=? AND trajectory_id=? AND event_id IN ({marks})"
+        seqs = [r["seq"] for r in _rows_in(conn, sql, (tenant_id, trajectory_id), event_ids)]
         out: list[Event] = []
         for lo, hi in seq_windows(seqs, before):
             rows = conn.execute(
@@ -332,16 +331,10 @@ class SqliteExperienceStore:
 
     def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Experience]:
         out: dict[str, Experience] = {}
-        ids = list(dict.fromkeys(ids))
-        conn = self.db.read()
-        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                f"SELECT doc FROM experiences WHERE tenant_id=? AND experience_id IN ({marks})", (tenant_id, *chunk)
-            ):
-                exp = experience_from_doc(json.loads(row["doc"]))
-                out[exp.experience_id] = exp
+        sql = "SELECT doc FROM experiences WHERE tenant_id=? AND experience_id IN ({marks})"
+        for row in _rows_in(self.db.read(), sql, (tenant_id,), ids):
+            exp = experience_from_doc(json.loads(row["doc"]))
+            out[exp.experience_id] = exp
         return out
 
     def recall_candidates(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Candidate]:
@@ -349,17 +342,10 @@ class SqliteExperienceStore:
         # (examples, literals, history...) and building each lesson was most of a recall's time
         # outside the embedding and the search
         out: dict[str, Candidate] = {}
-        ids = list(dict.fromkeys(ids))
-        conn = self.db.read()
-        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(
-                f"SELECT {_CANDIDATE_FIELDS} FROM experiences WHERE tenant_id=? AND experience_id IN ({marks})",
-                (tenant_id, *chunk),
-            ):
-                c = _candidate(tenant_id, json.loads(row[0]))
-                out[c.experience_id] = c
+        sql = f"SELECT {_CANDIDATE_FIELDS} FROM experiences WHERE tenant_id=? AND experience_id IN ({{marks}})"
+        for row in _rows_in(self.db.read(), sql, (tenant_id,), ids):
+            c = _candidate(tenant_id, json.loads(row[0]))
+            out[c.experience_id] = c
         return out
 
     def list(
