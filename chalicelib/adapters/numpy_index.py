@@ -20,7 +20,7 @@ import numpy as np
 from ..domain.lexical import Bm25Params, idf, terms, terms_key
 from ..domain.models import match_key, match_keys
 from ..ports import IndexEntry, IndexFilter
-from .sqlite_db import SqliteDatabase, dumps
+from .sqlite_db import SqliteDatabase, dumps, rows_in
 
 
 _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking for a block
@@ -35,9 +35,6 @@ _TERM_CACHE_POSTINGS = 1 << 21
 # share to its row costs several times more per share
 _DENSE_SHARE = 1 / 8
 _CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
-
-
-_KEYS_PER_READ = 500  # experience ids per SQL read of token vectors: under SQLite's bound of variables
 
 
 def _packed(vectors: np.ndarray, dim: int) -> bytes:
@@ -654,17 +651,9 @@ class NumpyVectorIndex:
         return semantic, lexical
 
     def token_vectors(self, tenant_id: str, keys: Mapping[str, str]) -> dict[str, np.ndarray]:
-        ids = list(keys)
-        out: dict[str, np.ndarray] = {}
-        conn = self.db.read()
-        for start in range(0, len(ids), _KEYS_PER_READ):
-            chunk = ids[start : start + _KEYS_PER_READ]
-            rows = conn.execute(
-                "SELECT experience_id, text_key, vecs FROM token_vectors WHERE tenant_id=? AND experience_id IN"
-                f" ({','.join('?' * len(chunk))})", (tenant_id, *chunk),
-            ).fetchall()
-            out.update((i, _unpacked(blob, self.dim)) for i, key, blob in rows if keys[i] == key)
-        return out
+        sql = "SELECT experience_id, text_key, vecs FROM token_vectors WHERE tenant_id=? AND experience_id IN ({marks})"
+        rows = rows_in(self.db.read(), sql, (tenant_id,), keys)
+        return {i: _unpacked(blob, self.dim) for i, key, blob in rows if keys[i] == key}
 
     def count(self, tenant_id: str) -> int:
         return len(self._partition(tenant_id).pos)

@@ -18,7 +18,7 @@ import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
 
@@ -97,6 +97,18 @@ def fast_dumps(obj: Any) -> str:
         return to_json(obj, ensure_ascii=True, inf_nan_mode="constants", fallback=str).decode()
     except PydanticSerializationError:
         return _ENCODER.encode(obj)
+
+
+IDS_PER_QUERY = 500  # ids of one IN list: under SQLite's bound-parameter limit
+
+
+def rows_in(conn: sqlite3.Connection, sql: str, args: tuple, ids: Iterable[str]) -> Iterator[sqlite3.Row]:
+    """The rows of ``sql``, whose ``{marks}`` is the IN list of ``ids`` (each once), after ``args``:
+    read a chunk of ids at a time."""
+    ids = list(dict.fromkeys(ids))
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        chunk = ids[start : start + IDS_PER_QUERY]
+        yield from conn.execute(sql.format(marks=",".join("?" * len(chunk))), (*args, *chunk))
 
 
 log = logging.getLogger("hindsight.sqlite")

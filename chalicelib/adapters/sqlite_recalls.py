@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Sequence
 
 from ..ports import ServedRecall
-from .sqlite_db import SqliteDatabase, dumps, from_us, to_us
+from .sqlite_db import SqliteDatabase, dumps, from_us, rows_in, to_us
 
 
 def _doc(served: ServedRecall) -> str:
@@ -31,22 +31,14 @@ class SqliteRecallLedger:
 
     def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
         self.db.flush_soon()  # a row still queued is read too
-        ids = list(dict.fromkeys(recall_ids))
         out: dict[str, ServedRecall] = {}
-        conn = self.db.read()
-        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
-            chunk = ids[start : start + 500]
-            rows = conn.execute(
-                f"SELECT recall_id, expires_us, doc FROM recalls WHERE tenant_id=? AND expires_us>?"
-                f" AND recall_id IN ({','.join('?' * len(chunk))})",
-                (tenant_id, to_us(now), *chunk),
+        sql = "SELECT recall_id, expires_us, doc FROM recalls WHERE tenant_id=? AND expires_us>? AND recall_id IN ({marks})"
+        for r in rows_in(self.db.read(), sql, (tenant_id, to_us(now)), recall_ids):
+            doc = json.loads(r["doc"])
+            out[r["recall_id"]] = ServedRecall(
+                tenant_id, r["recall_id"], tuple(doc["experience_ids"]), from_us(doc["created_us"]),
+                from_us(r["expires_us"]), doc.get("kind", "recall"), doc.get("tool"),
             )
-            for r in rows:
-                doc = json.loads(r["doc"])
-                out[r["recall_id"]] = ServedRecall(
-                    tenant_id, r["recall_id"], tuple(doc["experience_ids"]), from_us(doc["created_us"]),
-                    from_us(r["expires_us"]), doc.get("kind", "recall"), doc.get("tool"),
-                )
         return out
 
     def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:

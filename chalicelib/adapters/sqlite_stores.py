@@ -5,7 +5,7 @@ import json
 import sqlite3
 from dataclasses import fields, replace
 from datetime import datetime
-from typing import Iterable, Iterator, Sequence
+from typing import Sequence
 
 from ..domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from ..domain.models import Candidate, Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
@@ -15,7 +15,7 @@ from .fair_claim import in_turns
 from .codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
 from .cursors import decode_parts, encode_cursor
 from .event_tails import EventTails
-from .sqlite_db import SqliteDatabase, dumps, fast_dumps, from_us, to_us
+from .sqlite_db import SqliteDatabase, dumps, fast_dumps, from_us, rows_in, to_us
 
 
 class SqliteTenantStore:
@@ -76,21 +76,9 @@ def _count_by_status(db: SqliteDatabase, table: str, tenant_id: str) -> dict[str
     return {r["status"]: r["n"] for r in rows}
 
 
-_IDS_PER_QUERY = 500  # ids of one IN list: under SQLite's bound-parameter limit
-
-
-def _rows_in(conn: sqlite3.Connection, sql: str, args: tuple, ids: Iterable[str]) -> Iterator[sqlite3.Row]:
-    """The rows of ``sql``, whose ``{marks}`` is the IN list of ``ids`` (each once), after ``args``:
-    read a chunk of ids at a time."""
-    ids = list(dict.fromkeys(ids))
-    for start in range(0, len(ids), _IDS_PER_QUERY):
-        chunk = ids[start : start + _IDS_PER_QUERY]
-        yield from conn.execute(sql.format(marks=",".join("?" * len(chunk))), (*args, *chunk))
-
-
 def _stored_ids(conn: sqlite3.Connection, tenant_id: str, trajectory_id: str, event_ids: list[str]) -> set[str]:
     sql = "SELECT event_id FROM events WHERE tenant_id=? AND trajectory_id=? AND event_id IN ({marks})"
-    return {r["event_id"] for r in _rows_in(conn, sql, (tenant_id, trajectory_id), event_ids)}
+    return {r["event_id"] for r in rows_in(conn, sql, (tenant_id, trajectory_id), event_ids)}
 
 
 # rows of one INSERT: 5 parameters each, under SQLite's oldest limit of 999 per statement
@@ -224,7 +212,7 @@ class SqliteTrajectoryStore:
             return cached
         conn = self.db.read()
         sql = "SELECT seq FROM events WHERE tenant_id=? AND trajectory_id=? AND event_id IN ({marks})"
-        seqs = [r["seq"] for r in _rows_in(conn, sql, (tenant_id, trajectory_id), event_ids)]
+        seqs = [r["seq"] for r in rows_in(conn, sql, (tenant_id, trajectory_id), event_ids)]
         out: list[Event] = []
         for lo, hi in seq_windows(seqs, before):
             rows = conn.execute(
@@ -332,7 +320,7 @@ class SqliteExperienceStore:
     def get_many(self, tenant_id: str, ids: Sequence[str]) -> dict[str, Experience]:
         out: dict[str, Experience] = {}
         sql = "SELECT doc FROM experiences WHERE tenant_id=? AND experience_id IN ({marks})"
-        for row in _rows_in(self.db.read(), sql, (tenant_id,), ids):
+        for row in rows_in(self.db.read(), sql, (tenant_id,), ids):
             exp = experience_from_doc(json.loads(row["doc"]))
             out[exp.experience_id] = exp
         return out
@@ -343,7 +331,7 @@ class SqliteExperienceStore:
         # outside the embedding and the search
         out: dict[str, Candidate] = {}
         sql = f"SELECT {_CANDIDATE_FIELDS} FROM experiences WHERE tenant_id=? AND experience_id IN ({{marks}})"
-        for row in _rows_in(self.db.read(), sql, (tenant_id,), ids):
+        for row in rows_in(self.db.read(), sql, (tenant_id,), ids):
             c = _candidate(tenant_id, json.loads(row[0]))
             out[c.experience_id] = c
         return out
@@ -477,11 +465,7 @@ class SqliteReviewQueue:
             tenants = list(due)
             served = {
                 r["tenant_id"]: r["served"]
-                for start in range(0, len(tenants), 500)
-                for r in conn.execute(
-                    f"SELECT tenant_id, served FROM review_turns WHERE tenant_id IN ({','.join('?' * len(tenants[start:start + 500]))})",
-                    tenants[start : start + 500],
-                )
+                for r in rows_in(conn, "SELECT tenant_id, served FROM review_turns WHERE tenant_id IN ({marks})", (), tenants)
             }
             turn = conn.execute("SELECT COALESCE(MAX(served), 0) AS n FROM review_turns").fetchone()["n"]
             jobs = []
