@@ -151,16 +151,8 @@ class OnnxMiniLMEmbedder:
                 self._tokens.move_to_end(t)
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            if self._session is None:
-                self._load()
-            assert self._tokenizer is not None
-            encodings = self._tokenizer.encode_batch(missing)
-            order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-            for start in range(0, len(order), self._batch_size):
-                idx = order[start : start + self._batch_size]
-                hidden = self._hidden([encodings[i].ids for i in idx])
-                for row, i in enumerate(idx):
-                    known[missing[i]] = _content_vectors(hidden[row], missing[i], encodings[i])
+            # the pass that embeds them (its pooled vectors, a sum per batch, are not used here)
+            known.update(zip(missing, self._embed(missing, tokens=True)[1]))
             with self._tokens_lock:
                 for t in missing:
                     self._tokens[t] = known[t]
