@@ -269,7 +269,7 @@ class SqliteTrajectoryStore:
 
 
 _CANDIDATE_PATHS = ("experience_id", "status", "agent_id", "user_id", "tools", "tags", "task_type", "intent", "anchors",
-                    "freshness", "renewed_at", "utility", "confidence", "advice", "fingerprint")
+                    "freshness", "renewed_at", "utility", "confidence", "advice", "fingerprint", "situation", "lesson")
 _CANDIDATE_FIELDS = "json_extract(doc, " + ", ".join(f"'$.{name}'" for name in _CANDIDATE_PATHS) + ")"
 _DEFAULTS = {f.name: f.default for f in fields(Experience)}  # of the scalars a doc written before them lacks
 
@@ -277,13 +277,13 @@ _DEFAULTS = {f.name: f.default for f in fields(Experience)}  # of the scalars a 
 def _candidate(tenant_id: str, values: list) -> Candidate:
     """A ``Candidate`` of the values of ``_CANDIDATE_PATHS`` (null where a doc lacks one)."""
     (experience_id, status, agent_id, user_id, tools, tags, task_type, intent, anchors, freshness, renewed_at,
-     utility, confidence, advice, fingerprint) = values
+     utility, confidence, advice, fingerprint, situation, lesson) = values
     return Candidate(
         tenant_id, experience_id, ExperienceStatus._value2member_map_.get(status) or ExperienceStatus(status),
         agent_id, user_id, tools or [], tags or [], task_type, intent, anchors or [],
         _DEFAULTS["freshness"] if freshness is None else freshness, datetime.fromisoformat(renewed_at),
         _DEFAULTS["utility"] if utility is None else utility,
-        _DEFAULTS["confidence"] if confidence is None else confidence, advice, fingerprint,
+        _DEFAULTS["confidence"] if confidence is None else confidence, advice, fingerprint, situation, lesson,
     )
 
 
