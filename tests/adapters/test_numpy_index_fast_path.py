@@ -160,3 +160,19 @@ def test_bulk_load_refuses_a_partition_that_holds_rows():
     part.put(IndexEntry("a", np.ones(DIM, np.float32), text="x"), np.ones(DIM, np.float32))
     with pytest.raises(ValueError):
         part.put_bulk([(IndexEntry("b", None, text="y"), None)])
+
+
+def test_a_search_every_row_passes_answers_as_the_plain_computation(tmp_path, monkeypatch):
+    """No row filtered out (a tenant without agents or users, nothing deleted): the product's scores
+    are ranked as they are, without a list of the rows."""
+    monkeypatch.setattr(numpy_index, "_ROWS_PER_THREAD", 8)
+    rng, nrng = random.Random(4), np.random.default_rng(4)
+    index = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "vectors.db")), DIM, threads=2)
+    live = {f"x{i}": IndexEntry(f"x{i}", nrng.standard_normal(DIM).astype(np.float32), text=" ".join(rng.choices(WORDS, k=4)))
+            for i in range(60)}
+    index.upsert("t1", list(live.values()))
+    for f in (IndexFilter(), IndexFilter(tools=("sql.query",))):  # a tools filter passes rows that name none
+        for _ in range(10):
+            q = nrng.standard_normal(DIM).astype(np.float32)
+            for k in (1, 5, 60, 1000):
+                assert_top(index.search("t1", q, f, k), plain_cosines(live, q, f), k, exact=False)
