@@ -384,7 +384,8 @@ class _Partition:
             k1, b = self.bm25_params.k1, self.bm25_params.b
             self._len_norm = k1 * (1 - b + b * self.doc_len[: self.n] / max(avg_len, 1e-9))
         len_norm = self._len_norm
-        for term in set(terms(query, self.bm25_params.stemmer)):
+        # in the order the query names them: a float32 sum in set order would differ between processes
+        for term in dict.fromkeys(terms(query, self.bm25_params.stemmer)):
             found = self._term_score(term, len_norm)
             if found is not None:
                 rows, share = found
