@@ -51,7 +51,8 @@ def _unpacked(blob: bytes, dim: int) -> np.ndarray:
     n = len(blob) // (dim + 4)
     scale = np.frombuffer(blob, np.float32, n)
     v = np.frombuffer(blob, np.int8, n * dim, 4 * n).reshape(n, dim) * scale[:, None]
-    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return v
 
 
 class _StaleTerms(Exception):
@@ -383,7 +384,8 @@ class _Partition:
             k1, b = self.bm25_params.k1, self.bm25_params.b
             self._len_norm = k1 * (1 - b + b * self.doc_len[: self.n] / max(avg_len, 1e-9))
         len_norm = self._len_norm
-        for term in set(terms(query, self.bm25_params.stemmer)):
+        # in the order the query names them: a float32 sum in set order would differ between processes
+        for term in dict.fromkeys(terms(query, self.bm25_params.stemmer)):
             found = self._term_score(term, len_norm)
             if found is not None:
                 rows, share = found
@@ -394,13 +396,16 @@ class _Partition:
         return scores
 
 
-def _top(ids: np.ndarray, candidates: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """The k best (id, score), best first. Called under the lock: ``ids`` is read, not copied."""
-    if candidates.size == 0:
+def _top(ids: np.ndarray, candidates: np.ndarray | None, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The k best (id, score), best first; ``candidates``: the row of each score (None: score i is
+    row i's). Called under the lock: ``ids`` is read, not copied."""
+    if scores.size == 0:
         return []
-    if candidates.size > k:
+    if scores.size > k:
         top = np.argpartition(-scores, k - 1)[:k]
-        candidates, scores = candidates[top], scores[top]
+        candidates, scores = (top if candidates is None else candidates[top]), scores[top]
+    elif candidates is None:
+        candidates = np.arange(scores.size)
     order = np.argsort(-scores, kind="stable")
     return [(ids[candidates[i]], float(scores[i])) for i in order]
 
@@ -569,6 +574,8 @@ class NumpyVectorIndex:
             return self._knn(part, q, part.mask(flt), k)
 
     def _knn(self, part: _Partition, q: np.ndarray, mask: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if mask.all():  # no row filtered out: every row's score as the product gives it, no list of rows
+            return _top(part.ids, None, self._cosines(part, q), k)
         candidates = np.flatnonzero(mask)
         # the candidates' rows alone when they are few enough to be cheaper than every row
         sims = self._cosines(part, q, candidates) if candidates.size * 4 < part.n else self._cosines(part, q)[candidates]

@@ -269,21 +269,23 @@ class SqliteTrajectoryStore:
 
 
 _CANDIDATE_PATHS = ("experience_id", "status", "agent_id", "user_id", "tools", "tags", "task_type", "intent", "anchors",
-                    "freshness", "renewed_at", "utility", "confidence", "advice", "fingerprint")
-_CANDIDATE_FIELDS = "json_extract(doc, " + ", ".join(f"'$.{name}'" for name in _CANDIDATE_PATHS) + ")"
+                    "freshness", "renewed_at", "utility", "confidence", "advice", "fingerprint", "situation", "lesson")
+# a row's ranking column holds these values, written with its doc; a row written before it had one
+# (NULL) has them taken out of the doc by SQLite's JSON parser
+_CANDIDATE_FIELDS = "COALESCE(ranking, json_extract(doc, " + ", ".join(f"'$.{name}'" for name in _CANDIDATE_PATHS) + "))"
 _DEFAULTS = {f.name: f.default for f in fields(Experience)}  # of the scalars a doc written before them lacks
 
 
 def _candidate(tenant_id: str, values: list) -> Candidate:
     """A ``Candidate`` of the values of ``_CANDIDATE_PATHS`` (null where a doc lacks one)."""
     (experience_id, status, agent_id, user_id, tools, tags, task_type, intent, anchors, freshness, renewed_at,
-     utility, confidence, advice, fingerprint) = values
+     utility, confidence, advice, fingerprint, situation, lesson) = values
     return Candidate(
         tenant_id, experience_id, ExperienceStatus._value2member_map_.get(status) or ExperienceStatus(status),
         agent_id, user_id, tools or [], tags or [], task_type, intent, anchors or [],
         _DEFAULTS["freshness"] if freshness is None else freshness, datetime.fromisoformat(renewed_at),
         _DEFAULTS["utility"] if utility is None else utility,
-        _DEFAULTS["confidence"] if confidence is None else confidence, advice, fingerprint,
+        _DEFAULTS["confidence"] if confidence is None else confidence, advice, fingerprint, situation, lesson,
     )
 
 
@@ -292,10 +294,11 @@ class SqliteExperienceStore:
         self.db = db
 
     def put(self, exp: Experience) -> None:
+        doc = to_doc(exp)
         with self.db.write() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO experiences(tenant_id, experience_id, agent_id, user_id, status, fingerprint,"
-                " situation_key, created_us, doc) VALUES (?,?,?,?,?,?,?,?,?)",
+                " situation_key, created_us, doc, ranking) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
                     exp.tenant_id,
                     exp.experience_id,
@@ -305,7 +308,10 @@ class SqliteExperienceStore:
                     exp.fingerprint,
                     exp.situation_key,
                     to_us(exp.created_at),
-                    dumps(to_doc(exp)),
+                    dumps(doc),
+                    # what recall_candidates reads of every candidate, apart: parsing whole docs for
+                    # it cost more than reading them
+                    dumps([doc[name] for name in _CANDIDATE_PATHS]),
                 ),
             )
 

@@ -35,6 +35,14 @@ MAX_ITEM_CHARS = 600
 
 def visible(text: str) -> str:
     """NFKC-normalised text without invisible characters, its whitespace runs made one space."""
+    if text.isascii() and text.isprintable():
+        # NFKC leaves printable ASCII as it is, and it holds no invisible character: a lesson's
+        # usual text takes no pass per character
+        return _SPACE_LIKE.sub(" ", text).strip()
+    return _visible_by_character(text)
+
+
+def _visible_by_character(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     kept = []
     for ch in text:

@@ -24,10 +24,10 @@ def best_matches(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
     out = np.zeros((len(docs), len(query)), dtype=np.float32)
     if not len(query):
         return out
-    q = query.astype(np.float32)
+    q = query.astype(np.float32, copy=False)
     for row, doc in enumerate(docs):
         if len(doc):
-            out[row] = (q @ doc.astype(np.float32).T).max(axis=1)
+            out[row] = (q @ doc.astype(np.float32, copy=False).T).max(axis=1)
     return out
 
 

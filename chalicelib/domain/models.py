@@ -316,8 +316,7 @@ class Experience:
 
     def embedding_text(self) -> str:
         """What recall matches a query against: the situation and what to do about it."""
-        tools = f" Tools: {', '.join(self.tools)}." if self.tools else ""
-        return without_examples(f"{self.situation} {self.lesson}{tools}".strip())
+        return lesson_text(self.situation, self.lesson, self.tools)
 
     def embedding_texts(self) -> tuple[str, ...]:
         """Every text whose meaning the lesson's vector stands for: the lesson in its situation,
@@ -329,6 +328,12 @@ class Experience:
         tasks it was learned from; not the example values of one past task (see ``without_examples``)."""
         text = " ".join(p for p in (self.situation, self.lesson, self.advice, self.action, " ".join(self.tools), *self.examples) if p)
         return without_examples(text)
+
+
+def lesson_text(situation: str, lesson: str, tools: list[str]) -> str:
+    """``Experience.embedding_text`` of these fields."""
+    named = f" Tools: {', '.join(tools)}." if tools else ""
+    return without_examples(f"{situation} {lesson}{named}".strip())
 
 
 def match_key(value: str | None) -> str | None:
@@ -343,9 +348,11 @@ def match_keys(values: Iterable[str | None]) -> set[str]:
 
 @dataclass(slots=True)
 class Candidate:
-    """What recall ranks a lesson by (``scoring.recall_score``) and tells duplicates apart by
-    (``recall._distinct``): read for each of a recall's candidates, where the whole lesson is read
-    only for the handful it returns. ``whole``: the whole lesson, when the store read it anyway."""
+    """What recall ranks a lesson by (``scoring.recall_score``), tells duplicates apart by
+    (``recall._distinct``) and re-scores the leading ones on (the text of ``embedding_text``, whose
+    kept token vectors late interaction reads): read for each of a recall's candidates, where the
+    whole lesson is read only for the handful it returns. ``whole``: the whole lesson, when the
+    store read it anyway."""
 
     tenant_id: str
     experience_id: str
@@ -363,6 +370,8 @@ class Candidate:
     confidence: float
     advice: str
     fingerprint: str | None
+    situation: str
+    lesson: str
     whole: Experience | None = None
 
     @property
@@ -374,8 +383,11 @@ class Candidate:
         return cls(
             exp.tenant_id, exp.experience_id, exp.status, exp.agent_id, exp.user_id, exp.tools, exp.tags, exp.task_type,
             exp.intent, exp.anchors, exp.freshness, exp.renewed_at, exp.utility, exp.confidence, exp.advice,
-            exp.fingerprint, exp if keep_whole else None,
+            exp.fingerprint, exp.situation, exp.lesson, exp if keep_whole else None,
         )
+
+    def embedding_text(self) -> str:
+        return lesson_text(self.situation, self.lesson, self.tools)
 
 
 @dataclass(frozen=True)

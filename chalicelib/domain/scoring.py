@@ -151,16 +151,20 @@ def tag_match(exp: Experience | Candidate, query: RecallQuery) -> Match:
     ``score`` is ``None`` when there is nothing to compare.
     """
     parts: list[float] = []
-    q_tools, e_tools = _query_keys(query.tools), match_keys(exp.tools)
-    common = q_tools & e_tools
-    matched_tools = tuple(sorted(common)) if common else ()
-    if q_tools and e_tools:
-        parts.append(len(matched_tools) / len(e_tools))
-    q_tags, e_tags = _query_keys(query.tags), match_keys(exp.tags)
-    common = q_tags & e_tags
-    matched_tags = tuple(sorted(common)) if common else ()
-    if q_tags and e_tags:
-        parts.append(len(matched_tags) / len(q_tags))
+    # the lesson's keys only against a query that names some: nothing else can match
+    matched_tools = matched_tags = ()
+    if query.tools and (q_tools := _query_keys(query.tools)):
+        e_tools = match_keys(exp.tools)
+        common = q_tools & e_tools
+        matched_tools = tuple(sorted(common)) if common else ()
+        if e_tools:
+            parts.append(len(matched_tools) / len(e_tools))
+    if query.tags and (q_tags := _query_keys(query.tags)):
+        e_tags = match_keys(exp.tags)
+        common = q_tags & e_tags
+        matched_tags = tuple(sorted(common)) if common else ()
+        if e_tags:
+            parts.append(len(matched_tags) / len(q_tags))
     task_match = None
     if query.task_type and exp.task_type:
         task_match = match_key(query.task_type) == match_key(exp.task_type)

@@ -106,7 +106,9 @@ def recall(
             ranked.append((score, exp, cosine, words))
     ranked.sort(key=lambda r: (-r[0], r[1].experience_id))
     if _late_on(deps):
-        ranked = late_interaction(deps, q, _with_whole(deps, q, ranked, deps.recall_late_candidates), query_tokens)
+        # a candidate holds the text of ``lesson`` (its embedding text): the other texts need the whole lesson
+        head = ranked if deps.recall_late_text == "lesson" else _with_whole(deps, q, ranked, deps.recall_late_candidates)
+        ranked = late_interaction(deps, q, head, query_tokens)
     chosen = _distinct(ranked, q.top_k)
     wholes = _wholes(deps, q.tenant_id, [r[1] for r in chosen])
     hits: list[Hit] = []
@@ -145,8 +147,9 @@ def _with_whole(deps: Deps, q: RecallQuery, ranked: list[Ranked], count: int) ->
     return [(r[0], wholes[r[1].experience_id], *r[2:]) for r in head if r[1].experience_id in wholes] + tail
 
 
-def late_text(exp: Experience, which: str) -> str:
-    """The text of a lesson whose tokens the query's meet in ``late_interaction``."""
+def late_text(exp: Experience | Candidate, which: str) -> str:
+    """The text of a lesson whose tokens the query's meet in ``late_interaction`` (a ``Candidate``
+    holds only the text of ``lesson``)."""
     if which == "examples":
         return " ".join(exp.embedding_texts())
     if which == "search":

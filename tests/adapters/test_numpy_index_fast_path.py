@@ -77,7 +77,7 @@ def plain_bm25(live: dict[str, IndexEntry], text: str, f: IndexFilter) -> dict[s
     out = {}
     for i, c in counts.items():
         score = np.float32(0)
-        for term in set(terms(text)):
+        for term in dict.fromkeys(terms(text)):
             if term not in c:
                 continue
             df = sum(1 for other in counts.values() if term in other)
@@ -160,3 +160,50 @@ def test_bulk_load_refuses_a_partition_that_holds_rows():
     part.put(IndexEntry("a", np.ones(DIM, np.float32), text="x"), np.ones(DIM, np.float32))
     with pytest.raises(ValueError):
         part.put_bulk([(IndexEntry("b", None, text="y"), None)])
+
+
+def test_a_search_every_row_passes_answers_as_the_plain_computation(tmp_path, monkeypatch):
+    """No row filtered out (a tenant without agents or users, nothing deleted): the product's scores
+    are ranked as they are, without a list of the rows."""
+    monkeypatch.setattr(numpy_index, "_ROWS_PER_THREAD", 8)
+    rng, nrng = random.Random(4), np.random.default_rng(4)
+    index = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "vectors.db")), DIM, threads=2)
+    live = {f"x{i}": IndexEntry(f"x{i}", nrng.standard_normal(DIM).astype(np.float32), text=" ".join(rng.choices(WORDS, k=4)))
+            for i in range(60)}
+    index.upsert("t1", list(live.values()))
+    for f in (IndexFilter(), IndexFilter(tools=("sql.query",))):  # a tools filter passes rows that name none
+        for _ in range(10):
+            q = nrng.standard_normal(DIM).astype(np.float32)
+            for k in (1, 5, 60, 1000):
+                assert_top(index.search("t1", q, f, k), plain_cosines(live, q, f), k, exact=False)
+
+
+_SCORES_SCRIPT = """
+import json, random, sys
+import numpy as np
+from chalicelib.adapters.numpy_index import NumpyVectorIndex
+from chalicelib.adapters.sqlite_db import SqliteDatabase
+from chalicelib.ports import IndexFilter
+from tests.adapters.test_numpy_index_fast_path import DIM, WORDS, random_entry
+rng, nrng = random.Random(9), np.random.default_rng(9)
+index = NumpyVectorIndex(SqliteDatabase(sys.argv[1]), DIM)
+index.upsert("t1", [random_entry(rng, nrng, f"x{i}") for i in range(300)])
+queries = [" ".join(rng.sample(WORDS, 8)) for _ in range(40)]
+print(json.dumps([index.lexical_search("t1", q, IndexFilter(agent_id="a1", user_id="u1"), 300) for q in queries]))
+"""
+
+
+def test_bm25_scores_are_the_same_in_every_process(tmp_path):
+    """A query's terms are summed in the order it names them, not in the order of a set of strings,
+    which depends on the process's hash seed: the same recall answers alike after a restart."""
+    import os
+    import subprocess
+    import sys
+
+    out = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run([sys.executable, "-c", _SCORES_SCRIPT, str(tmp_path / f"v{seed}.db")], env=env,
+                             capture_output=True, text=True, check=True, cwd=os.getcwd())
+        out.append(run.stdout)
+    assert out[0] == out[1] == out[2]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+import pytest
+
+from chalicelib.adapters.hash_embedder import HashEmbedder
 from chalicelib.adapters.sqlite_db import SqliteDatabase
 from chalicelib.adapters.sqlite_stores import SqliteExperienceStore
 from chalicelib.domain.models import Experience, ExperienceStatus
@@ -30,6 +34,18 @@ class Counting(SqliteExperienceStore):
         return super().recall_candidates(tenant_id, ids)
 
 
+class TokenHashEmbedder(HashEmbedder):
+    """The hash embedder with a token vector per word: late interaction runs (it is on by default)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.token_texts: list[str] = []
+
+    def token_vectors(self, texts):
+        self.token_texts += texts
+        return [self.embed(t.split()).astype(np.float16) for t in texts]
+
+
 def lessons(clock: FakeClock, n: int = 40) -> list[Experience]:
     rng = random.Random(5)
     out = []
@@ -47,10 +63,15 @@ def lessons(clock: FakeClock, n: int = 40) -> list[Experience]:
     return out
 
 
-def test_recall_reads_whole_lessons_only_for_its_hits_and_answers_as_from_whole_lessons(tmp_path):
+@pytest.mark.parametrize("late", [False, True], ids=["pooled", "late interaction"])
+def test_recall_reads_whole_lessons_only_for_its_hits_and_answers_as_from_whole_lessons(tmp_path, late):
+    """Late interaction reads the leading candidates' text (``Candidate.embedding_text``), not
+    their whole lessons."""
     clock = FakeClock()
     store = Counting(SqliteDatabase(str(tmp_path / "hindsight.db")))
-    sqlite_deps, memory_deps = fake_deps(clock, experiences=store), fake_deps(clock, experiences=InMemoryExperienceStore())
+    embedder = TokenHashEmbedder() if late else HashEmbedder()
+    sqlite_deps = fake_deps(clock, embedder=embedder, experiences=store)
+    memory_deps = fake_deps(clock, embedder=embedder, experiences=InMemoryExperienceStore())
     for deps in (sqlite_deps, memory_deps):
         for exp in lessons(clock):
             deps.experiences.put(exp)
@@ -65,6 +86,10 @@ def test_recall_reads_whole_lessons_only_for_its_hits_and_answers_as_from_whole_
         assert advice == want_advice
         assert got and sorted(store.whole_reads) == sorted(h.experience.experience_id for h in got)
     assert store.candidate_reads > sum(q["top_k"] for q in queries)
+    if late:  # it ran, on the lessons' own texts
+        lesson_texts = {e.embedding_text() for e in lessons(clock)}
+        made = set(embedder.token_texts) - {q["query"] for q in queries}
+        assert made and made <= lesson_texts
 
 
 def test_a_lesson_forgotten_between_the_two_reads_is_not_returned(tmp_path):

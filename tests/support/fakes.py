@@ -391,7 +391,7 @@ class InMemoryVectorIndex:
             counts, length = docs[e.experience_id], sum(docs[e.experience_id].values())
             score = sum(
                 term_score(counts[t], sum(1 for c in docs.values() if t in c), n_docs, length, avg_len)
-                for t in set(terms(text)) if counts[t]
+                for t in dict.fromkeys(terms(text)) if counts[t]
             )
             if score > 0:
                 scored.append((e.experience_id, score))
