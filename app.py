@@ -11,13 +11,11 @@ import json
 import os
 
 from chalice import AuthResponse, Chalice, Rate
-from pydantic import ValidationError
 
 from chalicelib import redaction
 from chalicelib.api import presenters as out
 from chalicelib.api import schemas as s
 from chalicelib.api.routes import Repeat, Router
-from chalicelib.api.structure import MAX_DEPTH, may_hold_surrogates
 from chalicelib.container import get_deps, get_settings
 from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
 from chalicelib.settings import Settings
@@ -145,26 +143,6 @@ def _event_limits(data: object, raw: bytes) -> None:
                 raise PayloadTooLarge(f"events.{i} is larger than {settings.max_event_bytes} bytes")
 
 
-def _events_from_json(raw: bytes) -> s.EventsIn | None:
-    """An append's body validated by pydantic-core from its bytes: parsed once, no dicts built for
-    the model to read again. Only where parsing, ``_event_limits`` and validation would accept the
-    same body and build the same model: small enough that no event can be over the size limit, no
-    escape or bytes a lone surrogate could come from, valid, within the count and depth limits.
-    Otherwise None, and that path answers with its own errors (it also reads what pydantic-core's
-    parser refuses and ``json.loads`` takes: a byte order mark, UTF-16)."""
-    settings = get_settings()
-    if (len(raw) > settings.max_body_bytes or len(raw) * DUMPS_CHARS_PER_BODY_BYTE > settings.max_event_bytes
-            or may_hold_surrogates(raw)):
-        return None
-    try:
-        body = s.EventsIn.model_validate_json(raw)
-    except ValidationError:
-        return None
-    if len(body.events) > settings.max_events_per_call or s.events_depth(body) > MAX_DEPTH:
-        return None
-    return body
-
-
 def _costs() -> "CostPolicy":
     from chalicelib.domain.ratelimit import CostPolicy
 
@@ -175,7 +153,7 @@ def _costs() -> "CostPolicy":
 @api.route("POST", "/v1/trajectories/{trajectory_id}/events",
            f"Append events (at most {Settings.model_fields['max_events_per_call'].default})",
            body=s.EventsIn, response=s.EventsOut, status=202, errors=(404, 409), check=_event_limits,
-           from_json=_events_from_json, cost=lambda body: _costs().append(len(body.events)))
+           cost=lambda body: _costs().append(len(body.events)))
 def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.EventsOut:
     from chalicelib.services import ingest
 

@@ -117,15 +117,12 @@ class Router:
         check: Callable[[Any, bytes], None] | None = None,
         media_type: str = "application/json",
         cost: Callable[[Any], int] | None = None,
-        from_json: Callable[[bytes], Any] | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Response]]:
         """Register ``view`` for ``method path``. The view gets the path parameters, then
         ``tenant_id`` (auth="tenant"), ``body`` and ``query`` (validated models) by keyword.
         ``check(data, raw)`` sees the parsed JSON body and its bytes before validation (limits that answer 413).
         ``cost``: the tokens of the tenant's rate limit the validated body takes (one was taken
-        when the key was checked, the rest once the body says what work it asks for).
-        ``from_json(raw)``: the validated body straight from its bytes when that is sure to be what
-        parsing, ``check`` and validation give, else None and they run (with their own errors)."""
+        when the key was checked, the rest once the body says what work it asks for)."""
         declared = Route(method.lower(), path, summary, body, query, response, status, auth, errors,
                          repeat_status, uses_dependencies, media_type)
         if auth == "tenant" and "tenant_id" in declared.path_parameters:
@@ -143,13 +140,10 @@ class Router:
                     tenants.require_admin(get_deps(), self.app.current_request.headers.get("authorization"))
                 if body is not None:
                     raw = self.app.current_request.raw_body
-                    parsed = from_json(raw) if from_json is not None and raw else None
-                    if parsed is None:
-                        data = parse_json(raw, get_settings().max_body_bytes, body_required(body))
-                        if check is not None:
-                            check(data, raw or b"")
-                        parsed = validate(body, data)
-                    values["body"] = parsed
+                    data = parse_json(raw, get_settings().max_body_bytes, body_required(body))
+                    if check is not None:
+                        check(data, raw or b"")
+                    values["body"] = validate(body, data)
                     if cost is not None and auth == "tenant":
                         from ..services import tenants
 

@@ -6,8 +6,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from .structure import nesting_depth
-
 Id = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]*$")]
 Name = Annotated[str, Field(min_length=1, max_length=128)]
 Text = Annotated[str, Field(max_length=8000)]
@@ -200,18 +198,6 @@ class EventIn(Strict):
 
 class EventsIn(Strict):
     events: Annotated[list[EventIn], Field(min_length=1)]
-
-
-def events_depth(body: EventsIn) -> int:
-    """At least how deep the JSON text ``body`` was validated from nests (``structure.nesting_depth``): the
-    body, its list, an event, then the event's content or context. Validation keeps every list and
-    object of the content and of the context's extra fields; it adds only defaults (a missing
-    context or ``params``), which can count one level more, never one less."""
-    deepest = 0
-    for event in body.events:
-        extra = event.context.__pydantic_extra__ or {}
-        deepest = max(deepest, nesting_depth(event.content), 1 + max(map(nesting_depth, extra.values()), default=0))
-    return 3 + deepest
 
 
 class RecentEventIn(EventIn):

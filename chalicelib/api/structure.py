@@ -21,15 +21,10 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf]")
 
 
-def may_hold_surrogates(raw: bytes) -> bool:
-    """Whether the JSON text ``raw`` may hold a lone surrogate (False: it holds none)."""
-    return bool(_SURROGATE_ESCAPE.search(raw) or _SURROGATE_BYTES.search(raw))
-
-
 def check_structure(raw: bytes, value: Any, max_depth: int = MAX_DEPTH) -> None:
     """Raise InvalidInput naming the place where `value` nests deeper than `max_depth` or holds a lone surrogate."""
-    surrogates = may_hold_surrogates(raw)
-    if not surrogates and (raw.count(b"[") + raw.count(b"{") <= max_depth or nesting_depth(value) <= max_depth):
+    surrogates = bool(_SURROGATE_ESCAPE.search(raw) or _SURROGATE_BYTES.search(raw))
+    if not surrogates and (raw.count(b"[") + raw.count(b"{") <= max_depth or _depth(value) <= max_depth):
         return
     stack: list[tuple[Any, str, int]] = [(value, "(body)", 1)]
     while stack:
@@ -49,7 +44,7 @@ def check_structure(raw: bytes, value: Any, max_depth: int = MAX_DEPTH) -> None:
             raise InvalidInput(f"{where}: not valid Unicode text (lone surrogate)")
 
 
-def nesting_depth(value: Any) -> int:
+def _depth(value: Any) -> int:
     """How deep ``value`` (parsed JSON: plain dicts and lists) nests, a scalar being 0; level by level,
     without naming places: the common case, walked fast."""
     deepest, level = 0, [value] if type(value) in (dict, list) else []
