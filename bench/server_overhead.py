@@ -74,11 +74,9 @@ def serve(stage: str) -> None:
                 accepted = 20
                 if stage == "validate":
                     raw = chalice_app.current_request.raw_body
-                    body = app_module._events_from_json(raw) if hasattr(app_module, "_events_from_json") else None
-                    if body is None:
-                        data = parse_json(raw, settings.max_body_bytes)
-                        app_module._event_limits(data, raw)
-                        body = validate(s.EventsIn, data)
+                    data = parse_json(raw, settings.max_body_bytes)
+                    app_module._event_limits(data, raw)
+                    body = validate(s.EventsIn, data)
                     events = [{"event_id": e.event_id, "type": e.type, "timestamp": e.timestamp, "node_id": e.node_id,
                                "parent_id": e.parent_id, "content": e.content,
                                "context": e.context.model_dump(exclude_none=True)} for e in body.events]
