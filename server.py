@@ -348,37 +348,7 @@ def create_server(wsgi_app: Callable, settings: Any) -> Any:
         ident="hindsight",
     )
     server.channel_class = json_error_channel()
-    server.task_dispatcher.queue_logger = EveryFewSeconds(server.task_dispatcher.queue_logger)
     return server
-
-
-class EveryFewSeconds:
-    """A logger's warnings at most once per ``period`` seconds, the next one counting those left out.
-
-    Waitress warns "Task queue depth is N" for every request queued while its threads are busy:
-    under load, nearly every request, each written from its one I/O thread, which then waited for
-    the log handler's lock (held by request threads writing the access log) while every other
-    connection waited for it. Once per period still says the server is saturated."""
-
-    def __init__(self, logger: logging.Logger, period: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
-        self.logger = logger
-        self.period = period
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._next = float("-inf")
-        self._left_out = 0
-
-    def warning(self, msg: str, *args: Any) -> None:
-        now = self.clock()
-        with self._lock:
-            if now < self._next:
-                self._left_out += 1
-                return
-            self._next = now + self.period
-            left_out, self._left_out = self._left_out, 0
-        if left_out:
-            msg = f"{msg} ({left_out} more such warnings in the {self.period:g} s before)"
-        self.logger.warning(msg, *args)
 
 
 if __name__ == "__main__":
