@@ -64,7 +64,8 @@ _WAITRESS_CODES = {400: "malformed_request", 413: "payload_too_large", 431: "hea
 
 def json_error_channel() -> type:
     """Waitress's channel whose own refusals (a malformed request line, a body over the limit, a
-    bad chunk) answer in the contract's error shape instead of waitress's plain text."""
+    bad chunk) answer in the contract's error shape instead of waitress's plain text, and that the
+    I/O thread does not poll for writing while a request thread is sending its answer."""
     from waitress.channel import HTTPChannel
     from waitress.task import ErrorTask
 
@@ -80,7 +81,21 @@ def json_error_channel() -> type:
             self.content_length = len(body)
             self.write(body)
 
-    return type("JsonErrorChannel", (HTTPChannel,), {"error_task_class": JsonErrorTask})
+    def writable(self) -> bool:
+        """Waitress's answer, but False while a request thread holds the output lock: that thread is
+        sending its answer itself, and wakes the I/O thread if it leaves anything unsent (as it does
+        on finishing the request, and before waiting for the buffer to drain, which frees the lock).
+        Polled meanwhile, the socket was writable at once and the lock still held: the I/O thread
+        went round its loop, asking every connection, until that thread got the interpreter back."""
+        if not HTTPChannel.writable(self):
+            return False
+        if self.requests and self.total_outbufs_len and not (self.will_close or self.close_when_flushed):
+            if not self.outbuf_lock.acquire(False):
+                return False
+            self.outbuf_lock.release()
+        return True
+
+    return type("JsonErrorChannel", (HTTPChannel,), {"error_task_class": JsonErrorTask, "writable": writable})
 
 
 def thread_safe(chalice_app: Any) -> Any:
