@@ -143,6 +143,20 @@ def _query_keys(values: Iterable[str | None]) -> frozenset[str] | set[str]:
     return _cached_keys(values) if isinstance(values, tuple) else match_keys(values)
 
 
+def _overlap(query_values: Iterable[str], lesson_values: list[str], over_lesson: bool) -> tuple[tuple[str, ...], float | None]:
+    """The keys a query and a lesson share, and their share of the lesson's keys (``over_lesson``)
+    or of the query's; None when either names none. The lesson's keys are made only for a query
+    that names some: nothing else can match."""
+    if not query_values or not (q_keys := _query_keys(query_values)):
+        return (), None
+    e_keys = match_keys(lesson_values)
+    common = q_keys & e_keys
+    matched = tuple(sorted(common)) if common else ()
+    if not e_keys:
+        return matched, None
+    return matched, len(matched) / len(e_keys if over_lesson else q_keys)
+
+
 def tag_match(exp: Experience | Candidate, query: RecallQuery) -> Match:
     """How well the lesson's tools, tags, task type, intent and anchors fit the query, in [0, 1].
 
@@ -151,20 +165,13 @@ def tag_match(exp: Experience | Candidate, query: RecallQuery) -> Match:
     ``score`` is ``None`` when there is nothing to compare.
     """
     parts: list[float] = []
-    # the lesson's keys only against a query that names some: nothing else can match
-    matched_tools = matched_tags = ()
-    if query.tools and (q_tools := _query_keys(query.tools)):
-        e_tools = match_keys(exp.tools)
-        common = q_tools & e_tools
-        matched_tools = tuple(sorted(common)) if common else ()
-        if e_tools:
-            parts.append(len(matched_tools) / len(e_tools))
-    if query.tags and (q_tags := _query_keys(query.tags)):
-        e_tags = match_keys(exp.tags)
-        common = q_tags & e_tags
-        matched_tags = tuple(sorted(common)) if common else ()
-        if e_tags:
-            parts.append(len(matched_tags) / len(q_tags))
+    # the share of the lesson's tools the query names; the share of the query's tags the lesson has
+    matched_tools, part = _overlap(query.tools, exp.tools, over_lesson=True)
+    if part is not None:
+        parts.append(part)
+    matched_tags, part = _overlap(query.tags, exp.tags, over_lesson=False)
+    if part is not None:
+        parts.append(part)
     task_match = None
     if query.task_type and exp.task_type:
         task_match = match_key(query.task_type) == match_key(exp.task_type)
