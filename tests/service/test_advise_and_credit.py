@@ -7,17 +7,6 @@ from chalicelib.domain.errors import Conflict, NotFound
 from chalicelib.domain.models import FULL_REVIEW, Experience, ExperienceStatus, Signal
 from chalicelib.services import advise as advise_service
 from chalicelib.services import experiences, ingest, learning, maintenance, recall_ids, review_jobs
-from tests.support.fakes import FakeClock, fake_deps
-
-
-@pytest.fixture()
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture()
-def deps(clock):
-    return fake_deps(clock)
 
 
 def write(deps, advice: str, tools: list[str], tenant: str = "t1", **kw) -> Experience:

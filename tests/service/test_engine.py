@@ -10,17 +10,6 @@ from chalicelib.domain.models import ExperienceStatus
 from chalicelib.domain.lesson import situation_key
 from chalicelib.ports import IndexFilter
 from chalicelib.services import experiences, ingest, review_jobs
-from tests.support.fakes import FakeClock, fake_deps
-
-
-@pytest.fixture()
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture()
-def deps(clock):
-    return fake_deps(clock)
 
 
 def start(deps, tid="tr1", **kw):

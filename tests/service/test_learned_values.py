@@ -1,20 +1,7 @@
 """Ingest -> review -> recall: the advice an agent gets names what the past task had to learn."""
 from __future__ import annotations
 
-import pytest
-
 from chalicelib.services import ingest, recall, review_jobs
-from tests.support.fakes import FakeClock, fake_deps
-
-
-@pytest.fixture()
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture()
-def deps(clock):
-    return fake_deps(clock)
 
 
 def event(eid, clock, kind, **content) -> dict:

@@ -10,17 +10,6 @@ import pytest
 from chalicelib.domain.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from chalicelib.domain.models import ExperienceStatus
 from chalicelib.services import experiences, ingest, maintenance, recall, review_jobs, tenants
-from tests.support.fakes import FakeClock, fake_deps
-
-
-@pytest.fixture()
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture()
-def deps(clock):
-    return fake_deps(clock)
 
 
 def new_traj(tid="tr1", tenant="t1", **kw) -> dict:
