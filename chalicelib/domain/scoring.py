@@ -203,7 +203,7 @@ def _scored(
         total_weight += weights.tag_match
         total += weights.tag_match * tags
     score = total / total_weight if total_weight else 0.0
-    return round(score, 4), semantic, match, freshness
+    return score, semantic, match, freshness
 
 
 def recall_score(

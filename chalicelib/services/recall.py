@@ -119,7 +119,7 @@ def recall(
             continue  # forgotten (or moved) between the two reads: left out, as a recall after the change would
         # the ranking's score (equal to the explained one unless late interaction moved it)
         _, explanation = score_hit(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
-        hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), score, explanation))
+        hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), round(score, 4), explanation))
     return hits, render_advice(hits, deps.advice_max_items)
 
 
@@ -186,7 +186,7 @@ def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked], query_tok
     docs = [kept[r[1].experience_id] if r[1].experience_id in kept else next(made) for r in head]
     late = late_scores(best_matches(query_tokens, docs), deps.recall_late_rare)
     scores = blended([r[0] for r in head], late, deps.recall_late_weight)
-    head = [(round(s, 4), *r[1:]) for r, s in zip(head, scores)]
+    head = [(s, *r[1:]) for r, s in zip(head, scores)]
     head.sort(key=lambda r: (-r[0], r[1].experience_id))
     return head + tail
 
