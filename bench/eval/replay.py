@@ -1,13 +1,13 @@
 """Recall variants scored in process on the lessons of one recorded eval run, in seconds.
 
-    .venv/bin/python -m bench.eval --sets reuse,blind2,locomo --reuse-tasks dev --keep-data DIR
+    .venv/bin/python -m bench.eval --sets reuse,blind2,blind3,locomo --reuse-tasks dev --keep-data DIR
     .venv/bin/python -m bench.eval.replay DIR [--variant NAME:FIELD=VALUE,...]... [--margins] [--out F]
 
 ``--keep-data`` keeps the fresh server's data directory (its SQLite stores and vector index: every
 lesson with its text, vector, tags and sources) and the run's ids. The replay opens a copy of it with
 the embedded backend in this process and recalls the dev sets' test queries (experience_reuse dev,
-blind2, LoCoMo when it was recorded) through ``services.recall.recall``, the function the HTTP route
-calls, then scores them with the eval's own metrics. Every variant therefore ranks the same lessons;
+blind2, blind3 and LoCoMo when they were recorded) through ``services.recall.recall``, the function
+the HTTP route calls, then scores them with the eval's own metrics. Every variant therefore ranks the same lessons;
 only recall differs. A variant sets fields of the service's ``Deps`` (``recall_negation=false``,
 ``weights.lexical=0.3``). The held-out sets are never recalled here. The clock is fixed at the end of
 the recording, so freshness is the same in every replay.
@@ -142,10 +142,11 @@ def score_reuse(deps, tenant_id: str, nonce: str, top_k: int) -> tuple[dict[str,
     return {**reuse._row(fams, known, unknown), "ms": 1000 * api.seconds / max(api.calls, 1)}, known
 
 
-def score_blind2(deps, tenant_id: str, nonce: str, top_k: int) -> tuple[dict[str, Any], list]:
+def score_blind(deps, tenant_id: str, nonce: str, top_k: int, path=None) -> tuple[dict[str, Any], list]:
+    """A blind dev set's figures (blind2 unless ``path`` names another set's families.json)."""
     from . import independent
 
-    fams = independent.load(independent.BLIND2_PATH)
+    fams = independent.load(path or independent.BLIND2_PATH)
     api = InProcessApi(deps, tenant_id)
     agent = f"{independent.PREFIX}-agent-{nonce}"
     known = independent.recall(api, fams, nonce, agent, top_k, known=True)
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("kept", help="the directory `python -m bench.eval --keep-data` wrote")
     p.add_argument("--variant", action="append", default=[], metavar="NAME:FIELD=VALUE,...",
                    help="a recall variant (Deps fields; weights.X for a weight); repeatable")
-    p.add_argument("--sets", default="reuse,blind2,locomo")
+    p.add_argument("--sets", default="reuse,blind2,blind3,locomo")
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--margins", action="store_true", help="print blind2's sibling-first cases of each variant")
     p.add_argument("--out", help="write every variant's figures (and margins) as JSON here")
@@ -252,8 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     kept = Path(args.kept)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    if set(sets) - {"reuse", "blind2", "locomo"}:
-        p.error("replay scores the dev sets only: reuse, blind2, locomo")
+    if set(sets) - {"reuse", "blind2", "blind3", "locomo"}:
+        p.error("replay scores the dev sets only: reuse, blind2, blind3, locomo")
     with tempfile.TemporaryDirectory(prefix="hindsight-replay-") as tmp:
         base, run = open_deps(kept, Path(tmp))
         ids = tenants(base)
@@ -268,10 +269,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 res["reuse"], _ = score_reuse(deps, ids[f"eval-reuse-{nonce}"], nonce, args.top_k)
                 rows.append(("experience_reuse", name, res["reuse"]))
             if "blind2" in sets and f"eval-blind2-{nonce}" in ids:
-                res["blind2"], recs = score_blind2(deps, ids[f"eval-blind2-{nonce}"], nonce, args.top_k)
+                res["blind2"], recs = score_blind(deps, ids[f"eval-blind2-{nonce}"], nonce, args.top_k)
                 rows.append(("blind2", name, res["blind2"]))
                 if args.margins:
                     res["margins"] = margins(deps, ids[f"eval-blind2-{nonce}"], nonce, recs)
+            if "blind3" in sets and f"eval-blind3-{nonce}" in ids:
+                from . import independent
+
+                res["blind3"], _ = score_blind(deps, ids[f"eval-blind3-{nonce}"], nonce, args.top_k, independent.BLIND3_PATH)
+                rows.append(("blind3", name, res["blind3"]))
             if "locomo" in sets and run.get("locomo") and f"eval-locomo-{nonce}" in ids:
                 res["locomo"] = score_locomo(deps, ids[f"eval-locomo-{nonce}"], run["locomo"])
                 rows.append(("LoCoMo", name, res["locomo"]))

@@ -98,14 +98,24 @@ def test_top_breaks_ties_by_index():
     assert offline.top(np.array([0.5, 0.9, 0.5]), 3) == [1, 0, 2]
 
 
-def test_the_second_blind_set_is_a_dev_set_and_the_independent_one_held_out():
+def test_the_second_and_third_blind_sets_are_dev_sets_and_the_independent_one_held_out():
     from bench.eval import run
 
     m = {"hit@1": 1.0}
-    res = {"sets": {"blind2": {"hindsight": m, "raw": m}, "independent": {"hindsight": m, "raw": m}}}
+    res = {"sets": {name: {"hindsight": m, "raw": m} for name in ("blind2", "blind3", "independent")}}
     roles = {(name, system): role for name, role, system, _ in run.rows(res)}
-    assert roles[("blind2", "hindsight")] == "dev" and roles[("independent", "hindsight")] == "held-out"
+    assert roles[("blind2", "hindsight")] == roles[("blind3", "hindsight")] == "dev"
+    assert roles[("independent", "hindsight")] == "held-out"
     assert run.parse_args(["--sets", "blind2"]).blind2.endswith("bench/blind2/families.json")
+    assert run.parse_args(["--sets", "blind3"]).blind3.endswith("bench/blind3/families.json")
+
+
+def test_a_blind_set_whose_file_is_absent_is_reported_skipped(tmp_path, capsys):
+    from bench.eval import run
+
+    assert run.main(["--sets", "blind3", "--blind3", str(tmp_path / "none.json")]) == 0
+    out = capsys.readouterr().out
+    assert f"blind3{' ' * 20} skipped ({tmp_path / 'none.json'} not found)" in out
 
 
 def test_strict_hit_at_1_does_not_count_a_first_lesson_merged_from_both_siblings():
