@@ -121,7 +121,7 @@ FAMILIES = [
              E("set_setpoint", {"container": "CAIU7302151", "setpoint": -20}, REEFER_ERR),
              R("Out of range. Perhaps the controller wants Fahrenheit: -20 C is -4 F."),
              OK("set_setpoint", {"container": "CAIU7302151", "setpoint": -4}, {"setpoint": -4, "mode": "chilled"}),
-             U("Why does the display show -4 C?! Shrimp travel at minus 20 Celsius. The box was in chilled mode from the last trip."),
+             U("Why does the display show -4 C?! Shrimp travel at minus 20! The box was in chilled mode from the last trip."),
              OK("set_mode", {"container": "CAIU7302151", "mode": "frozen"}, {"mode": "frozen"}),
              OK("set_setpoint", {"container": "CAIU7302151", "setpoint": -20}, {"setpoint": -20, "mode": "frozen"}),
              FB("Fixed, but the unit sat at -4 for twenty minutes during stuffing. Frozen loads: change the mode first.", "negative")),

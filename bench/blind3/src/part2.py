@@ -60,15 +60,15 @@ FAMILIES = [
              E("open_claim", {"policy": "AU-550812-R2", "loss_date": "29/03/2026", "cause": "glass"}, CLAIM_ERR),
              OK("get_policy", {"policy": "AU-550812"}, {"terms": [{"number": "AU-550812-R1", "from": "2025-04-01", "to": "2026-03-31"},
                                                                   {"number": "AU-550812-R2", "from": "2026-04-01", "to": "2027-03-31"}]}),
-             R("R2 started on 1 April; a loss on 29 March belongs to the R1 term."),
+             R("R2 started on 1 April; a loss on 29 March belongs to the previous term, R1."),
              OK("open_claim", {"policy": "AU-550812-R1", "loss_date": "2026-03-29", "cause": "glass"}, {"claim_id": "CL-612377", "status": "open"})),
           TX("blind-retries", "Claim for a parked-car scrape on 27 April, policy AU-338120-R4", "failure",
              U("Claim for a scrape on a parked car, 27 April, policy AU-338120-R4."),
              E("open_claim", {"policy": "AU-338120-R4", "loss_date": "2026-04-27", "cause": "collision_unattended"}, CLAIM_ERR),
              E("open_claim", {"policy": "AU-338120-R4", "loss_date": "2026-04-27", "cause": "collision_unattended"}, CLAIM_ERR),
              E("open_claim", {"policy": "AU-338120-R4", "loss_date": "2026-04-27", "cause": "collision_unattended"}, CLAIM_ERR),
-             FB("The policy renewed on 1 May, so R4 only starts then. The April scrape goes on R3, the term that was "
-                "running at the time.", "negative")),
+             FB("The policy renewed on 1 May, so R4 only starts then. The April scrape goes on the previous term, R3, "
+                "the one running at the time.", "negative")),
       ],
       [
           "windscreen claim for AU-662019-R4, chip happened 30 Dec, policy renewed 1 Jan",
@@ -205,7 +205,7 @@ FAMILIES = [
     F("museum-loan-condition-report", "museum-collections", LOAN_TOOLS, "museum-loan-insurance-value", "operation",
       "An object whose last condition report is older than 12 months can't go on loan: request a fresh one with "
       "request_condition_report, then create_loan.",
-      ["condition report", "request_condition_report", "conservator"],
+      ["condition report", "request_condition_report", "condition check"],
       [
           TX("fail-fix-silent", "Loan the Whitby jet brooch (OBJ-1987.201) to York Castle Museum, May-August", "success",
              U("Loan the Whitby jet brooch OBJ-1987.201 to York Castle Museum for May to August."),
@@ -305,7 +305,7 @@ FAMILIES = [
     F("wms-case-unit-of-measure", "warehouse", WMS_TOOLS, "wms-replenish-pick-face", "operation",
       "Case-picked SKUs are picked in cases: convert the ordered eaches into cases (uom 'CS'; 48 bottles = 4 cases of "
       "12) instead of asking the pick face for eaches; moving more stock doesn't help.",
-      ["uom", "cases of", "pack size"],
+      ["case-picked", "in cases", "pack size"],
       [
           TX("wrong-alt+blind-retries", "Create the pick for SO-80455: 48 bottles of SKU 60-0217 (olive oil)", "failure",
              U("Create the pick for SO-80455: 48 bottles of SKU 60-0217, olive oil 750 ml."),

@@ -66,12 +66,12 @@ FAMILIES = [
              OK("get_station", {"station_id": "WS-0978"}, {"tz": "Europe/Paris", "live_window_days": 7, "last_reading": "2026-03-01T22:50:00Z"}),
              R("The live endpoint only takes the last 7 days; these readings are up to three weeks old, so they go "
                "through the backfill upload."),
-             OK("upload_backfill", {"station_id": "WS-0978", "file": "ws0978_logger_dump.csv", "tz": "UTC"}, {"accepted": 3024, "job": "BF-221"})),
+             OK("upload_backfill", {"station_id": "WS-0978", "file": "ws0978_logger_dump.csv"}, {"accepted": 3024, "job": "BF-221"})),
           TX("rule-first", "Import the SD-card dump from WS-3318 covering January and February", "success",
              U("Import the SD card dump from WS-3318, it covers January and February."),
              R("Those readings are weeks old, and the live upload only accepts the last 7 days, so use the backfill "
                "upload for the whole file."),
-             OK("upload_backfill", {"station_id": "WS-3318", "file": "ws3318_jan_feb.csv", "tz": "UTC"}, {"accepted": 8496, "job": "BF-240"}),
+             OK("upload_backfill", {"station_id": "WS-3318", "file": "ws3318_jan_feb.csv"}, {"accepted": 8496, "job": "BF-240"}),
              FB("Perfect, the charts are complete now.")),
       ],
       [
@@ -246,14 +246,14 @@ FAMILIES = [
              E("submit_crf", {"subject": "201-0318", "visit": "UNS1", "fields": {"LB_GLUC": 1.9}}, crf_err("LB_GLUC")),
              R("Probably a unit problem; convert it."),
              E("submit_crf", {"subject": "201-0318", "visit": "UNS1", "fields": {"LB_GLUC": 0.1}}, crf_err("LB_GLUC")),
-             U("Stop changing the number! Lyon reports in mmol/L already. 1.9 is real, the investigator checked the "
+             U("Stop changing the number! Lyon's numbers are already in the form's units. 1.9 is real, the investigator checked the "
                "source. Submit it as is and flag it as a confirmed out-of-range value."),
              OK("submit_crf", {"subject": "201-0318", "visit": "UNS1", "fields": {"LB_GLUC": 1.9}, "confirm_out_of_range": True,
                                "comment": "Severe hypoglycaemia, source-verified by PI"}, {"saved": True, "status": "complete"}),
              FB("Saved, but a converted value nearly went into the database.", "negative")),
           TX("rule-first", "Record potassium 6.8 for subject 205-0071 at week 8; the site says it's real", "success",
              U("Week 8 potassium for 205-0071 is 6.8. The site checked it: the sample wasn't haemolysed and the patient was admitted for hyperkalaemia."),
-             R("6.8 mmol/L is outside the expected range and the form will reject it, but the site has verified it "
+             R("6.8 is outside the expected range and the form will reject it, but the site has verified it "
                "against the source, so it must be entered unchanged with the out-of-range confirmation and a comment."),
              OK("submit_crf", {"subject": "205-0071", "visit": "W8", "fields": {"LB_K": 6.8}, "confirm_out_of_range": True,
                                "comment": "Verified against source; SAE report filed"}, {"saved": True}),
@@ -377,7 +377,7 @@ FAMILIES = [
                "RANGE_TOO_LARGE: requested range exceeds limit"),
              E("get_readings", {"sensor": "AQ-1102", "metric": "pm25", "from": "2026-03-01", "to": "2026-03-31"},
                "RANGE_TOO_LARGE: requested range exceeds limit"),
-             FB("The API only gives 7 days per request; you had to ask week by week and join them. The report went "
+             FB("The API only gives 7 days per request; you had to ask in 7-day windows and join them. The report went "
                 "out without the data.", "negative")),
           TX("long-noisy+fail-fix-silent", "Compare NO2 at the school sensors AQ-2201 and AQ-2204 over the last three weeks", "success",
              U("Compare NO2 at the school sensors AQ-2201 and AQ-2204 over the last three weeks, and tell me which one has more exceedances."),

@@ -202,7 +202,7 @@ FAMILIES = [
           TX("rule-first", "Obstetric haemorrhage in theatre 3, patient MRN 2208410, needs red cells immediately", "success",
              U("Theatre 3: major obstetric haemorrhage, patient MRN 2208410, they need red cells immediately, sample is on its way."),
              R("Life-threatening bleed and no time to wait for compatibility testing: issue O negative under emergency "
-               "release now; the sample can be crossmatched for the next units."),
+               "release now; the sample can follow for the next units."),
              OK("issue_units", {"mrn": "2208410", "product": "RBC", "group": "O-", "units": 2, "emergency_release": True},
                 {"issued": 2, "signature_required": True}),
              OK("get_inventory", {"product": "RBC", "group": "O-"}, {"units": 9}),
@@ -226,7 +226,7 @@ FAMILIES = [
              U("Buy 3 ES June at a limit of 5312.10."),
              E("place_order", {"symbol": "ESM6", "side": "buy", "qty": 3, "type": "limit", "price": 5312.10}, FUT_ERR),
              OK("get_contract", {"symbol": "ESM6"}, {"tick_size": 0.25, "status": "trading", "last_trade": "2026-06-19"}),
-             R("ES moves in steps of 0.25; 5312.10 isn't a valid price. For a buy limit use the valid price just below, 5312.00."),
+             R("The ES tick size is 0.25, so prices move in steps of 0.25; 5312.10 isn't a valid price. For a buy limit use the valid price just below, 5312.00."),
              OK("place_order", {"symbol": "ESM6", "side": "buy", "qty": 3, "type": "limit", "price": 5312.00}, {"order_id": "OR-771203", "status": "working"})),
           TX("user-corrects", "Sell 10 Bund September at 131.237", "success",
              U("Sell 10 Bund September at 131.237."),
@@ -292,7 +292,7 @@ FAMILIES = [
              E("rebalance_move", {"from": "ST-210", "to": "ST-118", "bikes": 30}, BIKE_ERR),
              E("rebalance_move", {"from": "ST-210", "to": "ST-118", "bikes": 30}, BIKE_ERR),
              E("rebalance_move", {"from": "ST-210", "to": "ST-118", "bikes": 30}, BIKE_ERR),
-             FB("Riverside had 60 free docks. One move is one van: 20 bikes at most. Two moves, 20 and 10.", "negative")),
+             FB("Riverside had 60 free docks. One move is one van load, at most 20 bikes. Two moves, 20 and 10.", "negative")),
       ],
       [
           "rebalance 60 classic bikes from the ferry terminal to the old town docks",
