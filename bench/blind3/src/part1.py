@@ -346,7 +346,7 @@ FAMILIES = [
       "The shade field takes a code from a named shade guide: VITA classical (A1-D4, e.g. 'A2') by default, or a "
       "3D-Master code with shade_guide='3d_master'; descriptive words ('natural white') are rejected. Ask the dentist "
       "for the code if only a description was given.",
-      ["vita", "shade_guide", "shade code"],
+      ["vita classical", "shade_guide", "shade code"],
       [
           TX("fail-fix-reasoned+asks-user", "Send the zirconia crown case for tooth 14, patient DL-3302, shade 'natural white'", "success",
              U("Send the case for a zirconia crown on 14, patient DL-3302, shade 'natural white'. Scan is in the inbox."),

@@ -303,9 +303,9 @@ FAMILIES = [
           "pick line short at the slot, plenty of stock in the building",
       ]),
     F("wms-case-unit-of-measure", "warehouse", WMS_TOOLS, "wms-replenish-pick-face", "operation",
-      "Case-picked SKUs are picked in cases: convert the ordered eaches into cases (uom 'CS'; 48 bottles = 4 cases of "
+      "Case-picked SKUs are picked in whole cases: convert the ordered eaches into cases (uom 'CS'; 48 bottles = 4 cases of "
       "12) instead of asking the pick face for eaches; moving more stock doesn't help.",
-      ["case-picked", "in cases", "pack size"],
+      ["case-picked", "pack size", "whole cases"],
       [
           TX("wrong-alt+blind-retries", "Create the pick for SO-80455: 48 bottles of SKU 60-0217 (olive oil)", "failure",
              U("Create the pick for SO-80455: 48 bottles of SKU 60-0217, olive oil 750 ml."),

@@ -25,7 +25,7 @@ FAMILIES = [
     F("weather-utc-timestamps", "weather-stations", WX_TOOLS, "weather-backfill-old-readings", "operation",
       "Live readings must carry UTC timestamps (ISO-8601 with Z); station loggers stamp local time, so convert with "
       "the station's offset before upload_readings, otherwise readings look like they come from the future or past.",
-      ["utc", "time zone", "timezone"],
+      ["to utc", "utc timestamp", "time zone"],
       [
           TX("fail-fix-reasoned", "Upload the last hour of readings from WS-0412 (Auckland)", "success",
              U("Upload the last hour of readings from WS-0412 in Auckland, the logger file is attached."),
@@ -86,7 +86,7 @@ FAMILIES = [
     F("inspection-outstanding-fee", "building-inspections", INSP_TOOLS, "inspection-revised-plans", "operation",
       "A permit with a balance due (typically the re-inspection charge after a failed inspection) can't get a new "
       "inspection: get_permit shows it; pay it with pay_fee, then schedule_inspection.",
-      ["pay_fee", "fee", "balance due"],
+      ["pay_fee", "balance due", "re-inspection charge"],
       [
           TX("fail-fix-reasoned", "Book the framing re-inspection for permit BP-2026-0211 on Thursday", "success",
              U("Book the framing re-inspection for permit BP-2026-0211 on Thursday. We fixed the header the inspector flagged."),

@@ -390,7 +390,7 @@ FAMILIES = [
              FB("Good.")),
       ],
       [
-          "clear out HR applicant files older than 2 years",
+          "clear out rejected job-applicant files older than 2 years",
           "PURGE_ABORTED: batch contains protected records",
           "Compliance asked us to finally run the retention clean-up on the old claims archive (everything closed "
           "before 2017), but last time someone tried, the job died halfway with an error about protected records and "
