@@ -190,13 +190,14 @@ def _fix_for(
 def _replacement(failed: Event, candidates: Sequence[Event]) -> Event | None:
     """Of the calls that worked after the failed one gave up, the one that did its job: it acts on
     the most of the failed call's values (``pos_item_void(check, item)`` for a failed
-    ``pos_refund(check, item)``, not the ``pos_check_get(check)`` that looked first); the first
-    one on a tie."""
+    ``pos_refund(check, item)``, not the ``pos_check_get(check)`` that looked first); the last
+    one on a tie: an agent looks before it acts (``get_station(station)`` then
+    ``upload_backfill(station, file)`` for a failed ``upload_readings(station, readings)``)."""
     wanted = set(_scalars(params_of(failed)))
     best, best_shared = None, -1
     for e in candidates:
         shared = len(wanted & set(_scalars(params_of(e))))
-        if shared > best_shared:
+        if shared >= best_shared:
             best, best_shared = e, shared
     return best
 

@@ -242,3 +242,15 @@ def test_a_calls_key_is_computed_once_per_event():
     assert key == 'search:{"when": "2026-01-02 03:04:05"}'  # values JSON cannot write, as str() writes them
     e.content["params"]["when"] = "changed"  # events are never changed once built: the key is not recomputed
     assert call_key(e) is key
+
+
+def test_of_replacements_acting_on_as_many_of_the_failed_calls_values_the_last_one_did_the_job():
+    """An agent looks before it acts: the look and the call that replaced the failing one share
+    the same value (the station), and the lesson is the call that did the failed one's job."""
+    events = [
+        call("upload_readings", {"station_id": "WS-1", "readings": "r.csv"}, ok=False, error="INGEST_REJECTED: too old"),
+        call("get_station", {"station_id": "WS-1"}, result={"live_window_days": 7}),
+        call("upload_backfill", {"station_id": "WS-1", "file": "dump.csv"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.worked.tool) == ("swap", "upload_backfill")
