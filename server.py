@@ -293,6 +293,8 @@ def main(argv: list[str] | None = None) -> None:
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # the format names no thread or process: not looked up for each record (a line per request)
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     redaction.install()
     deps = get_deps()
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
