@@ -157,10 +157,13 @@ def _costs() -> "CostPolicy":
 def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.EventsOut:
     from chalicelib.services import ingest
 
-    # the validated fields as they are (content was dumped by its validator): no deep copy of each event
+    # the validated fields as they are (content was dumped by its validator): no deep copy of each
+    # event; each context dumped by its serializer, as model_dump(exclude_none=True) does, without
+    # the method's wrapper (twenty times per call)
+    context = s.EventContext.__pydantic_serializer__.to_python
     events = [
         {"event_id": e.event_id, "type": e.type, "timestamp": e.timestamp, "node_id": e.node_id, "parent_id": e.parent_id,
-         "content": e.content, "context": e.context.model_dump(exclude_none=True)}
+         "content": e.content, "context": context(e.context, exclude_none=True)}
         for e in body.events
     ]
     result = ingest.append_events(get_deps(), tenant_id, trajectory_id, events)

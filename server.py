@@ -293,6 +293,8 @@ def main(argv: list[str] | None = None) -> None:
 
     settings = get_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # the format names no thread or process: not looked up for each record (a line per request)
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     redaction.install()
     deps = get_deps()
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
@@ -363,7 +365,37 @@ def create_server(wsgi_app: Callable, settings: Any) -> Any:
         ident="hindsight",
     )
     server.channel_class = json_error_channel()
+    server.task_dispatcher.queue_logger = SparseWarnings(server.task_dispatcher.queue_logger, QUEUE_WARNING_SECONDS)
     return server
+
+
+# Waitress warns of its task queue's depth on every request queued while no thread is idle: under
+# a steady load above the thread count, a log line per request, written by the one thread that
+# reads every socket.
+QUEUE_WARNING_SECONDS = 10.0
+
+
+class SparseWarnings:
+    """A logger's warnings, at most one per ``seconds``; the next one says how many were left out.
+
+    Waitress calls it under its task queue's lock: one caller at a time."""
+
+    def __init__(self, logger: logging.Logger, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger = logger
+        self.seconds = seconds
+        self.clock = clock
+        self._next = 0.0
+        self._skipped = 0
+
+    def warning(self, msg: str, *args: Any) -> None:
+        now = self.clock()
+        if now < self._next:
+            self._skipped += 1
+            return
+        if self._skipped:
+            msg = f"{msg} ({self._skipped} more such warnings since the last one)"
+        self._next, self._skipped = now + self.seconds, 0
+        self.logger.warning(msg, *args)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from chalice import Response
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
 from ..domain.errors import (
     Conflict,
@@ -81,13 +82,25 @@ def parse_json(raw: bytes | None, max_bytes: int, required: bool = True) -> Any:
     if not raw.strip():  # not empty, and not JSON either: a body that is there must parse
         raise MalformedRequest("request body is only whitespace; expected a JSON object (or no body)")
     try:
-        value = json.loads(raw)
+        value = from_json(raw)
+    except ValueError:
+        value = _parse_json_by_json(raw)
+    check_structure(raw, value)
+    return value
+
+
+def _parse_json_by_json(raw: bytes) -> Any:
+    """What pydantic-core's parser refused: the standard library's decides, and words the error.
+
+    The two give the same value for every text both accept (pydantic-core's in about two thirds of
+    the time); only json accepts a lone surrogate escape (refused later, by check_structure), a BOM,
+    UTF-16 and UTF-32, and nesting past pydantic-core's limit."""
+    try:
+        return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedRequest(f"request body is not valid JSON: {exc}") from exc
     except RecursionError as exc:
         raise InvalidInput(f"request body nests deeper than {MAX_DEPTH} levels") from exc
-    check_structure(raw, value)
-    return value
 
 
 def validate(model: type[M], data: Any) -> M:

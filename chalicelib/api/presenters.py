@@ -30,7 +30,7 @@ def experience_out(exp: Experience) -> s.ExperienceOut:
 
 
 def trajectory_out(traj: Trajectory) -> s.TrajectoryOut:
-    return s.TrajectoryOut.model_validate({**asdict(traj), "status": traj.status.value})
+    return s.TrajectoryOut.model_validate({**_fields(traj), "status": traj.status.value})
 
 
 def hit_out(hit: Hit) -> s.HitOut:

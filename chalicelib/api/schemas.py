@@ -30,6 +30,8 @@ def _to_utc(value: Any) -> Any:
 
 
 def _aware(value: datetime) -> datetime:
+    if value.tzinfo is timezone.utc:  # epoch milliseconds, and most ISO texts: already UTC
+        return value
     try:
         return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
     except OverflowError as exc:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC

@@ -7,6 +7,7 @@ import logging
 import secrets
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from chalicelib import redaction
 from chalicelib.redaction import MASK, RedactSecrets, redact
@@ -79,3 +80,31 @@ def test_a_dict_message_stays_a_dict_with_its_keys_masked():
     record = logging.LogRecord("n", logging.INFO, "p", 1, {"headers": {"Authorization": f"Bearer {TENANT_KEY}"}}, None, None)
     RedactSecrets().filter(record)
     assert record.msg == {"headers": {"Authorization": f"Bearer {MASK}"}}
+
+
+def by_every_pattern(text: str) -> str:
+    """What redact answers without its shortcut for lines that hold no pattern's literal."""
+    for value in redaction._known:
+        text = text.replace(value, MASK)
+    for pattern, replacement in redaction._PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+# pieces of keys and of the words around them, in any case, beside ordinary log text
+_piece = st.sampled_from(["Bearer ", "bEaReR\t", "hs_", "HS_", "hsadmin_", "sk-", "SK-", "SecretString", "secretSTRING",
+                          "\"secretstring\": \"v\"", "'", "\"", ":", "=", " ", "_", "-", "POST /v1/recall 200 1.2ms ",
+                          "tenant=t_1", "\u017fecretString", "\u212a", "é"])
+_token = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.~+/=", min_size=0, max_size=40)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(_piece, _token), max_size=12).map("".join))
+def test_the_shortcut_answers_as_every_pattern_would(text):
+    assert redact(text) == by_every_pattern(text)
+
+
+def test_access_lines_pass_unchanged_and_a_key_in_a_path_does_not():
+    line = "POST /v1/trajectories/h32c1-t12/events 202 1.2ms tenant=t_0123456789abcdef"
+    assert redact(line) == line
+    assert TENANT_KEY not in redact(f"GET /v1/experiences/{TENANT_KEY} 404 0.4ms tenant=-")
