@@ -228,16 +228,18 @@ def trajectory_literals(events: Sequence[Event], goal: str = "") -> LiteralValue
             values.setdefault(result.strip(), p)
     out = LiteralValues(values)
     stated = [str(e.content.get("error") or "") if e.is_tool_call else str(e.content.get("text") or "")
-              for e in events if e.failed or e.type == "llm_reasoning"]
+              for e in events if e.failed or e.type == "llm_reasoning" or e.is_negative_feedback]
     out.constants = rule_numbers(stated, [goal, *(t for e in events for t in _task_data(e))])
     return out
 
 
 def _task_data(event: Event) -> list[str]:
-    """What an event holds of the task itself: what the user said, a call's parameters and result."""
+    """What an event holds of the task itself: what the user asked or said of it, a call's parameters
+    and result. Not the user's complaint: what it states that the task did not is the rule it
+    broke ("only 7 days per request"), as an error's or the agent's reasoning's numbers are."""
     if event.is_tool_call:
         return [json.dumps([event.content.get("params"), event.content.get("result")], default=str)]
-    if event.type in ("user_input", "feedback"):
+    if event.type == "user_input" or (event.type == "feedback" and not event.is_negative_feedback):
         return [str(event.content.get("text") or "")]
     return []
 

@@ -1,8 +1,8 @@
 """What a lesson keeps of the values its trajectory held, and what a merge keeps of each source's fix.
 
 A lesson generalizes the instances of its task (what the user asked for, the values the calls
-passed and got back) and keeps the rule: a number only an error or the agent's reasoning states
-("divide by 15", "E-214") is what the next task needs to know.
+passed and got back) and keeps the rule: a number only an error, the agent's reasoning or the
+user's complaint states ("divide by 15", "E-214", "7 days per request") is what the next task needs to know.
 """
 from datetime import timedelta
 
@@ -50,6 +50,23 @@ def test_a_number_stays_only_when_the_environment_or_the_agent_stated_it_and_the
     assert (written == f"value {number} here") is kept, why
     if not kept:
         assert "<" in written
+
+
+def test_a_number_the_users_complaint_states_is_a_rule_and_its_tasks_own_numbers_stay_instances():
+    """The user's negative feedback saying what was wrong ("only 7 days per request") states the
+    rule the way an error does; what it repeats of the task (the 90 days asked for) is still the task's."""
+    events = [
+        said("Ozone for AQ-3310, the last 90 days please."),
+        call("get_readings", {"station": "AQ-3310", "days": 90}, ok=False, error="RANGE_TOO_LARGE: requested range exceeds limit"),
+        call("get_readings", {"station": "AQ-3310", "days": 90}, ok=False, error="RANGE_TOO_LARGE: requested range exceeds limit"),
+        said("The API only gives 7 days per request; you had to ask in 7-day windows for the 90 days.", kind="feedback",
+             sentiment="negative"),
+    ]
+    values = trajectory_literals(events, "Download 90 days of ozone for AQ-3310")
+    assert generalize("ask in 7-day windows", values) == "ask in 7-day windows"
+    assert generalize("for the 90 days", values) == "for the <days> days"  # the call passed it
+    praise = [*events[:-1], said("Thanks, 7 charts done.", kind="feedback", sentiment="positive")]
+    assert generalize("7 charts", trajectory_literals(praise, "Download 90 days of ozone for AQ-3310")) == "<n> charts"
 
 
 def test_without_the_trajectory_every_number_is_generalized_as_before():
