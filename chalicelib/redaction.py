@@ -22,12 +22,16 @@ from typing import Any
 MASK = "[redacted]"
 MIN_SECRET_LENGTH = 12  # a shorter configured value ("admin" in a demo) would mask ordinary words
 
+# (pattern, replacement, the literals one of which any match holds: lower case where the pattern
+# ignores case). A line holding none of any pattern's literals is left as it is (``redact``).
 _PATTERNS = [
-    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), rf"\g<1>{MASK}"),
-    (re.compile(r"\b(?:hs|hsadmin)_[A-Za-z0-9_-]{16,}"), MASK),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
-    (re.compile(r"(?i)(['\"]?SecretString['\"]?\s*[:=]\s*)(['\"])(?:\\.|(?!\2).)*\2"), rf"\g<1>\g<2>{MASK}\g<2>"),
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), rf"\g<1>{MASK}", ("bearer",)),
+    (re.compile(r"\b(?:hs|hsadmin)_[A-Za-z0-9_-]{16,}"), MASK, ("hs_", "hsadmin_")),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK, ("sk-",)),
+    (re.compile(r"(?i)(['\"]?SecretString['\"]?\s*[:=]\s*)(['\"])(?:\\.|(?!\2).)*\2"), rf"\g<1>\g<2>{MASK}\g<2>",
+     ("secretstring",)),
 ]
+_NEEDLES = tuple((literal, bool(pattern.flags & re.IGNORECASE)) for pattern, _, literals in _PATTERNS for literal in literals)
 # attributes every LogRecord has; anything else came in through ``extra=`` and is masked too
 _STANDARD = set(vars(logging.LogRecord("n", logging.INFO, "p", 1, "m", None, None))) | {"message", "asctime"}
 
@@ -49,14 +53,13 @@ def redact(text: str) -> str:
         if value in text:
             text = text.replace(value, MASK)
     if text.isascii():
-        # No pattern matches without its literal ('bearer' and 'SecretString' in any case): most
-        # lines (each request's access line) hold none, and four searches cost more than writing the
-        # line. ASCII only: there lower() folds case as the patterns' IGNORECASE does.
+        # No pattern matches without one of its literals: most lines (each request's access line)
+        # hold none, and four searches cost more than writing the line. ASCII only: there lower()
+        # folds case as the patterns' IGNORECASE does.
         lower = text.lower()
-        if "bearer" not in lower and "secretstring" not in lower and "hs_" not in text and "hsadmin_" not in text \
-                and "sk-" not in text:
+        if not any(literal in (lower if folded else text) for literal, folded in _NEEDLES):
             return text
-    for pattern, replacement in _PATTERNS:
+    for pattern, replacement, _ in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
 

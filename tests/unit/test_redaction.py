@@ -86,7 +86,7 @@ def by_every_pattern(text: str) -> str:
     """What redact answers without its shortcut for lines that hold no pattern's literal."""
     for value in redaction._known:
         text = text.replace(value, MASK)
-    for pattern, replacement in redaction._PATTERNS:
+    for pattern, replacement, _ in redaction._PATTERNS:
         text = pattern.sub(replacement, text)
     return text
 
