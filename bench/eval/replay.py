@@ -142,11 +142,11 @@ def score_reuse(deps, tenant_id: str, nonce: str, top_k: int) -> tuple[dict[str,
     return {**reuse._row(fams, known, unknown), "ms": 1000 * api.seconds / max(api.calls, 1)}, known
 
 
-def score_blind(deps, tenant_id: str, nonce: str, top_k: int, path=None) -> tuple[dict[str, Any], list]:
-    """A blind dev set's figures (blind2 unless ``path`` names another set's families.json)."""
+def score_blind(deps, tenant_id: str, nonce: str, top_k: int, path: Path) -> tuple[dict[str, Any], list]:
+    """The figures of the blind dev set whose families.json is ``path``."""
     from . import independent
 
-    fams = independent.load(path or independent.BLIND2_PATH)
+    fams = independent.load(path)
     api = InProcessApi(deps, tenant_id)
     agent = f"{independent.PREFIX}-agent-{nonce}"
     known = independent.recall(api, fams, nonce, agent, top_k, known=True)
@@ -255,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     if set(sets) - {"reuse", "blind2", "blind3", "locomo"}:
         p.error("replay scores the dev sets only: reuse, blind2, blind3, locomo")
+    from . import independent
+
     with tempfile.TemporaryDirectory(prefix="hindsight-replay-") as tmp:
         base, run = open_deps(kept, Path(tmp))
         ids = tenants(base)
@@ -268,16 +270,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "reuse" in sets and f"eval-reuse-{nonce}" in ids:
                 res["reuse"], _ = score_reuse(deps, ids[f"eval-reuse-{nonce}"], nonce, args.top_k)
                 rows.append(("experience_reuse", name, res["reuse"]))
-            if "blind2" in sets and f"eval-blind2-{nonce}" in ids:
-                res["blind2"], recs = score_blind(deps, ids[f"eval-blind2-{nonce}"], nonce, args.top_k)
-                rows.append(("blind2", name, res["blind2"]))
-                if args.margins:
-                    res["margins"] = margins(deps, ids[f"eval-blind2-{nonce}"], nonce, recs)
-            if "blind3" in sets and f"eval-blind3-{nonce}" in ids:
-                from . import independent
-
-                res["blind3"], _ = score_blind(deps, ids[f"eval-blind3-{nonce}"], nonce, args.top_k, independent.BLIND3_PATH)
-                rows.append(("blind3", name, res["blind3"]))
+            for blind, path in (("blind2", independent.BLIND2_PATH), ("blind3", independent.BLIND3_PATH)):
+                if blind in sets and f"eval-{blind}-{nonce}" in ids:
+                    res[blind], recs = score_blind(deps, ids[f"eval-{blind}-{nonce}"], nonce, args.top_k, path)
+                    rows.append((blind, name, res[blind]))
+                    if args.margins and blind == "blind2":
+                        res["margins"] = margins(deps, ids[f"eval-{blind}-{nonce}"], nonce, recs)
             if "locomo" in sets and run.get("locomo") and f"eval-locomo-{nonce}" in ids:
                 res["locomo"] = score_locomo(deps, ids[f"eval-locomo-{nonce}"], run["locomo"])
                 rows.append(("LoCoMo", name, res["locomo"]))
