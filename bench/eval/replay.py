@@ -170,14 +170,14 @@ def score_locomo(deps, tenant_id: str, path: str) -> dict[str, Any]:
             "ms": 1000 * (time.perf_counter() - t0) / max(len(questions), 1)}
 
 
-def margins(deps, tenant_id: str, nonce: str, recs: list, depth: int = 10) -> list[dict[str, Any]]:
-    """blind2's sibling-first cases: the sibling's first hit against the test's own best one, each
-    with its score parts, so that what decided the order shows."""
+def margins(deps, tenant_id: str, nonce: str, recs: list, path: Path, depth: int = 10) -> list[dict[str, Any]]:
+    """A blind set's sibling-first cases (its families at ``path``): the sibling's first hit against
+    the test's own best one, each with its score parts, so that what decided the order shows."""
     from chalicelib.services import recall as recall_service
 
     from . import independent
 
-    fams = {f.id: f for f in independent.load(independent.BLIND2_PATH)}
+    fams = {f.id: f for f in independent.load(path)}
     agent = f"{independent.PREFIX}-agent-{nonce}"
     out = []
     for r in recs:
@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="a recall variant (Deps fields; weights.X for a weight); repeatable")
     p.add_argument("--sets", default="reuse,blind2,blind3,locomo")
     p.add_argument("--top-k", type=int, default=5)
-    p.add_argument("--margins", action="store_true", help="print blind2's sibling-first cases of each variant")
+    p.add_argument("--margins", action="store_true", help="print the blind sets' sibling-first cases of each variant")
     p.add_argument("--out", help="write every variant's figures (and margins) as JSON here")
     p.add_argument("--cost", metavar="NAME", help="time blind2's recalls under base and this variant (cold and warm)")
     args = p.parse_args(argv)
@@ -274,8 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if blind in sets and f"eval-{blind}-{nonce}" in ids:
                     res[blind], recs = score_blind(deps, ids[f"eval-{blind}-{nonce}"], nonce, args.top_k, path)
                     rows.append((blind, name, res[blind]))
-                    if args.margins and blind == "blind2":
-                        res["margins"] = margins(deps, ids[f"eval-{blind}-{nonce}"], nonce, recs)
+                    if args.margins:
+                        res.setdefault("margins", []).extend(margins(deps, ids[f"eval-{blind}-{nonce}"], nonce, recs, path))
             if "locomo" in sets and run.get("locomo") and f"eval-locomo-{nonce}" in ids:
                 res["locomo"] = score_locomo(deps, ids[f"eval-locomo-{nonce}"], run["locomo"])
                 rows.append(("LoCoMo", name, res["locomo"]))
