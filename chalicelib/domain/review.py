@@ -15,6 +15,7 @@ backticks (``domain.inert``): a hostile error message reads as data in another a
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -107,28 +108,50 @@ def _note_words(text: str, known: str) -> int:
     return len(set(terms(text)) - set(terms(known)))
 
 
-def fix_note(ctx: _Context, c: Contrast) -> str | None:
+def _text(event: Event) -> str:
+    return str(event.content.get("text") or "").strip()
+
+
+# an agent's note that asks the user something: what the user says next answers it
+_ASKS = re.compile(r"\?|\bask(?:s|ed|ing)?\b", re.IGNORECASE)
+
+
+def fix_note(ctx: _Context, c: Contrast) -> tuple[str, str | None] | None:
     """What the agent reasoned between the failure and the call that worked, the last such note
     that says something of its own: why the fix applies ("the check is open and unpaid: void the
     item instead"). It is the situation a look-alike task with the same error does not share, and
     often the fix in words. When the failing tool was given up for another call and nothing was
-    said before it, what the agent said on that call's result (before its next call) is the why."""
+    said before it, what the agent said on that call's result (before its next call) is the why.
+
+    The second item: what the user said after that note and before the fix, when the note asked
+    them nothing: a correction of the agent's plan ("the drawings haven't changed; there's a
+    re-inspection charge outstanding"), which the note alone would misstate (it is the agent's
+    guess, and the guess is often the look-alike task's fix). The answer to a question the note asks
+    ("Manager PIN is 4471") is not one."""
     known = f"{c.failed.tool} {error_text(c.failed)}"
-    notes = [
-        str(e.content.get("text") or "").strip() for e in ctx.events
-        if e.type == "llm_reasoning" and c.failed.seq < e.seq < c.worked.seq
+    said = [
+        e for e in ctx.events
+        if e.type in ("llm_reasoning", "user_input") and c.failed.seq < e.seq < c.worked.seq
+        and _note_words(_text(e), known) >= MIN_NOTE_WORDS
     ]
-    note = next((n for n in reversed(notes) if _note_words(n, known) >= MIN_NOTE_WORDS), None)
-    if note is None and c.kind == "swap":
+    notes = [e for e in said if e.type == "llm_reasoning"]
+    if notes:
+        note = _text(notes[-1])
+        last = said[-1]
+        correction = _text(last) if last.type == "user_input" and not _ASKS.search(note) else None
+        return note, correction
+    if c.kind == "swap":
         # the call that replaced the failing one often only looked ("three holds on the item"):
         # what the agent made of its result, before its next call, is why it stopped retrying
         until = min((e.seq for e in ctx.events if e.is_tool_call and e.seq > c.worked.seq), default=None)
         after = [
-            str(e.content.get("text") or "").strip() for e in ctx.events
+            _text(e) for e in ctx.events
             if e.type == "llm_reasoning" and c.worked.seq < e.seq and (until is None or e.seq < until)
         ]
         note = next((n for n in after if _note_words(n, known) >= MIN_NOTE_WORDS), None)
-    return note
+        if note is not None:
+            return note, None
+    return None
 
 
 MAX_SEEN = 4  # fields of what a look returned
@@ -150,8 +173,14 @@ def seen_state(ctx: _Context, c: Contrast) -> str | None:
 
 
 def _with_note(ctx: _Context, c: Contrast) -> Wording:
-    note = fix_note(ctx, c)
-    return (" What showed it: ", Raw(short(note, MAX_NOTE_CHARS), strip="", quote=True), ".") if note else ()
+    found = fix_note(ctx, c)
+    if found is None:
+        return ()
+    note, correction = found
+    if correction is None:
+        return (" What showed it: ", Raw(short(note, MAX_NOTE_CHARS), strip="", quote=True), ".")
+    return (" What showed it: ", Raw(short(note, MAX_NOTE_CHARS), strip="", quote=True), "; the user: ",
+            Raw(short(correction, MAX_NOTE_CHARS), strip="", quote=True), ".")
 
 
 def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:

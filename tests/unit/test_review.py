@@ -209,6 +209,40 @@ def test_a_recovery_lesson_keeps_the_note_that_found_the_fix():
     assert "CHK-4410" not in lesson.advice  # the note's literals are generalized like the rest
 
 
+def _fee_after_a_wrong_guess(guess: str, user: str):
+    return [
+        said("Schedule the rough plumbing inspection for BP-2026-0388, any day next week."),
+        call("schedule_inspection", {"permit": "BP-2026-0388", "date": "2026-05-04"}, ok=False,
+             error="INSPECTION_NOT_SCHEDULABLE: permit not in ready state"),
+        said(guess, kind="llm_reasoning"),
+        said(user),
+        call("pay_fee", {"permit": "BP-2026-0388", "amount": 95.0}, result={"paid": True, "status": "ready"}),
+        call("schedule_inspection", {"permit": "BP-2026-0388", "date": "2026-05-04"}, result={"inspection_id": "IN-77452"}),
+    ]
+
+
+def test_a_user_correction_after_the_agents_guess_is_quoted_with_it():
+    # the agent's guess (revised drawings) is the look-alike task's fix; the user's words are why the fee was paid
+    events = _fee_after_a_wrong_guess(
+        "The permit isn't ready; maybe the plans need updating. I'll upload the current drawings again.",
+        "The drawings haven't changed. We failed the first plumbing check and there's a re-inspection charge outstanding, pay that.",
+    )
+    t = traj(goal="Schedule the plumbing inspection", tools=["schedule_inspection", "pay_fee"])
+    (lesson,) = [l for l in review_by_rules(t, events).lessons if l.kind == "recovery"]
+    assert "re-inspection charge outstanding" in lesson.lesson and "re-inspection charge outstanding" in lesson.advice
+    assert lesson.advice.index("plans need updating") < lesson.advice.index("the user:") < lesson.advice.index("re-inspection")
+
+
+def test_the_users_answer_to_the_agents_question_is_not_taken_for_a_correction():
+    events = _fee_after_a_wrong_guess(
+        "A failed inspection adds a re-inspection charge; ask the user whether to pay it by card.",
+        "Yes, charge the card on file for the whole amount.",
+    )
+    (lesson,) = [l for l in review_by_rules(traj(tools=["schedule_inspection", "pay_fee"]), events).lessons if l.kind == "recovery"]
+    assert "adds a re-inspection charge" in lesson.advice
+    assert "card on file" not in lesson.advice and "the user:" not in lesson.advice
+
+
 def test_a_note_that_says_nothing_of_its_own_is_left_out():
     events = _void_instead_of_refund("`pos_refund` failed (NOT_PERMITTED: operation not allowed). Trying again.")
     (lesson,) = [l for l in review_by_rules(traj(), events).lessons if l.kind == "recovery"]
