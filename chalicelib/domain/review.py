@@ -280,6 +280,38 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
     )
 
 
+def _stated_rule(ctx: _Context, events: Sequence[Event]) -> LessonDraft | None:
+    """A task done right the first time, where the agent said why before it acted ("anything under
+    a legal hold must survive: check holds first and exclude them"): the rule it followed, with the
+    calls that carried it out. Only when nothing failed, nobody objected and the task succeeded."""
+    calls = [e for e in events if e.is_tool_call]
+    if not calls or any(c.failed for c in calls) or any(e.is_negative_feedback for e in events):
+        return None
+    positive = any(e.type == "feedback" and e.content.get("sentiment") == "positive" for e in events)
+    if not (ctx.traj.outcome == "success" or (ctx.traj.outcome is None and positive)):
+        return None
+    known = " ".join(c.tool or "" for c in calls)
+    note = next((e for e in events if e.type == "llm_reasoning" and e.seq < calls[-1].seq
+                 and _note_words(_text(e), known) >= MIN_NOTE_WORDS and not _ASKS.search(_text(e))), None)
+    if note is None:
+        return None
+    tools = tuple(dict.fromkeys(c.tool for c in calls if c.seq > note.seq and c.tool))
+    if not tools:
+        return None
+    said = Raw(short(_text(note), MAX_NOTE_CHARS), strip="", quote=True)
+    seq = ", then ".join(code(t) for t in tools)
+    return ctx.draft(
+        (*ctx.task(), f" It went right the first time: {seq}."),
+        (f"Called {seq}, which worked.",),
+        ("It worked the first time." + (f" The task ended as {ctx.traj.outcome}." if ctx.traj.outcome else ""),),
+        ("What the agent went by: ", said, f" Then it called {seq}."),
+        ("In this kind of task, what worked: ", said, f" (then {seq})."),
+        tools=tools,
+        kind="stated_rule",
+        fingerprint=fingerprint("rule", generalize(short(_text(note)), ctx.values), *tools),
+    )
+
+
 def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_SCOPE) -> Review:
     """Find the lessons a trajectory teaches. Deterministic: same input, same lessons."""
     events = sorted(events, key=lambda e: e.seq)
@@ -318,7 +350,10 @@ def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_
             before = next((e for e in reversed(events[:i]) if e.type in ("tool_call", "llm_reasoning")), None)
             add(_negative_feedback(ctx, event, before))
 
+    if not review.lessons:
+        add(_stated_rule(ctx, events))
+
     review.extra["contrasts"] = len(attribution.contrasts)
     if not review.lessons:
-        review.notes.append("no failure followed by a fix, no repeated failure, no negative feedback")
+        review.notes.append("no failure followed by a fix, no repeated failure, no negative feedback, no rule stated before a success")
     return review

@@ -298,3 +298,40 @@ def test_the_kind_of_task_a_value_names_stays_in_the_lesson_while_its_instances_
              for e in events]
     (look_alike,) = review_by_rules(replace(t, goal="Endpoint read of plate P-2231 on SR-04 at 37 degrees"), other).lessons
     assert look_alike.example != lesson.example and look_alike.fingerprint == lesson.fingerprint
+
+
+def _purge_with_the_rule_stated(note: str, *, purge_ok: bool = True, feedback: str = "positive"):
+    return [
+        said("Delete KYC files past retention for accounts closed before 2019."),
+        said(note, kind="llm_reasoning"),
+        call("search_records", {"type": "kyc", "account_closed_before": "2019-01-01"}, result={"count": 6120, "batch": "B-2230"}),
+        call("check_legal_hold", {"batch": "B-2230"}, result={"held": ["CUST-440981"]}),
+        call("purge_records", {"batch": "B-2230", "exclude_customers": ["CUST-440981"]}, ok=purge_ok,
+             **({"result": {"purged": 6098}} if purge_ok else {"error": "PURGE_ABORTED: batch contains protected records"})),
+        said("Good." if feedback == "positive" else "You deleted the wrong batch.", kind="feedback", sentiment=feedback),
+    ]
+
+
+RULE = "Anything under a legal hold must survive, and a single held record aborts the whole purge; check holds first and exclude them."
+
+
+def test_a_task_done_right_the_first_time_teaches_the_rule_the_agent_stated_before_acting():
+    t = traj(goal="Delete closed-account KYC files past retention", tools=["search_records", "check_legal_hold", "purge_records"])
+    review = review_by_rules(t, _purge_with_the_rule_stated(RULE))
+    (lesson,) = review.lessons
+    assert lesson.kind == "stated_rule"
+    assert "legal hold must survive" in lesson.advice and "legal hold must survive" in lesson.lesson
+    assert lesson.advice.index("`check_legal_hold`") < lesson.advice.index("`purge_records`")
+    assert set(lesson.tools) == {"search_records", "check_legal_hold", "purge_records"}
+    assert "B-2230" not in lesson.advice  # literals generalized like every lesson's
+    assert review_by_rules(t, _purge_with_the_rule_stated(RULE)).lessons[0].fingerprint == lesson.fingerprint
+
+
+@pytest.mark.parametrize("case", ["failed call", "negative feedback", "task failed", "question", "nothing of its own"])
+def test_no_rule_is_taken_from_a_task_that_did_not_simply_go_right(case):
+    note = {"question": "Is anything under a legal hold in this batch? Ask the records team first.",
+            "nothing of its own": "Calling search_records, check_legal_hold, purge_records."}.get(case, RULE)
+    events = _purge_with_the_rule_stated(note, purge_ok=case != "failed call",
+                                         feedback="negative" if case == "negative feedback" else "positive")
+    t = traj(outcome="failure" if case == "task failed" else "success", tools=["search_records", "check_legal_hold", "purge_records"])
+    assert [l for l in review_by_rules(t, events).lessons if l.kind == "stated_rule"] == []
