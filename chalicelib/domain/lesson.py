@@ -73,7 +73,7 @@ class LessonDraft:
     lesson: str
     advice: str
     tools: tuple[str, ...]
-    kind: str  # recovery | blind_retry | negative_feedback | llm
+    kind: str  # recovery | blind_retry | negative_feedback | stated_rule | llm
     fingerprint: str  # same situation and same fix
     situation_key: str = ""  # same situation: two drafts with this equal and other fixes conflict
     error_class: str | None = None
