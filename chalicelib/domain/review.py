@@ -282,8 +282,9 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
 
 def _stated_rule(ctx: _Context, events: Sequence[Event]) -> LessonDraft | None:
     """A task done right the first time, where the agent said why before it acted ("anything under
-    a legal hold must survive: check holds first and exclude them"): the rule it followed, with the
-    calls that carried it out. Only when nothing failed, nobody objected and the task succeeded."""
+    a legal hold must survive: check holds first and exclude them"; "two plans and the request does
+    not say which: asking the user"): the rule it followed, with the calls that carried it out. Only
+    when nothing failed, nobody objected and the task succeeded."""
     calls = [e for e in events if e.is_tool_call]
     if not calls or any(c.failed for c in calls) or any(e.is_negative_feedback for e in events):
         return None
@@ -292,7 +293,7 @@ def _stated_rule(ctx: _Context, events: Sequence[Event]) -> LessonDraft | None:
         return None
     known = " ".join(c.tool or "" for c in calls)
     note = next((e for e in events if e.type == "llm_reasoning" and e.seq < calls[-1].seq
-                 and _note_words(_text(e), known) >= MIN_NOTE_WORDS and not _ASKS.search(_text(e))), None)
+                 and _note_words(_text(e), known) >= MIN_NOTE_WORDS), None)
     if note is None:
         return None
     tools = tuple(dict.fromkeys(c.tool for c in calls if c.seq > note.seq and c.tool))

@@ -327,10 +327,16 @@ def test_a_task_done_right_the_first_time_teaches_the_rule_the_agent_stated_befo
     assert review_by_rules(t, _purge_with_the_rule_stated(RULE)).lessons[0].fingerprint == lesson.fingerprint
 
 
-@pytest.mark.parametrize("case", ["failed call", "negative feedback", "task failed", "question", "nothing of its own"])
+def test_a_question_the_agent_chose_to_ask_before_acting_is_a_rule_too():
+    note = "Two batches match and the request doesn't say which; asking the user which one to purge."
+    t = traj(tools=["search_records", "check_legal_hold", "purge_records"])
+    (lesson,) = review_by_rules(t, _purge_with_the_rule_stated(note)).lessons
+    assert lesson.kind == "stated_rule" and "asking the user which one" in lesson.advice
+
+
+@pytest.mark.parametrize("case", ["failed call", "negative feedback", "task failed", "nothing of its own"])
 def test_no_rule_is_taken_from_a_task_that_did_not_simply_go_right(case):
-    note = {"question": "Is anything under a legal hold in this batch? Ask the records team first.",
-            "nothing of its own": "Calling search_records, check_legal_hold, purge_records."}.get(case, RULE)
+    note = {"nothing of its own": "Calling search_records, check_legal_hold, purge_records."}.get(case, RULE)
     events = _purge_with_the_rule_stated(note, purge_ok=case != "failed call",
                                          feedback="negative" if case == "negative feedback" else "positive")
     t = traj(outcome="failure" if case == "task failed" else "success", tools=["search_records", "check_legal_hold", "purge_records"])
