@@ -418,3 +418,24 @@ def test_look_alike_tasks_with_the_same_tool_and_error_are_told_apart_by_the_kin
                          ("endpoint read refused: optical reference invalid", blank)):
         hits, _ = recall.recall(deps, "t1", query, agent_id="a1", tools=tools)
         assert [h.experience.experience_id for h in hits][:2] == [first, blank if first == warm else warm]
+
+
+def test_a_task_done_right_the_first_time_is_learned_from_the_rule_the_agent_stated(deps, clock):
+    from chalicelib.services import recall
+
+    tools = ["search_records", "check_legal_hold", "purge_records"]
+    start(deps, "tr1", goal="Delete KYC files past retention for accounts closed before 2019", tools=tools)
+    note = dict(event_id=f"e{next(_n)}", type="llm_reasoning", timestamp=clock.now(), content={
+        "text": "Anything under a legal hold must survive, and one held record aborts the whole purge; check holds first and exclude them."})
+    ingest.append_events(deps, "t1", "tr1", [
+        note,
+        call(clock, "search_records", {"type": "kyc", "closed_before": "2019-01-01"}),
+        call(clock, "check_legal_hold", {"batch": "B-2230"}),
+        call(clock, "purge_records", {"batch": "B-2230", "exclude_customers": ["CUST-440981"]}),
+    ])
+    ingest.finalize(deps, "t1", "tr1", "success", None)
+    run_all(deps)
+    (exp_id,) = ingest.get_trajectory(deps, "t1", "tr1").experience_ids
+    hits, advice = recall.recall(deps, "t1", "run the retention clean-up on the old claims archive", agent_id="a1")
+    assert hits and hits[0].experience.experience_id == exp_id
+    assert "legal hold must survive" in advice and "`check_legal_hold`" in advice
