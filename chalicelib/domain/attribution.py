@@ -8,8 +8,9 @@ worked, a *contrast* records the pair. Deterministic, no LLM: the same events gi
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from .models import Event
 
@@ -151,13 +152,15 @@ def _fix_for(
     objected: set[str],
     produced: dict[str, list[str]] | None = None,
     ok: Sequence[Event] | None = None,
+    objected_tools: Collection[str | None] = (),
 ) -> Contrast | None:
     """The choice that made the difference after a failed call, or None (a transient failure).
 
     * the same tool succeeded later: a parameter fed by a call in between makes that call a
       prerequisite (order); else the changed parameters are the fix (param); else the last
       successful call in between is (order);
-    * it never did: the first call to succeed after its last failure replaced it (swap).
+    * it never did: the first call to succeed after its last failure replaced it (swap), unless
+      the user objected to that tool (``objected_tools``): polling what never came was no fix.
     A call the user objected to right after it does not count as a success.
     """
     produced = {} if produced is None else produced
@@ -175,16 +178,28 @@ def _fix_for(
         if changed:
             return Contrast(failed, same, "param", changed)
         if between:
-            return Contrast(failed, same, "order", prerequisite=between[-1].tool)
+            return Contrast(failed, same, "order", prerequisite=_acted(between).tool)
         return None
     last_failure = max((e.seq for e in after if e.tool == failed.tool and e.failed), default=failed.seq)
     episode_end = min((e.seq for e in after if e.seq > last_failure and e.failed), default=None)
     candidates = [
         e for e in ok
         if e.seq > last_failure and e.tool != failed.tool and (episode_end is None or e.seq < episode_end)
+        and e.tool not in objected_tools
     ]
     replacement = _replacement(failed, candidates)
     return Contrast(failed, replacement, "swap") if replacement is not None else None
+
+
+def _acted(between: Sequence[Event]) -> Event:
+    """Of the calls that worked between a failure and the retry that worked, the one that made the
+    difference: the last, unless its tool was called more than once in between, a look the agent
+    repeated while it waited (``describe``, then ``drain``, then ``describe`` again): then the last
+    call made only once, what it did between its looks."""
+    counts = Counter(e.tool for e in between)
+    if counts[between[-1].tool] == 1:
+        return between[-1]
+    return next((e for e in reversed(between) if counts[e.tool] == 1), between[-1])
 
 
 def _replacement(failed: Event, candidates: Sequence[Event]) -> Event | None:
@@ -219,6 +234,7 @@ def attribute(events: Sequence[Event]) -> Attribution:
     parents = build_parents(events)
     calls = [e for e in events if e.is_tool_call]
     objected = objected_calls(events)
+    objected_tools = {c.tool for c in calls if c.event_id in objected}
     labels = _label_calls(calls)
     for eid in objected:
         labels[eid] = OBJECTED
@@ -240,7 +256,7 @@ def attribute(events: Sequence[Event]) -> Attribution:
             if w.tool == f.tool:
                 contrast = _fix_for(f, [w], objected)
             else:
-                contrast = Contrast(f, w, "swap")
+                contrast = Contrast(f, w, "swap") if w.tool not in objected_tools else None
             if contrast is not None:
                 result.contrasts.append(contrast)
                 paired.add(f.event_id)
@@ -261,7 +277,7 @@ def attribute(events: Sequence[Event]) -> Attribution:
         first_of.add(error_key)
         lo, hi = bisect.bisect_right(worked_at, i), bisect.bisect_right(worked_at, i + FIX_HORIZON)
         ok = [calls[j] for j in worked_at[lo:hi]]
-        contrast = _fix_for(c, calls[i + 1 : i + 1 + FIX_HORIZON], objected, produced, ok)
+        contrast = _fix_for(c, calls[i + 1 : i + 1 + FIX_HORIZON], objected, produced, ok, objected_tools)
         if contrast is not None and (c.tool, contrast.worked.event_id) not in fixed_by:
             result.contrasts.append(contrast)
             paired.add(c.event_id)

@@ -254,3 +254,41 @@ def test_of_replacements_acting_on_as_many_of_the_failed_calls_values_the_last_o
     ]
     (c,) = attribute(events).contrasts
     assert (c.kind, c.worked.tool) == ("swap", "upload_backfill")
+
+
+def test_the_prerequisite_is_what_the_agent_did_between_its_repeated_looks():
+    scale = {"fleet": "us-east", "desired": 4}
+    events = [
+        call("gs_fleet_scale", scale, ok=False, error="ScaleRejected: fleet is not in a scalable state"),
+        call("gs_fleet_describe", {"fleet": "us-east"}, result={"sessions": 212}),
+        call("gs_fleet_drain", {"fleet": "us-east"}, result={"draining": True}),
+        call("gs_fleet_describe", {"fleet": "us-east"}, result={"sessions": 0}),
+        call("gs_fleet_scale", scale),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.prerequisite) == ("order", "gs_fleet_drain")
+
+
+def test_a_look_repeated_until_it_showed_the_way_is_the_prerequisite_when_nothing_else_was_done():
+    scale = {"fleet": "eu-west", "desired": 8}
+    events = [
+        call("gs_fleet_scale", scale, ok=False, error="ScaleRejected: fleet is not in a scalable state"),
+        call("gs_fleet_describe", {"fleet": "eu-west"}, result={"status": "ACTIVATING"}),
+        call("gs_fleet_describe", {"fleet": "eu-west"}, result={"status": "ACTIVE"}),
+        call("gs_fleet_scale", scale),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.prerequisite) == ("order", "gs_fleet_describe")
+
+
+def test_a_tool_the_user_objected_to_is_not_the_replacement_of_the_call_it_followed():
+    pr = {"repo": "oss/cli-tools", "pr": 302}
+    events = [
+        call("repo_pr_merge", pr, ok=False, error="Merge blocked: required status checks have not succeeded"),
+        call("repo_pr_checks", pr, result={"workflow_runs": [{"status": "action_required"}]}),
+        call("repo_pr_checks", pr, result={"workflow_runs": [{"status": "action_required"}]}),
+        said("Polled for an hour; the run was waiting for us to let it start.", kind="feedback", sentiment="negative"),
+    ]
+    assert attribute(events).contrasts == []
+    lessons = review_by_rules(traj(outcome="failure", tools=["repo_pr_merge", "repo_pr_checks"]), events).lessons
+    assert [l.kind for l in lessons] == ["negative_feedback"]
