@@ -45,6 +45,7 @@ class Contrast:
     kind: str
     changed_params: tuple[str, ...] = ()
     prerequisite: str | None = None  # the tool called first, for ``order``
+    prerequisite_call: Event | None = None  # that call
 
 
 @dataclass
@@ -174,11 +175,12 @@ def _fix_for(
         used = [s for key, value in now.items() if before.get(key) != value for s in _scalars(value)]
         source = next((e for e in reversed(between) if used and _supplies(_produced(e, produced), used)), None)
         if source is not None:
-            return Contrast(failed, same, "order", changed, prerequisite=source.tool)
+            return Contrast(failed, same, "order", changed, prerequisite=source.tool, prerequisite_call=source)
         if changed:
             return Contrast(failed, same, "param", changed)
         if between:
-            return Contrast(failed, same, "order", prerequisite=_acted(between).tool)
+            acted = _acted(between)
+            return Contrast(failed, same, "order", prerequisite=acted.tool, prerequisite_call=acted)
         return None
     last_failure = max((e.seq for e in after if e.tool == failed.tool and e.failed), default=failed.seq)
     episode_end = min((e.seq for e in after if e.seq > last_failure and e.failed), default=None)

@@ -83,7 +83,22 @@ class _Context:
         return drafted(wording, self.values, self.traj.tenant_id, **identity)
 
 
-def _contrast_key(c: Contrast) -> str:
+def redone(events: Sequence[Event], c: Contrast) -> tuple[Event, Event] | None:
+    """For an order fix whose prerequisite had already been called before the failure (an upload,
+    then the submit that failed, then the upload again, with OCR): that earlier call and the one
+    that worked, when their parameters differ. Calling it first was not the news; how it was
+    called the second time is."""
+    again = c.prerequisite_call
+    if c.kind != "order" or again is None:
+        return None
+    first = next((e for e in reversed(events) if e.is_tool_call and e.tool == again.tool and e.succeeded
+                  and e.seq < c.failed.seq), None)
+    if first is None or params_of(first) == params_of(again):
+        return None
+    return first, again
+
+
+def _contrast_key(c: Contrast, events: Sequence[Event] = ()) -> str:
     """The fingerprint of the lesson a contrast teaches: same situation, fix naming the same tools
     and parameters. Known before the lesson is worded, so a contrast repeated along a long
     trajectory is worded once."""
@@ -91,7 +106,9 @@ def _contrast_key(c: Contrast) -> str:
     if c.kind == "param":
         names: tuple[str, ...] = (tool, *c.changed_params)
     elif c.kind == "order":
-        names = (tool, c.prerequisite or "?")
+        pair = redone(events, c)
+        before, now = (params_of(pair[0]), params_of(pair[1])) if pair else ({}, {})
+        names = (tool, c.prerequisite or "?", *sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
     else:
         names = (tool, c.worked.tool or "?")
     return fix_fingerprint(situation_key(tool, error_class(c.failed)), names)
@@ -202,8 +219,15 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
         pre = c.prerequisite or "?"
         fed = f" and pass what it returns as {', '.join(code(n) for n in c.changed_params)}" if c.changed_params else ""
         action, fix_tools = f"Called {code(pre)} first{fed}, then {t} succeeded.", (tool, pre)
-        lesson = f"{t} fails with {said_cls} unless {code(pre)} is called before it{fed}."
-        advice = (f"Call {code(pre)} before {t}{fed}: calling {t} first fails with ", err, ".")
+        pair = redone(ctx.events, c)
+        if pair is None:
+            lesson = f"{t} fails with {said_cls} unless {code(pre)} is called before it{fed}."
+            advice = (f"Call {code(pre)} before {t}{fed}: calling {t} first fails with ", err, ".")
+        else:
+            how = describe_param_change(params_of(pair[0]), params_of(pair[1]))
+            action = f"Called {code(pre)} again, this time {how}{fed}, then {t} succeeded."
+            lesson = f"{t} fails with {said_cls} after {code(pre)} as it was first called; it worked once you called {code(pre)} again, this time {how}{fed}."
+            advice = (f"Before {t}, call {code(pre)} and {how}{fed}: after {code(pre)} without that, {t} fails with ", err, ".")
     else:
         fix = c.worked.tool or "?"
         action, fix_tools = f"Used {code(fix)} instead of {t}, which worked.", (tool, fix)
@@ -217,7 +241,7 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
         (*advice, *note),
         tools=fix_tools,
         kind="recovery",
-        fingerprint=_contrast_key(c),
+        fingerprint=_contrast_key(c, ctx.events),
         situation_key=situation_key(tool, cls),
         error_class=cls,
     )
@@ -333,7 +357,7 @@ def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_
             review.lessons.append(draft)
 
     for contrast in attribution.contrasts:
-        if _contrast_key(contrast) not in seen:
+        if _contrast_key(contrast, events) not in seen:
             add(_from_contrast(ctx, contrast))
     fixed = {(d.tools[0], d.error_class) for d in review.lessons}
 

@@ -341,3 +341,24 @@ def test_no_rule_is_taken_from_a_task_that_did_not_simply_go_right(case):
                                          feedback="negative" if case == "negative feedback" else "positive")
     t = traj(outcome="failure" if case == "task failed" else "success", tools=["search_records", "check_legal_hold", "purge_records"])
     assert [l for l in review_by_rules(t, events).lessons if l.kind == "stated_rule"] == []
+
+
+def _refiled(upload_again: dict):
+    first = {"case": "2026-CV-01877", "file": "motion.pdf", "doc_type": "motion"}
+    return [
+        said("File the scanned motion in 2026-CV-01877."),
+        call("efile_document_upload", first, result={"document_id": "D-55120", "text_layer": False}),
+        call("efile_submit", {"case": "2026-CV-01877", "documents": ["D-55120"]}, ok=False,
+             error="Filing rejected by clerk: document not accepted (E-214)"),
+        call("efile_document_upload", first | upload_again, result={"document_id": "D-55121"}),
+        call("efile_submit", {"case": "2026-CV-01877", "documents": ["D-55121"]}, result={"status": "submitted"}),
+    ]
+
+
+def test_a_prerequisite_called_again_differently_is_taught_by_how_it_was_called_the_second_time():
+    t = traj(goal="File the motion", tools=["efile_document_upload", "efile_submit"])
+    (ocr,) = review_by_rules(t, _refiled({"ocr": True})).lessons
+    assert "set `ocr` to `true`" in ocr.advice and "`efile_document_upload`" in ocr.advice
+    (sealed,) = review_by_rules(t, _refiled({"public_copy_of": "D-70001"})).lessons
+    # two fixes behind the same rejection: two lessons, not one merged by their shared prerequisite
+    assert ocr.fingerprint != sealed.fingerprint and "public_copy_of" in sealed.advice
