@@ -169,7 +169,13 @@ def _fix_for(
         ok = [e for e in after if e.succeeded and e.event_id not in objected]
     same = next((e for e in ok if e.tool == failed.tool), None)
     if same is not None:
-        between = [e for e in ok if e.seq < same.seq and e.tool != failed.tool]
+        # the values that worked had been tried already and failed too: they were not the fix, what
+        # came after that attempt was ("HN73 KRV", then "HN73KRV" refused as well, then the car
+        # linked to the account)
+        now = params_of(same)
+        failed = next((e for e in reversed(after) if e.tool == failed.tool and e.failed and failed.seq < e.seq < same.seq
+                       and params_of(e) == now), failed)
+        between = [e for e in ok if failed.seq < e.seq < same.seq and e.tool != failed.tool]
         before, now = params_of(failed), params_of(same)
         changed = tuple(sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
         used = [s for key, value in now.items() if before.get(key) != value for s in _scalars(value)]

@@ -292,3 +292,16 @@ def test_a_tool_the_user_objected_to_is_not_the_replacement_of_the_call_it_follo
     assert attribute(events).contrasts == []
     lessons = review_by_rules(traj(outcome="failure", tools=["repo_pr_merge", "repo_pr_checks"]), events).lessons
     assert [l.kind for l in lessons] == ["negative_feedback"]
+
+
+def test_values_that_had_already_failed_are_not_the_fix_what_came_after_them_is():
+    permit = {"account": "R-70233", "zone": "A"}
+    events = [
+        call("issue_permit", permit | {"plate": "HN73 KRV"}, ok=False, error="PERMIT_DENIED: vehicle not found on resident account"),
+        call("issue_permit", permit | {"plate": "HN73KRV"}, ok=False, error="PERMIT_DENIED: vehicle not found on resident account"),
+        call("lookup_vehicle", {"plate": "HN73KRV"}, result={"found": True, "account": None}),
+        call("add_vehicle_to_account", {"account": "R-70233", "plate": "HN73KRV"}, result={"linked": True}),
+        call("issue_permit", permit | {"plate": "HN73KRV"}, result={"permit_id": "PM-1"}),
+    ]
+    (c,) = attribute(events).contrasts
+    assert (c.kind, c.prerequisite) == ("order", "add_vehicle_to_account")
