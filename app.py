@@ -300,6 +300,8 @@ JOBS_STREAM_ARN = os.environ.get(
 )
 
 
+# Declares the function and its stream; deployed, Lambda calls chalicelib.review_worker_lambda.handler
+# instead (infra/), which does the same without importing this module and the API with it.
 @app.on_dynamodb_record(stream_arn=JOBS_STREAM_ARN, batch_size=10, starting_position="TRIM_HORIZON", name="review_worker")
 def review_worker(event) -> dict:
     from chalicelib.lambda_handlers import review_stream

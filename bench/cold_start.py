@@ -20,13 +20,17 @@ shared machine hits them alike, and the load averages are printed with the figur
    calls it, ``POST /v1/trajectories`` with a tenant's key (it builds the Deps: botocore, pynamodb,
    the DynamoDB stores), then the same call warm. DynamoDB is a moto server in server mode in this
    process (devtools.moto_server): a real HTTP round trip, but on the loopback, not to AWS.
-3. The review worker: ``import app``, then ``app.review_worker(stream_event, context)`` with the
-   first batch Lambda would deliver after a trajectory is finalized: its records are read from the
-   review-jobs table's stream (moto) by devtools.stream_poller. The batch runs the job: the LLM
+3. The review worker: the import of the handler infra/ deploys for it (each side's
+   infra/hindsight_infra/stack.py: ``REVIEW_WORKER_HANDLER``, else app.py's ``review_worker``), then
+   ``handler(stream_event, context)`` with the first batch Lambda would deliver after a trajectory
+   is finalized: its records are read from the review-jobs table's stream (moto) by
+   devtools.stream_poller. The batch runs the job: the LLM
    reviewer against the OpenAI-compatible stub (devtools.openai_stub), embeddings from the stub, the
    lesson written to DynamoDB and to an OpenSearch index (devtools.opensearch_node: OPENSEARCH_URL
    or a node of its own), Powertools idempotency on the record. Each sample gets a trajectory of
-   its own; the bench checks that every one ended reviewed.
+   its own; the bench checks that every one ended reviewed. Also the CPU time of the child over the
+   import and the batch: the handler's own work, without the servers' (other processes) and without
+   the wait for a core that the machine's load adds to the wall times.
    Both (2 and 3) run a third side when the package is built: the unzipped package as shipped
    (bytecode in, botocore trimmed) first on the path, boto3 from the venv (the Lambda runtime's).
 
@@ -34,6 +38,13 @@ shared machine hits them alike, and the load averages are printed with the figur
    urllib3 (count and ms by service and DynamoDB operation, the batch's time outside requests), and
    moto's share of a DynamoDB request: two reads sent again warm after the batch, each timed whole
    and inside urlopen (the rest is botocore's client side, which Lambda pays against DynamoDB too).
+   Then the samples' import + first batch split into the time waiting inside requests to moto, to
+   the OpenSearch node and to the stub, and the rest (the handler's own). The headline stays the
+   measured total of 3.
+
+Every child gets the environment its side's infra/ gives every function beside the HINDSIGHT_*
+settings (``RUNTIME_ENVIRONMENT`` of stack.py, e.g. PYDANTIC_DISABLE_PLUGINS), the before side's
+read from the ref with ``git show``.
 
 Targets printed beside: import <= 150 ms, import + first ingest <= 500 ms, review import + first
 batch <= 500 ms. Prints numbers only.
@@ -114,16 +125,17 @@ print("RESULT " + json.dumps(out))
 
 # The review worker's cold start: import, then the first DynamoDB stream batch, as Lambda hands it over.
 REVIEW_BATCH = r"""
-import json, os, resource, sys, time
+import importlib, json, os, resource, sys, time
 with open(os.environ["BENCH_EVENT"]) as f:
     event = json.load(f)
-t0 = time.perf_counter()
-import app
+c0, t0 = time.process_time(), time.perf_counter()
+handler = getattr(importlib.import_module(os.environ["BENCH_MODULE"]), os.environ["BENCH_HANDLER"])
 t1 = time.perf_counter()
 """ + CONTEXT + r"""
-result = app.review_worker(event, Context())
-t2 = time.perf_counter()
+result = handler(event, Context())
+t2, c2 = time.perf_counter(), time.process_time()
 print("RESULT " + json.dumps({"import_ms": (t1 - t0) * 1000, "batch_ms": (t2 - t1) * 1000, "total_ms": (t2 - t0) * 1000,
+                              "cpu_ms": (c2 - c0) * 1000,
                               "failures": len((result or {}).get("batchItemFailures", [])),
                               "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                               "modules": len(sys.modules)}))
@@ -132,7 +144,7 @@ print("RESULT " + json.dumps({"import_ms": (t1 - t0) * 1000, "batch_ms": (t2 - t
 # The same batch with every HTTP request of the child timed at urllib3 (botocore, opensearch-py and
 # the OpenAI-compatible client all go through HTTPConnectionPool.urlopen), and the batch profiled.
 REVIEW_TIMELINE = r"""
-import cProfile, io, json, os, pstats, sys, time
+import cProfile, importlib, io, json, os, pstats, sys, time
 import urllib3.connectionpool as cp
 with open(os.environ["BENCH_EVENT"]) as f:
     event = json.load(f)
@@ -148,14 +160,14 @@ def urlopen(self, method, url, *args, **kwargs):
         calls.append([t, time.perf_counter() - t, self.port, method, url.split("?")[0], target])
 cp.HTTPConnectionPool.urlopen = urlopen
 t0 = time.perf_counter()
-import app
+handler = getattr(importlib.import_module(os.environ["BENCH_MODULE"]), os.environ["BENCH_HANDLER"])
 t1 = time.perf_counter()
 """ + CONTEXT + r"""
 lines = int(os.environ.get("BENCH_PROFILE_LINES", "0"))
 profile = cProfile.Profile() if lines else None
 if profile:
     profile.enable()
-result = app.review_worker(event, Context())
+result = handler(event, Context())
 if profile:
     profile.disable()
 t2 = time.perf_counter()
@@ -232,6 +244,29 @@ def export_before(ref: str, dest: Path) -> str:
     for code in (IMPORT_ONLY,):  # compiled once, as the venv's copy is: both sides run from .pyc
         run_child(code, base_env({"HINDSIGHT_BACKEND": "aws", **DUMMY_AWS}), str(dest))
     return f"{ref} {commit}"
+
+
+def deployed(stack_source: str) -> tuple[str, str, dict[str, str]]:
+    """What infra/hindsight_infra/stack.py (its source, of a side) deploys: the review worker's
+    handler (module, attribute; app.py's ``review_worker`` where the stack names none) and the
+    environment every function gets beside the app's HINDSIGHT_* settings (none where it names none)."""
+    import ast
+
+    values: dict[str, object] = {}
+    for node in ast.parse(stack_source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id in ("REVIEW_WORKER_HANDLER", "RUNTIME_ENVIRONMENT"):
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+    module, _, attr = str(values.get("REVIEW_WORKER_HANDLER", "app.review_worker")).rpartition(".")
+    return module, attr, dict(values.get("RUNTIME_ENVIRONMENT", {}))
+
+
+def stack_source(ref: str | None) -> str:
+    """infra/hindsight_infra/stack.py of ``ref``, or of the work tree."""
+    path = "infra/hindsight_infra/stack.py"
+    if ref is None:
+        return (ROOT / path).read_text()
+    return subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
 
 
 # --- importtime -----------------------------------------------------------------------------------
@@ -445,6 +480,21 @@ def timeline(stack: AwsStack, runs: list[str], dirs: dict[str, str], env_of, wor
                       ("batch ms outside requests", lambda r: r["batch_ms"] - sum(c[1] for c in r["calls"])),
                       ("modules after the batch", lambda r: r["modules"])):
         print(f"{label:<44} | " + " | ".join(f"{med([fn(r) for r in per[side]]):17.1f}" for side in runs))
+    # the headline is the review table's measured total; this only says how much of it the local
+    # servers took, so the handler's own cost can be read apart from moto's
+    def waited(r: dict, service: str) -> float:
+        return sum(c[1] for c in r["calls"] if _service(stack, c[2], c[5]).startswith(service))
+
+    print(f"\nimport + first batch of these samples, split: time waiting inside requests to the local servers"
+          f" (urllib3's urlopen, on the loopback) and the rest, the handler's own (imports, clients, Python,"
+          f" botocore's client side); median per side, each line on its own")
+    split = [("import + first batch (measured)", lambda r: r["import_ms"] + r["batch_ms"]),
+             ("  waiting on moto (DynamoDB requests)", lambda r: waited(r, "dynamodb")),
+             ("  waiting on the OpenSearch node", lambda r: waited(r, "opensearch")),
+             ("  waiting on the LLM/embedding stub", lambda r: waited(r, "llm/embed")),
+             ("  the rest: the handler's own", lambda r: r["import_ms"] + r["batch_ms"] - sum(c[1] for c in r["calls"]))]
+    for label, fn in split:
+        print(f"{label:<44} | " + " | ".join(f"{med([fn(r) for r in per[side]]):17.1f}" for side in runs))
     print("\nmoto's share of a DynamoDB request (the same read sent 15 times warm after the batch, median per"
           " request and side): whole call (botocore) | inside the request (moto on the loopback) | client side")
     for op in ("GetItem", "Query"):
@@ -453,7 +503,7 @@ def timeline(stack: AwsStack, runs: list[str], dirs: dict[str, str], env_of, wor
             wire = med([med([r[1] for r in res["replay"][op]]) for res in per[side]])
             print(f"  {op:<9} {side:<8} {whole:7.2f} ms | {wire:7.2f} ms | {whole - wire:7.2f} ms")
     sample = sorted(per["after"], key=lambda r: r["batch_ms"])[len(per["after"]) // 2]
-    print("\nthe median sample of after, request by request (start ms after import app, ms):")
+    print("\nthe median sample of after, request by request (start ms after the import, ms):")
     for start, ms, port, method, path, target in sample["calls"]:
         print(f"  {start:8.1f} {ms:7.1f}  {_service(stack, port, target):<40} {method} {path[:60]}")
     if profile_lines:
@@ -524,6 +574,12 @@ def main() -> None:
         before = export_before(args.before, before_dir)
         dirs = {"before": str(before_dir), "after": str(ROOT)}
         print(f"before = {before} (app.py + chalicelib/), after = the work tree {ROOT}", flush=True)
+        # each side as its infra/ deploys it: the review worker's handler, the functions' environment
+        deploy = {"before": deployed(stack_source(args.before)), "after": deployed(stack_source(None))}
+        deploy["package"] = deploy["after"]
+        for side in ("before", "after"):
+            module, attr, extra = deploy[side]
+            print(f"{side}: review worker handler {module}.{attr}; environment beside the settings {extra or 'none'}")
         pkg = None
         if args.package:
             print("chalice package of the work tree (pip fetches the Lambda wheels) ...", flush=True)
@@ -532,13 +588,13 @@ def main() -> None:
         aws = base_env({"HINDSIGHT_BACKEND": "aws", **DUMMY_AWS})
         configs: dict[str, tuple[str, dict[str, str], str]] = {
             "python -c pass": ("pass", base_env(), str(ROOT)),
-            "before": (IMPORT_ONLY, aws, dirs["before"]),
-            "after": (IMPORT_ONLY, aws, dirs["after"]),
+            "before": (IMPORT_ONLY, {**aws, **deploy["before"][2]}, dirs["before"]),
+            "after": (IMPORT_ONLY, {**aws, **deploy["after"][2]}, dirs["after"]),
         }
         if pkg is not None:
             for name, d in (("pkg, no .pyc", unzipped), ("pkg, .pyc", compiled)):
-                configs[name] = (IMPORT_ONLY, base_env({"HINDSIGHT_BACKEND": "aws", **DUMMY_AWS, "PYTHONPATH": str(d),
-                                                        "PYTHONDONTWRITEBYTECODE": "1"}), str(d))
+                configs[name] = (IMPORT_ONLY, base_env({"HINDSIGHT_BACKEND": "aws", **DUMMY_AWS, **deploy["after"][2],
+                                                        "PYTHONPATH": str(d), "PYTHONDONTWRITEBYTECODE": "1"}), str(d))
         for code, env, cwd in configs.values():  # the OS page cache, and the .pyc of the venv
             run_child(code, env, cwd)
         imp: dict[str, list[float]] = defaultdict(list)
@@ -577,6 +633,8 @@ def main() -> None:
             dirs["package"] = str(compiled)
 
         def side_env(side: str, env: dict[str, str]) -> dict[str, str]:
+            module, attr, extra = deploy[side]
+            env = {**env, **extra, "BENCH_MODULE": module, "BENCH_HANDLER": attr}
             return {**env, "PYTHONPATH": str(compiled), "PYTHONDONTWRITEBYTECODE": "1"} if side == "package" else env
 
         if args.first or args.review:
@@ -625,17 +683,20 @@ def main() -> None:
                             if i == 0:
                                 continue
                             review[side]["wall"].append(ms)
-                            for k in ("import_ms", "batch_ms", "total_ms"):
+                            for k in ("import_ms", "batch_ms", "total_ms", "cpu_ms"):
                                 review[side][k].append(res[k])
                     print(f"\n{load()} after the review runs")
-                    table(f"Review worker: import app + app.review_worker(first stream batch, context), ms,"
+                    table(f"Review worker: import of the handler's module + handler(first stream batch, context), ms,"
                           f" {args.review_runs} fresh interpreters per side, interleaved; {min(records)}-{max(records)}"
                           f" records per batch; reviewed: " + ", ".join(f"{s} {done[s]}/{args.review_runs + 1}" for s in runs)
                           + f"; batch item failures {failures}; moto, the stub and the OpenSearch node on the loopback",
-                          [("import app", {s: review[s]["import_ms"] for s in runs}, None),
+                          [("import (the handler's module)", {s: review[s]["import_ms"] for s in runs}, None),
                            ("first batch (one review job)", {s: review[s]["batch_ms"] for s in runs}, None),
                            ("import + first batch", {s: review[s]["total_ms"] for s in runs}, "review"),
-                           ("process wall", {s: review[s]["wall"] for s in runs}, None)], runs, base)
+                           ("process wall", {s: review[s]["wall"] for s in runs}, None),
+                           ("CPU of the handler's process", {s: review[s]["cpu_ms"] for s in runs}, None)], runs, base)
+                    print("(CPU: import + first batch in the child, user + system; moto, the node and the stub run in"
+                          " other processes, and the time waiting for a core on this shared machine is not in it)")
 
                 if args.review and args.timeline:
                     timeline(stack, runs, dirs, lambda side: side_env(side, env), work, args.timeline, args.profile_lines)

@@ -1,4 +1,5 @@
-"""The cloud's background work, behind thin Chalice event handlers in app.py.
+"""The cloud's background work, behind thin Chalice event handlers in app.py (the review
+worker's, deployed, behind ``review_worker_lambda.handler``, which spares it app.py's import).
 
 * ``review_stream``: the review-jobs table's DynamoDB stream. A record that makes a job pending
   (inserted, or sent back by a retry or an operator) wakes the reviewer, which claims due jobs

@@ -41,6 +41,12 @@ from .packaging import ChaliceApp, stage_stub_project
 from .tables import IDEMPOTENCY_TABLE, TableSpec, all_tables
 
 REVIEW_WORKER = "review_worker"  # app.py's @app.on_dynamodb_record(name=...)
+# Lambda imports this instead of app.py (whose import loads the API: chalicelib/review_worker_lambda.py)
+REVIEW_WORKER_HANDLER = "chalicelib.review_worker_lambda.handler"
+# Every function's environment beside the app's settings. No pydantic plugin is installed (a test
+# checks): without this, the first model a cold start validates with scans every installed
+# distribution's entry points looking for one.
+RUNTIME_ENVIRONMENT = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 JOBS_TABLE = "review-jobs"  # the table whose stream drives the review worker
 OPENSEARCH_VERSION = "OpenSearch_2.19"
 
@@ -204,6 +210,7 @@ class HindsightStack(cdk.Stack):
             "HINDSIGHT_EMBEDDING_MODEL": cfg.embedding_model,
             "HINDSIGHT_EMBEDDING_DIM": str(cfg.embedding_dim),
             "HINDSIGHT_ADMIN_KEY_SECRET": self.admin_secret.secret_arn,
+            **RUNTIME_ENVIRONMENT,
         }
         if openai_secret_ref:
             environment["HINDSIGHT_OPENAI_API_KEY_SECRET"] = openai_secret_ref
@@ -444,6 +451,7 @@ class HindsightStack(cdk.Stack):
             fn.add_resource_dependency(logs_policy.node.default_child)
             fn.add_resource_dependency(policies["app"])
             if fn_name == REVIEW_WORKER:
+                fn.add_property_override("Handler", REVIEW_WORKER_HANDLER)
                 fn.add_resource_dependency(policies["worker"])  # the event source mapping checks the role can read the stream
                 if cfg.review_worker_reserved_concurrency is not None:
                     fn.add_property_override("ReservedConcurrentExecutions", cfg.review_worker_reserved_concurrency)

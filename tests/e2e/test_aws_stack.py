@@ -86,6 +86,25 @@ def test_trajectory_to_recall_to_decay_through_the_stream(stack):
     assert api.call("POST", "/v1/recall", key, QUERY).json_body["hits"] == []
 
 
+def test_the_handler_lambda_runs_for_the_review_worker_reviews_from_the_stream(stack):
+    """infra/ deploys the worker with ``chalicelib.review_worker_lambda.handler``, not app.py's."""
+    from chalice.local import LambdaContext
+
+    from chalicelib import review_worker_lambda
+
+    api, poller, stub, deps = stack
+    key = api.tenant()
+    record(api, key, "t1")
+    batches = []
+    poller.handler = lambda event: batches.append(event) or review_worker_lambda.handler(
+        event, LambdaContext("review_worker", memory_size=1024, max_runtime_ms=300_000))
+    assert poller.poll_once() >= 1 and batches
+    traj = status(api, key, "t1")
+    assert traj["status"] == "reviewed" and traj["review"]["reviewer"].startswith("llm:")
+    assert poller.dead_letters == []
+    assert api.call("POST", "/v1/recall", key, QUERY).json_body["hits"][0]["experience"]["experience_id"] == traj["experience_ids"][0]
+
+
 def test_a_failing_llm_and_a_down_index_lose_nothing_and_duplicate_nothing(stack):
     api, poller, stub, deps = stack
     key = api.tenant()

@@ -206,7 +206,6 @@ def test_review_stream_mapping_reports_partial_failures_bisects_retries_and_dead
     dlq = translated.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
     assert p["EventSourceArn"] == {"Fn::GetAtt": ["ReviewJobsTable", "StreamArn"]}
     assert p["FunctionName"] == {"Ref": "ReviewWorker"}
-    assert functions(translated)[f"hindsight-{translated.stage}-{source.name}"]["Properties"]["Handler"] == f"app.{source.name}"
     assert p["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert p["BisectBatchOnFunctionError"] is True
     assert p["MaximumRetryAttempts"] == 3
@@ -214,6 +213,40 @@ def test_review_stream_mapping_reports_partial_failures_bisects_retries_and_dead
     assert p["StartingPosition"] == "TRIM_HORIZON"
     assert p["BatchSize"] == source.batch_size
     assert p["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
+
+
+def test_lambda_runs_the_review_worker_without_importing_app_py_and_every_other_function_from_it(translated):
+    """The worker's handler is chalicelib.review_worker_lambda's (app.py's import loads the API for
+    a function that serves none); it does what app.py's declared function does, a call of
+    lambda_handlers.review_stream (test_package imports it from the package alone)."""
+    import importlib
+
+    import app as app_module
+    from chalicelib import lambda_handlers, review_worker_lambda
+
+    prefix = f"hindsight-{translated.stage}-"
+    handlers = {name.removeprefix(prefix): fn["Properties"]["Handler"] for name, fn in functions(translated).items()}
+    worker = handlers.pop("review_worker")
+    assert worker == "chalicelib.review_worker_lambda.handler"
+    assert handlers == {"api_handler": "app.app", "api_key_authorizer": "app.api_key_authorizer",
+                        "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule"}
+    module, _, attr = worker.rpartition(".")
+    assert getattr(importlib.import_module(module), attr) is review_worker_lambda.handler
+    assert review_worker_lambda.review_stream is lambda_handlers.review_stream
+    assert "review_worker" in app_module.app.handler_map  # declared there: name, stream, batch size
+
+
+def test_every_function_skips_pydantic_s_plugin_scan_and_no_plugin_is_installed(translated):
+    """PYDANTIC_DISABLE_PLUGINS=__all__ spares a cold start pydantic's walk over every installed
+    distribution's entry points; it changes nothing else only while no plugin is installed."""
+    from importlib.metadata import entry_points
+
+    assert list(entry_points(group="pydantic")) == []
+    for name, fn in functions(translated).items():
+        assert fn["Properties"]["Environment"]["Variables"]["PYDANTIC_DISABLE_PLUGINS"] == "__all__", name
+    chalice = json.loads((ROOT / ".chalice" / "config.json").read_text())  # ``chalice deploy`` without the stack
+    for stage, config in chalice["stages"].items():
+        assert config["environment_variables"]["PYDANTIC_DISABLE_PLUGINS"] == "__all__", stage
 
 
 def test_review_worker_concurrency_is_the_stages_own(translated):

@@ -76,3 +76,12 @@ def test_the_aws_wiring_imports_the_index_client_and_the_reviewer_on_first_use()
                 HINDSIGHT_LLM_TIMEOUT_SECONDS="7.5").splitlines()
     assert lines == ["False False False False", "True False OpenSearchVectorIndex", "LLMReviewer",
                      "http://127.0.0.1:9/v1 7.5 False False True"]
+
+
+def test_the_review_workers_lambda_handler_loads_no_api_and_masks_keys_in_the_runtimes_log_handler():
+    """Lambda imports chalicelib.review_worker_lambda for the worker (infra/), not app.py."""
+    code = ("import json, logging, sys; logging.getLogger().addHandler(logging.StreamHandler()); "
+            "from chalicelib import redaction, review_worker_lambda; "
+            "print(json.dumps([sorted(m for m in sys.modules if m == 'app' or m.split('.')[0] == 'chalice' "
+            "or m.startswith('chalicelib.api')), [redaction._FILTER in h.filters for h in logging.getLogger().handlers]]))")
+    assert json.loads(run(code)) == [[], [True]]
