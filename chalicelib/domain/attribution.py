@@ -158,8 +158,9 @@ def _fix_for(
     """The choice that made the difference after a failed call, or None (a transient failure).
 
     * the same tool succeeded later: a parameter fed by a call in between makes that call a
-      prerequisite (order); else the changed parameters are the fix (param); else the last
-      successful call in between is (order);
+      prerequisite (order); else the changed parameters are the fix (param); else what the agent
+      did in between is (order, ``_acted``). When the values that worked had been tried already
+      and refused the same way, the contrast starts from that attempt;
     * it never did: the first call to succeed after its last failure replaced it (swap), unless
       the user objected to that tool (``objected_tools``): polling what never came was no fix.
     A call the user objected to right after it does not count as a success.
@@ -176,7 +177,7 @@ def _fix_for(
         failed = next((e for e in reversed(after) if e.tool == failed.tool and e.failed and failed.seq < e.seq < same.seq
                        and params_of(e) == now), failed)
         between = [e for e in ok if failed.seq < e.seq < same.seq and e.tool != failed.tool]
-        before, now = params_of(failed), params_of(same)
+        before = params_of(failed)
         changed = tuple(sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
         used = [s for key, value in now.items() if before.get(key) != value for s in _scalars(value)]
         source = next((e for e in reversed(between) if used and _supplies(_produced(e, produced), used)), None)

@@ -83,7 +83,7 @@ class _Context:
         return drafted(wording, self.values, self.traj.tenant_id, **identity)
 
 
-def redone(events: Sequence[Event], c: Contrast) -> tuple[Event, Event] | None:
+def _redone(events: Sequence[Event], c: Contrast) -> tuple[Event, Event] | None:
     """For an order fix whose prerequisite had already been called before the failure (an upload,
     then the submit that failed, then the upload again, with OCR): that earlier call and the one
     that worked, when their parameters differ. Calling it first was not the news; how it was
@@ -106,7 +106,7 @@ def _contrast_key(c: Contrast, events: Sequence[Event] = ()) -> str:
     if c.kind == "param":
         names: tuple[str, ...] = (tool, *c.changed_params)
     elif c.kind == "order":
-        pair = redone(events, c)
+        pair = _redone(events, c)
         before, now = (params_of(pair[0]), params_of(pair[1])) if pair else ({}, {})
         names = (tool, c.prerequisite or "?", *sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
     else:
@@ -219,15 +219,17 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
         pre = c.prerequisite or "?"
         fed = f" and pass what it returns as {', '.join(code(n) for n in c.changed_params)}" if c.changed_params else ""
         action, fix_tools = f"Called {code(pre)} first{fed}, then {t} succeeded.", (tool, pre)
-        pair = redone(ctx.events, c)
+        pair = _redone(ctx.events, c)
         if pair is None:
             lesson = f"{t} fails with {said_cls} unless {code(pre)} is called before it{fed}."
             advice = (f"Call {code(pre)} before {t}{fed}: calling {t} first fails with ", err, ".")
         else:
             how = describe_param_change(params_of(pair[0]), params_of(pair[1]))
             action = f"Called {code(pre)} again, this time {how}{fed}, then {t} succeeded."
-            lesson = f"{t} fails with {said_cls} after {code(pre)} as it was first called; it worked once you called {code(pre)} again, this time {how}{fed}."
-            advice = (f"Before {t}, call {code(pre)} and {how}{fed}: after {code(pre)} without that, {t} fails with ", err, ".")
+            lesson = (f"{t} fails with {said_cls} after {code(pre)} as it was first called; it worked once you"
+                      f" called {code(pre)} again, this time {how}{fed}.")
+            advice = (f"Before {t}, call {code(pre)} and {how}{fed}: after {code(pre)} without that, {t} fails with ",
+                      err, ".")
     else:
         fix = c.worked.tool or "?"
         action, fix_tools = f"Used {code(fix)} instead of {t}, which worked.", (tool, fix)
@@ -380,5 +382,6 @@ def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_
 
     review.extra["contrasts"] = len(attribution.contrasts)
     if not review.lessons:
-        review.notes.append("no failure followed by a fix, no repeated failure, no negative feedback, no rule stated before a success")
+        review.notes.append(
+            "no failure followed by a fix, no repeated failure, no negative feedback, no rule stated before a success")
     return review
