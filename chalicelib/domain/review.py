@@ -137,8 +137,8 @@ def fix_note(ctx: _Context, c: Contrast) -> tuple[str, str | None] | None:
     """What the agent reasoned between the failure and the call that worked, the last such note
     that says something of its own: why the fix applies ("the check is open and unpaid: void the
     item instead"). It is the situation a look-alike task with the same error does not share, and
-    often the fix in words. When the failing tool was given up for another call and nothing was
-    said before it, what the agent said on that call's result (before its next call) is the why.
+    often the fix in words. When nothing was said before the call that worked, what the agent said
+    on its result (before its next call) is the why: a fix explained once it had worked.
 
     The second item: what the user said after that note and before the fix, when the note asked
     them nothing: a correction of the agent's plan ("the drawings haven't changed; there's a
@@ -157,18 +157,16 @@ def fix_note(ctx: _Context, c: Contrast) -> tuple[str, str | None] | None:
         last = said[-1]
         correction = _text(last) if last.type == "user_input" and not _ASKS.search(note) else None
         return note, correction
-    if c.kind == "swap":
-        # the call that replaced the failing one often only looked ("three holds on the item"):
-        # what the agent made of its result, before its next call, is why it stopped retrying
-        until = min((e.seq for e in ctx.events if e.is_tool_call and e.seq > c.worked.seq), default=None)
-        after = [
-            _text(e) for e in ctx.events
-            if e.type == "llm_reasoning" and c.worked.seq < e.seq and (until is None or e.seq < until)
-        ]
-        note = next((n for n in after if _note_words(n, known) >= MIN_NOTE_WORDS), None)
-        if note is not None:
-            return note, None
-    return None
+    # nothing said before the call that worked: what the agent made of its result, before its next
+    # call, is the why ("That worked. The controller reads the setpoint in Celsius"; for a failing
+    # tool replaced by a look, "three holds on the item": why it stopped retrying)
+    until = min((e.seq for e in ctx.events if e.is_tool_call and e.seq > c.worked.seq), default=None)
+    after = [
+        _text(e) for e in ctx.events
+        if e.type == "llm_reasoning" and c.worked.seq < e.seq and (until is None or e.seq < until)
+    ]
+    note = next((n for n in after if _note_words(n, known) >= MIN_NOTE_WORDS), None)
+    return (note, None) if note is not None else None
 
 
 MAX_SEEN = 4  # fields of what a look returned

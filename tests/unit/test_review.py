@@ -362,3 +362,15 @@ def test_a_prerequisite_called_again_differently_is_taught_by_how_it_was_called_
     (sealed,) = review_by_rules(t, _refiled({"public_copy_of": "D-70001"})).lessons
     # two fixes behind the same rejection: two lessons, not one merged by their shared prerequisite
     assert ocr.fingerprint != sealed.fingerprint and "public_copy_of" in sealed.advice
+
+
+def test_a_value_fix_explained_once_it_had_worked_keeps_that_explanation():
+    events = [
+        said("Set MSKU 884120-3 to 46 F for the pharma load."),
+        call("set_setpoint", {"container": "MSKU8841203", "setpoint": 46}, ok=False,
+             error="SETPOINT_REJECTED: value outside operating range for current mode"),
+        call("set_setpoint", {"container": "MSKU8841203", "setpoint": 7.8}, result={"setpoint": 7.8}),
+        said("That worked. The controller reads the setpoint in Celsius; the shipper's 46 was Fahrenheit.", kind="llm_reasoning"),
+    ]
+    (lesson,) = review_by_rules(traj(goal="Set the reefer for the pharma load", tools=["set_setpoint"]), events).lessons
+    assert "reads the setpoint in Celsius" in lesson.advice
