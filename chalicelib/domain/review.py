@@ -304,6 +304,9 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
     )
 
 
+MAX_RULE_PARAMS = 6  # parameter names a stated rule's call is shown with
+
+
 def _stated_rule(ctx: _Context, events: Sequence[Event]) -> LessonDraft | None:
     """A task done right the first time, where the agent said why before it acted ("anything under
     a legal hold must survive: check holds first and exclude them"; "two plans and the request does
@@ -325,12 +328,16 @@ def _stated_rule(ctx: _Context, events: Sequence[Event]) -> LessonDraft | None:
         return None
     said = Raw(short(_text(note), MAX_NOTE_CHARS), strip="", quote=True)
     seq = ", then ".join(code(t) for t in tools)
+    first = {t: next(c for c in calls if c.seq > note.seq and c.tool == t) for t in tools}
+    with_params = ", then ".join(
+        code(t) + (f" (with {', '.join(code(k) for k in sorted(params_of(first[t]))[:MAX_RULE_PARAMS])})" if params_of(first[t]) else "")
+        for t in tools)
     return ctx.draft(
         (*ctx.task(), f" It went right the first time: {seq}."),
         (f"Called {seq}, which worked.",),
         ("It worked the first time." + (f" The task ended as {ctx.traj.outcome}." if ctx.traj.outcome else ""),),
-        ("What the agent went by: ", said, f" Then it called {seq}."),
-        ("In this kind of task, what worked: ", said, f" (then {seq})."),
+        ("What the agent went by: ", said, f" Then it called {with_params}."),
+        ("In this kind of task, what worked: ", said, f" (then {with_params})."),
         tools=tools,
         kind="stated_rule",
         fingerprint=fingerprint("rule", generalize(short(_text(note)), ctx.values), *tools),

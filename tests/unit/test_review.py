@@ -322,6 +322,7 @@ def test_a_task_done_right_the_first_time_teaches_the_rule_the_agent_stated_befo
     assert lesson.kind == "stated_rule"
     assert "legal hold must survive" in lesson.advice and "legal hold must survive" in lesson.lesson
     assert lesson.advice.index("`check_legal_hold`") < lesson.advice.index("`purge_records`")
+    assert "`purge_records` (with `batch`, `exclude_customers`)" in lesson.advice  # what it was called with, not the values
     assert set(lesson.tools) == {"search_records", "check_legal_hold", "purge_records"}
     assert "B-2230" not in lesson.advice  # literals generalized like every lesson's
     assert review_by_rules(t, _purge_with_the_rule_stated(RULE)).lessons[0].fingerprint == lesson.fingerprint
