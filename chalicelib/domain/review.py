@@ -328,10 +328,13 @@ def _stated_rule(ctx: _Context, events: Sequence[Event]) -> LessonDraft | None:
         return None
     said = Raw(short(_text(note), MAX_NOTE_CHARS), strip="", quote=True)
     seq = ", then ".join(code(t) for t in tools)
-    first = {t: next(c for c in calls if c.seq > note.seq and c.tool == t) for t in tools}
-    with_params = ", then ".join(
-        code(t) + (f" (with {', '.join(code(k) for k in sorted(params_of(first[t]))[:MAX_RULE_PARAMS])})" if params_of(first[t]) else "")
-        for t in tools)
+
+    def shown(tool: str) -> str:  # the tool and the names of what its first call was given
+        first = next(c for c in calls if c.seq > note.seq and c.tool == tool)
+        names = sorted(params_of(first))[:MAX_RULE_PARAMS]
+        return code(tool) + (f" (with {', '.join(code(k) for k in names)})" if names else "")
+
+    with_params = ", then ".join(shown(t) for t in tools)
     return ctx.draft(
         (*ctx.task(), f" It went right the first time: {seq}."),
         (f"Called {seq}, which worked.",),
