@@ -275,7 +275,7 @@ MAX_QUOTE_CHARS = 240
 
 
 def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> LessonDraft | None:
-    text = str(feedback.content.get("text") or "").strip()
+    text = _text(feedback)
     if not text or before is None:
         return None
     said = Raw(short(text, MAX_QUOTE_CHARS), quote=True)
@@ -307,12 +307,12 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
 MAX_RULE_PARAMS = 6  # parameter names a stated rule's call is shown with
 
 
-def _stated_rule(ctx: _Context, events: Sequence[Event]) -> LessonDraft | None:
+def _stated_rule(ctx: _Context, calls: Sequence[Event]) -> LessonDraft | None:
     """A task done right the first time, where the agent said why before it acted ("anything under
     a legal hold must survive: check holds first and exclude them"; "two plans and the request does
     not say which: asking the user"): the rule it followed, with the calls that carried it out. Only
     when nothing failed, nobody objected and the task succeeded."""
-    calls = [e for e in events if e.is_tool_call]
+    events = ctx.events
     if not calls or any(c.failed for c in calls) or any(e.is_negative_feedback for e in events):
         return None
     positive = any(e.type == "feedback" and e.content.get("sentiment") == "positive" for e in events)
@@ -386,7 +386,7 @@ def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_
             add(_negative_feedback(ctx, event, before))
 
     if not review.lessons:
-        add(_stated_rule(ctx, events))
+        add(_stated_rule(ctx, calls))
 
     review.extra["contrasts"] = len(attribution.contrasts)
     if not review.lessons:
