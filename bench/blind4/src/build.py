@@ -22,6 +22,8 @@ SHAPE_NAMES = {
     "wrong-alt",           # a wrong alternative is tried first
     "long-noisy",          # a long trace (>= 9 events) with irrelevant steps around the key one
     "asks-user",           # the agent asks the user a question and acts on the answer
+    "fail-feedback",       # one failed call, then the user's feedback names the fix (no retry)
+    "clean-silent",        # a clean success with no failure and no words: only the calls and their results
     # what makes it hard
     "generic-error",       # the failing call's error says nothing specific ("400 Bad Request")
     "value-from-result",   # the fix uses a value read from an earlier tool result
@@ -58,5 +60,15 @@ print("events", sum(steps), "per trajectory min/max", min(steps), max(steps))
 print("event types", dict(collections.Counter(e["type"] for f in families for t in f["train"] for e in t["events"])))
 print("domains", len({f["domain"] for f in families}))
 print("task types", dict(collections.Counter(f["task_type"] for f in families)))
+
+
+def quotes_error(fam, query):
+    errors = {e["content"]["error"] for t in fam["train"] for e in t["events"]
+              if e["type"] == "tool_call" and e["content"]["status"] == "error"}
+    return any(err.lower() in query.lower() for err in errors)
+
+
 print("tests", len(queries), "terse (<= 80 chars)", sum(len(q) <= 80 for q in queries),
-      "long (> 200 chars)", sum(len(q) > 200 for q in queries))
+      "long (> 200 chars)", sum(len(q) > 200 for q in queries),
+      "quoting an error text", sum(quotes_error(f, t["query"]) for f in families for t in f["tests"]))
+print("trajectories per family", dict(collections.Counter(len(f["train"]) for f in families)))

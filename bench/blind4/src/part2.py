@@ -222,6 +222,11 @@ FAMILIES = [
              OK("schedule_publish", {"article_id": "ART-55230", "at": "2026-11-14T00:01:00Z"}, {"scheduled": True}),
              R("A lawyer was never needed here (no legal flag). The journal's press release holds the study until 00:01 GMT Friday; the "
                "400 was the CMS refusing to go live before that, so the piece is now set to go out the minute the hold lifts.")),
+          TX("clean-silent+value-from-result+why-in-result", "Publish ART-55480, the inflation figures write-up", "success",
+             U("Publish ART-55480, the inflation figures write-up"),
+             OK("get_article", {"article_id": "ART-55480"},
+                {"title": "Inflation eases to 2.6%", "section": "economy", "embargo_until": "2026-11-18T07:00:00Z", "legal_flag": False}),
+             OK("schedule_publish", {"article_id": "ART-55480", "at": "2026-11-18T07:00:00Z"}, {"scheduled": True})),
       ],
       [
           "400 Bad Request publishing the central bank rate decision story",

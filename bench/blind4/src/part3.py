@@ -298,6 +298,10 @@ FAMILIES = [
              OK("book_bulky_pickup", {"uprn": "100023980", "date": "2026-11-20", "items": ["chair", "chair", "chair"]}, {"booking": "BK-40151"}),
              OK("book_bulky_pickup", {"uprn": "100023980", "date": "2026-11-20", "items": ["chair", "rug"]}, {"booking": "BK-40152"}),
              R("Accepted once each booking held no more than 3 items; all three come on the 20th.")),
+          TX("fail-feedback+generic-error", "book a collection at 3 Elm Terrace: sofa, two chairs, table, standard lamp", "failure",
+             U("book a collection at 3 Elm Terrace: sofa, two chairs, table, standard lamp"),
+             E("book_bulky_pickup", {"uprn": "100025002", "date": "2026-11-18", "items": ["sofa", "chair", "chair", "table", "standard lamp"]}, WASTE_ERR),
+             FB("three things max on one booking. should have been two bookings", "negative")),
       ],
       [
           "Booking not accepted for a house clearance at 9 Oak Rise, seven pieces of furniture",

@@ -22,7 +22,7 @@ FAMILIES = [
              OK("get_player", {"name": "Kofi Mensah", "dob": "2011-03-02"},
                 {"player_id": "P-77120", "age_group": "U15", "last_registration": {"club": "Heath Town Juniors", "season": "2025-26", "status": "active"}}),
              E("register_player", {"player_id": "P-77120", "team": "ashby-rovers-u15"}, REG_ERR),
-             R("The age group matches. He's still registered with Heath Town Juniors from last season; that club has to release him first."),
+             R("He's the right age for U15. He's still registered with Heath Town Juniors from last season; that club has to release him first."),
              OK("request_transfer_clearance", {"player_id": "P-77120", "from_club": "Heath Town Juniors"}, {"request": "TC-4410", "status": "pending"}),
              OK("get_clearance_status", {"request": "TC-4410"}, {"status": "granted"}),
              OK("register_player", {"player_id": "P-77120", "team": "ashby-rovers-u15", "clearance_ref": "TC-4410"}, {"registered": True})),
@@ -54,7 +54,7 @@ FAMILIES = [
              U("Add Leo Brandt to Ashby Rovers U12, first time playing"),
              OK("get_player", {"name": "Leo Brandt"}, {"player_id": "P-77500", "dob": "2013-08-14", "age_group": "U13", "last_registration": None}),
              E("register_player", {"player_id": "P-77500", "team": "ashby-rovers-u12"}, REG_ERR),
-             R("No previous club. His birthday falls before the 1 September cut-off, so the league counts him as U13, not U12."),
+             R("Never registered anywhere. His birthday falls before the 1 September cut-off, so the league counts him as U13, not U12."),
              OK("list_teams", {"club": "Ashby Rovers", "age_group": "U13"}, {"teams": ["ashby-rovers-u13"]}),
              OK("register_player", {"player_id": "P-77500", "team": "ashby-rovers-u13"}, {"registered": True})),
           TX("wrong-alt+explain-after", "register twins Ada and Iris Moss (born 31 Aug 2015) for our U10s", "success",
@@ -112,7 +112,7 @@ FAMILIES = [
              OK("get_vessel", {"name": "Karin Sørensen"}, {"imo": "9508811", "loa_m": 118, "draught_m": 5.1}),
              E("request_berth", {"imo": "9508811", "berth": "Q1", "eta": "2026-11-20T14:00"}, BERTH_ERR),
              OK("get_tide", {"port": "Kingsport", "date": "2026-11-20", "draught_m": 5.1}, {"high_water": "13:20", "window": "all day"}),
-             R("Draught is no problem at Quay 1 and she arrives near high water anyway. At 118 m she is over the 80 m limit for "
+             R("Draught is no problem at Quay 1 and she arrives near the top of the tide anyway. At 118 m she is over the 80 m limit for "
                "compulsory pilotage; book the pilot first."),
              OK("book_pilot", {"imo": "9508811", "boarding": "2026-11-20T12:45", "station": "Outer Fairway"}, {"ref": "PLT-2210"}),
              OK("request_berth", {"imo": "9508811", "berth": "Q1", "eta": "2026-11-20T14:00", "pilot_ref": "PLT-2210"}, {"accepted": True})),
@@ -312,6 +312,10 @@ FAMILIES = [
              U("it can't be open-ended, the lock company only lets a code run as long as the tenancy does. Hers runs to 16 May."),
              OK("create_door_pin", {"unit": "CW-3", "holder": "Mia Torres", "valid_from": "2026-11-16", "valid_until": "2027-05-16"}, {"pin_id": "PIN-8830"}),
              OK("list_lock_users", {"unit": "CW-3"}, {"users": [{"holder": "Mia Torres", "valid_until": "2027-05-16"}]})),
+          TX("rule-first+note-terse", "Door code for the Canal Wharf 6 tenant, lease 1 Dec to 31 May", "success",
+             R("Codes here only run as long as the lease: valid_from 2026-12-01, valid_until 2027-05-31."),
+             OK("create_door_pin", {"unit": "CW-6", "holder": "Kai Lindqvist", "valid_from": "2026-12-01", "valid_until": "2027-05-31"},
+                {"pin_id": "PIN-8871"})),
       ],
       [
           "door code for the new tenant at 8 Canal Wharf keeps failing with 400 Bad Request",
