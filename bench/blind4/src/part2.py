@@ -105,7 +105,7 @@ FAMILIES = [
       ],
       [
           "Blast schedule denied for pit 3 bench 22, plan is charged and the weather is clear",
-          "book the 14:00 shot on the east wall, holes are loaded",
+          "book the 14:00 shot on the east wall, holes are loaded, lovely sunny day",
           "why does schedule_blast keep refusing the bench 6 shot? skies are blue, no storms anywhere",
           "We've got 62 holes charged on pit 1 bench 11 and the drill crew wants to fire before shift change at 14:30. I put the time in "
           "and the system said denied. Nothing odd with the weather today, the plan shows charged, nobody has been out to walk the area yet. What am I missing?",

@@ -240,7 +240,7 @@ FAMILIES = [
       ],
       [
           "Consist validation failed for 6S70, 41 intermodal flats, no dangerous goods",
-          "submit tonight's consist for the Tilbury to Hams Hall liner, 36 wagons",
+          "submit tonight's consist for the Tilbury to Hams Hall liner, 36 container flats, no tanks",
           "Consist validation failed on the Southampton-Wentloog box train, 780 m long",
           "We had extra boxes from the port so the planners loaded 46 flats onto 4O52 tonight, all general cargo, nothing nasty. When "
           "I submit it I get 'Consist validation failed' and no more detail. The train needs to leave at 22:15. What should I change?",
@@ -401,7 +401,7 @@ FAMILIES = [
       [
           "Assignment not permitted: presiding officer at Hollins Hall, no relatives standing, last course was spring 2024",
           "make Bernard Cole PO at the Oakfield station, he's done it 15 years but not since the last general election",
-          "can't get our veteran PO Margaret into the Kingsway booth",
+          "can't get our veteran PO Margaret into the Kingsway booth, her last course was in 2023",
           "We want Sunita Rao as presiding officer at Larch Road again. She's brilliant and has no links to any candidate, but she "
           "missed the course last year because of her operation. The system says assignment not permitted. Polling day is the 4th. How do we get her on?",
       ]),

@@ -157,7 +157,7 @@ FAMILIES = [
       [
           "log £30 from Mrs Kaur and claim the government top-up, she pays income tax",
           "400 Bad Request recording a £75 donation from a UK pensioner with the tax reclaim ticked",
-          "Mr Dawson sent £120 by cheque for the hospice appeal, can we get the extra on it? He's a teacher in Leeds",
+          "Mr Dawson sent £120 by cheque for the hospice appeal, can we get the extra on it? He's a retired teacher in Leeds and pays tax on his pension",
           "One of our regular supporters, Beryl, gave £40 at the coffee morning and said she's happy for us to reclaim the tax on it. I "
           "tried to put it in the donations system with the claim ticked and got a 400 Bad Request. What do I need to do?",
       ]),
