@@ -21,6 +21,7 @@ from . import offline
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "independent" / "families.json"
 BLIND2_PATH = Path(__file__).resolve().parents[1] / "blind2" / "families.json"
 BLIND3_PATH = Path(__file__).resolve().parents[1] / "blind3" / "families.json"
+BLIND4_PATH = Path(__file__).resolve().parents[1] / "blind4" / "families.json"
 PREFIX = "ind"
 
 

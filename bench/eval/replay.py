@@ -1,12 +1,12 @@
 """Recall variants scored in process on the lessons of one recorded eval run, in seconds.
 
-    .venv/bin/python -m bench.eval --sets reuse,blind2,blind3,locomo --reuse-tasks dev --keep-data DIR
+    .venv/bin/python -m bench.eval --sets reuse,blind2,blind3,blind4,locomo --reuse-tasks dev --keep-data DIR
     .venv/bin/python -m bench.eval.replay DIR [--variant NAME:FIELD=VALUE,...]... [--margins] [--out F]
 
 ``--keep-data`` keeps the fresh server's data directory (its SQLite stores and vector index: every
 lesson with its text, vector, tags and sources) and the run's ids. The replay opens a copy of it with
 the embedded backend in this process and recalls the dev sets' test queries (experience_reuse dev,
-blind2, blind3 and LoCoMo when they were recorded) through ``services.recall.recall``, the function
+blind2, blind3, blind4 and LoCoMo when they were recorded) through ``services.recall.recall``, the function
 the HTTP route calls, then scores them with the eval's own metrics. Every variant therefore ranks the same lessons;
 only recall differs. A variant sets fields of the service's ``Deps`` (``recall_negation=false``,
 ``weights.lexical=0.3``). The held-out sets are never recalled here. The clock is fixed at the end of
@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("kept", help="the directory `python -m bench.eval --keep-data` wrote")
     p.add_argument("--variant", action="append", default=[], metavar="NAME:FIELD=VALUE,...",
                    help="a recall variant (Deps fields; weights.X for a weight); repeatable")
-    p.add_argument("--sets", default="reuse,blind2,blind3,locomo")
+    p.add_argument("--sets", default="reuse,blind2,blind3,blind4,locomo")
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--margins", action="store_true", help="print the blind sets' sibling-first cases of each variant")
     p.add_argument("--out", help="write every variant's figures (and margins) as JSON here")
@@ -253,8 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     kept = Path(args.kept)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    if set(sets) - {"reuse", "blind2", "blind3", "locomo"}:
-        p.error("replay scores the dev sets only: reuse, blind2, blind3, locomo")
+    if set(sets) - {"reuse", "blind2", "blind3", "blind4", "locomo"}:
+        p.error("replay scores the dev sets only: reuse, blind2, blind3, blind4, locomo")
     from . import independent
 
     with tempfile.TemporaryDirectory(prefix="hindsight-replay-") as tmp:
@@ -270,7 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "reuse" in sets and f"eval-reuse-{nonce}" in ids:
                 res["reuse"], _ = score_reuse(deps, ids[f"eval-reuse-{nonce}"], nonce, args.top_k)
                 rows.append(("experience_reuse", name, res["reuse"]))
-            for blind, path in (("blind2", independent.BLIND2_PATH), ("blind3", independent.BLIND3_PATH)):
+            for blind, path in (("blind2", independent.BLIND2_PATH), ("blind3", independent.BLIND3_PATH),
+                                ("blind4", independent.BLIND4_PATH)):
                 if blind in sets and f"eval-{blind}-{nonce}" in ids:
                     res[blind], recs = score_blind(deps, ids[f"eval-{blind}-{nonce}"], nonce, args.top_k, path)
                     rows.append((blind, name, res[blind]))

@@ -4,7 +4,7 @@
         [--independent PATH] [--locomo PATH] [--url URL --admin-key KEY] [--reuse-tasks dev]
 
 Dev sets (changes are decided on them): experience_reuse dev, the second and third blind sets
-(bench/blind2, bench/blind3), LoCoMo. Held-out sets (report only, run rarely, never tuned on): experience_reuse held-out, the
+(bench/blind2, bench/blind3, bench/blind4), LoCoMo. Held-out sets (report only, run rarely, never tuned on): experience_reuse held-out, the
 independent set (bench/independent).
 """
 from __future__ import annotations
@@ -23,9 +23,9 @@ from devtools.env import changed_env as server_env
 
 from . import independent, locomo, offline, replay, reuse
 
-SETS = ("reuse", "blind2", "blind3", "independent", "locomo")
-LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "blind3": "blind3", "independent": "independent", "locomo": "LoCoMo"}
-BLIND_SETS = {"blind2": "dev", "blind3": "dev", "independent": "held-out"}  # sets in the blind-set format, and their role
+SETS = ("reuse", "blind2", "blind3", "blind4", "independent", "locomo")
+LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "blind3": "blind3", "blind4": "blind4", "independent": "independent", "locomo": "LoCoMo"}
+BLIND_SETS = {"blind2": "dev", "blind3": "dev", "blind4": "dev", "independent": "held-out"}  # sets in the blind-set format, and their role
 COLUMNS = (  # key, header, as percent
     ("n", "n", False), ("hit@1", "hit@1", False), ("strict_hit@1", "strict@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
     ("sibling@1", "sib1st", True), ("same_tool_sibling@1", "stsib1st", True), ("unknown_hit@3", "unk@3", False),
@@ -45,6 +45,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--independent", default=str(independent.DEFAULT_PATH), help="the independent set's families.json")
     p.add_argument("--blind2", default=str(independent.BLIND2_PATH), help="the second blind set's families.json (dev)")
     p.add_argument("--blind3", default=str(independent.BLIND3_PATH), help="the third blind set's families.json (dev)")
+    p.add_argument("--blind4", default=str(independent.BLIND4_PATH), help="the fourth blind set's families.json (dev)")
     p.add_argument("--locomo", default=os.environ.get("HINDSIGHT_LOCOMO"),
                    help="locomo10.json (default: $HINDSIGHT_LOCOMO; skipped when unset)")
     p.add_argument("--url", help="an existing server instead of a fresh one")

@@ -98,16 +98,17 @@ def test_top_breaks_ties_by_index():
     assert offline.top(np.array([0.5, 0.9, 0.5]), 3) == [1, 0, 2]
 
 
-def test_the_second_and_third_blind_sets_are_dev_sets_and_the_independent_one_held_out():
+def test_the_second_third_and_fourth_blind_sets_are_dev_sets_and_the_independent_one_held_out():
     from bench.eval import run
 
     m = {"hit@1": 1.0}
-    res = {"sets": {name: {"hindsight": m, "raw": m} for name in ("blind2", "blind3", "independent")}}
+    res = {"sets": {name: {"hindsight": m, "raw": m} for name in ("blind2", "blind3", "blind4", "independent")}}
     roles = {(name, system): role for name, role, system, _ in run.rows(res)}
-    assert roles[("blind2", "hindsight")] == roles[("blind3", "hindsight")] == "dev"
+    assert roles[("blind2", "hindsight")] == roles[("blind3", "hindsight")] == roles[("blind4", "hindsight")] == "dev"
     assert roles[("independent", "hindsight")] == "held-out"
     assert run.parse_args(["--sets", "blind2"]).blind2.endswith("bench/blind2/families.json")
     assert run.parse_args(["--sets", "blind3"]).blind3.endswith("bench/blind3/families.json")
+    assert run.parse_args(["--sets", "blind4"]).blind4.endswith("bench/blind4/families.json")
 
 
 def test_a_blind_set_whose_file_is_absent_is_reported_skipped(tmp_path, capsys):
