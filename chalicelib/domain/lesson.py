@@ -159,6 +159,36 @@ def short(value: Any, limit: int = _MAX_VALUE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+def excerpt(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut between sentences: its first and last sentences
+    first, then the next ones in from each end, in their order, "…" where some were left out. What
+    someone says at length opens with what went wrong and closes with what to do ("Stop resubmitting
+    that one. [...] Just ask her for something current, a driving licence is fine."), where a cut at
+    the limit keeps the opening and loses the instruction. A text whose first sentence alone is too
+    long is cut at the limit (``short``)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    parts = _SENTENCE_END.split(text)
+    if len(parts) < 2 or len(parts[0]) + 2 > limit:
+        return short(text, limit)
+    kept: set[int] = set()
+    size = 0
+    for i in dict.fromkeys(i for pair in zip(range(len(parts)), reversed(range(len(parts)))) for i in pair):
+        if size + len(parts[i]) + 2 <= limit:  # a sentence, its space and its share of "…"
+            kept.add(i)
+            size += len(parts[i]) + 2
+    out: list[str] = []
+    for i in sorted(kept):
+        if out and i - 1 not in kept:
+            out.append("…")
+        out.append(parts[i])
+    return " ".join(out)
+
+
 def error_text(event: Event) -> str:
     err = event.content.get("error")
     if isinstance(err, dict):

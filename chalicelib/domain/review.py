@@ -25,7 +25,7 @@ from .inert import code
 from .lexical import terms
 from .lesson import (
     LessonDraft, Raw, Wording, class_words, describe_param_change, drafted, error_class, error_text, fingerprint,
-    fix_fingerprint, goal_wording, short, situation_key, trajectory_literals,
+    excerpt, fix_fingerprint, goal_wording, short, situation_key, trajectory_literals,
 )
 from .models import FULL_SCOPE, Event, LLMLessonFigures, Trajectory
 
@@ -193,9 +193,9 @@ def _with_note(ctx: _Context, c: Contrast) -> Wording:
         return ()
     note, correction = found
     if correction is None:
-        return (" What showed it: ", Raw(short(note, MAX_NOTE_CHARS), strip="", quote=True), ".")
-    return (" What showed it: ", Raw(short(note, MAX_NOTE_CHARS), strip="", quote=True), "; the user: ",
-            Raw(short(correction, MAX_NOTE_CHARS), strip="", quote=True), ".")
+        return (" What showed it: ", Raw(excerpt(note, MAX_NOTE_CHARS), strip="", quote=True), ".")
+    return (" What showed it: ", Raw(excerpt(note, MAX_NOTE_CHARS), strip="", quote=True), "; the user: ",
+            Raw(excerpt(correction, MAX_NOTE_CHARS), strip="", quote=True), ".")
 
 
 def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
@@ -278,7 +278,7 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
     text = _text(feedback)
     if not text or before is None:
         return None
-    said = Raw(short(text, MAX_QUOTE_CHARS), quote=True)
+    said = Raw(excerpt(text, MAX_QUOTE_CHARS), quote=True)
     said0 = generalize(short(text), ctx.values)  # identity: every literal generalized, whatever a wording keeps
     if before.is_tool_call:
         names = ", ".join(code(k) for k in params_of(before))
@@ -326,7 +326,7 @@ def _stated_rule(ctx: _Context, calls: Sequence[Event]) -> LessonDraft | None:
     tools = tuple(dict.fromkeys(c.tool for c in calls if c.seq > note.seq and c.tool))
     if not tools:
         return None
-    said = Raw(short(_text(note), MAX_NOTE_CHARS), strip="", quote=True)
+    said = Raw(excerpt(_text(note), MAX_NOTE_CHARS), strip="", quote=True)
     seq = ", then ".join(code(t) for t in tools)
 
     def shown(tool: str) -> str:  # the tool and the names of what its first call was given

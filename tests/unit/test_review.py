@@ -233,6 +233,21 @@ def test_a_user_correction_after_the_agents_guess_is_quoted_with_it():
     assert lesson.advice.index("plans need updating") < lesson.advice.index("the user:") < lesson.advice.index("re-inspection")
 
 
+def test_a_long_correction_keeps_what_it_asks_for_at_its_end():
+    # the instruction closes a long reply; a cut at the limit kept the complaint and lost it
+    correction = (
+        "Stop resubmitting that one. Look at the date on the permit, the last check failed in March. "
+        "The office refers anything with an open failure no matter how complete the drawings are, it has been "
+        "like that since they changed the booking system in the spring and it catches somebody every other week, "
+        "usually on a Friday when nobody is around to sort it out. Just pay the re-inspection charge first."
+    )
+    assert len(correction) > 240
+    events = _fee_after_a_wrong_guess("The permit isn't ready; maybe the plans need updating.", correction)
+    (lesson,) = [l for l in review_by_rules(traj(tools=["schedule_inspection", "pay_fee"]), events).lessons if l.kind == "recovery"]
+    assert "Just pay the re-inspection charge first." in lesson.advice
+    assert "Stop resubmitting that one." in lesson.advice and "usually on a Friday" not in lesson.advice
+
+
 def test_the_users_answer_to_the_agents_question_is_not_taken_for_a_correction():
     events = _fee_after_a_wrong_guess(
         "A failed inspection adds a re-inspection charge; ask the user whether to pay it by card.",
