@@ -198,11 +198,36 @@ def _with_note(ctx: _Context, c: Contrast) -> Wording:
             Raw(excerpt(correction, MAX_NOTE_CHARS), strip="", quote=True), ".")
 
 
+MAX_LOOKS, MAX_LOOK_FIELDS = 2, 4
+
+
+def checked(ctx: _Context, c: Contrast) -> str | None:
+    """The looks between the failure and the call that worked, each named with the fields its result
+    held: `get_driver_hours` (`drive_remaining_h`, `duty_remaining_h`). What the agent checked to
+    find the cause is what tells a failure from its look-alike (the same error, refused for
+    another reason: a driver's hours, or a missing endorsement), and what to check next time; the
+    values are the task's own. Not the call that worked, nor the prerequisite it teaches."""
+    skip = {c.worked.event_id} | ({c.prerequisite_call.event_id} if c.prerequisite_call is not None else set())
+    shown: dict[str, str] = {}
+    for e in ctx.events:
+        if (not (e.succeeded and c.failed.seq < e.seq < c.worked.seq) or e.event_id in skip
+                or not e.tool or e.tool == c.failed.tool or e.tool in shown):
+            continue
+        result = e.content.get("result")
+        if isinstance(result, dict):
+            names = list(result)[:MAX_LOOK_FIELDS]
+            shown[e.tool] = code(e.tool) + (f" ({', '.join(code(k) for k in names)})" if names else "")
+    return ", ".join(list(shown.values())[:MAX_LOOKS]) or None
+
+
 def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     tool, cls = c.failed.tool or "?", error_class(c.failed)
     err = Raw(error_text(c.failed), quote=True)
     t, said_cls = code(tool), class_words(cls)
     note = _with_note(ctx, c)
+    looked = checked(ctx, c)
+    if looked:
+        note = (*note, f" Checked before the fix: {looked}.")
     state = seen_state(ctx, c)
     seen: Wording = (" Seen before the fix: ", Raw(state, strip="", quote=True), ".") if state else ()
     situation = (*ctx.task(), f" Calling {t} failed with ", err, ".", *seen)

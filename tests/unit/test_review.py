@@ -390,3 +390,28 @@ def test_a_value_fix_explained_once_it_had_worked_keeps_that_explanation():
     ]
     (lesson,) = review_by_rules(traj(goal="Set the reefer for the pharma load", tools=["set_setpoint"]), events).lessons
     assert "reads the setpoint in Celsius" in lesson.advice
+
+
+def test_what_the_agent_checked_between_the_failure_and_the_fix_is_named_with_its_fields():
+    # the same refusal has look-alikes (a driver out of hours, a driver without the endorsement):
+    # what the agent looked at to find which is what to check next time
+    events = [
+        call("dispatch_load", {"load": "L-1", "driver": "D-GARY"}, ok=False, error="Dispatch refused (code D-17)"),
+        call("get_driver_hours", {"driver": "D-GARY"}, result={"drive_remaining_h": 1.5, "duty_remaining_h": 3.0}),
+        call("list_drivers", {"depot": "Leeds"}, result={"drivers": ["D-ANNA"]}),
+        call("get_driver_hours", {"driver": "D-ANNA"}, result={"drive_remaining_h": 9.0, "duty_remaining_h": 11.0}),
+        call("dispatch_load", {"load": "L-1", "driver": "D-ANNA"}, result={"dispatched": True}),
+    ]
+    (lesson,) = review_by_rules(traj(tools=["dispatch_load", "get_driver_hours", "list_drivers"]), events).lessons
+    assert "Call `list_drivers` before `dispatch_load`" in lesson.advice
+    assert "Checked before the fix: `get_driver_hours` (`drive_remaining_h`, `duty_remaining_h`)." in lesson.advice
+    assert lesson.advice.count("get_driver_hours") == 1 and "Checked before the fix" in lesson.lesson
+
+
+def test_a_fix_found_without_looking_names_no_check():
+    events = [
+        call("search_flights", {"from": "Paris"}, ok=False, error="ValueError: airport code expected"),
+        call("search_flights", {"from": "CDG"}, result=["AF12"]),
+    ]
+    (lesson,) = review_by_rules(traj(tools=["search_flights"]), events).lessons
+    assert "Checked" not in lesson.advice
