@@ -159,8 +159,11 @@ def fix_note(ctx: _Context, c: Contrast) -> tuple[str, str | None] | None:
         return note, correction
     # nothing said before the call that worked: what the agent made of its result, before its next
     # call, is the why ("That worked. The controller reads the setpoint in Celsius"; for a failing
-    # tool replaced by a look, "three holds on the item": why it stopped retrying)
-    until = min((e.seq for e in ctx.events if e.is_tool_call and e.seq > c.worked.seq), default=None)
+    # tool replaced by a look, "three holds on the item": why it stopped retrying). The same call
+    # working again for the task's next item (the second twin registered like the first) is the fix
+    # carried on, not the next step: the summary after it still tells why.
+    until = min((e.seq for e in ctx.events if e.is_tool_call and e.seq > c.worked.seq
+                 and not (e.tool == c.worked.tool and e.succeeded)), default=None)
     after = [
         _text(e) for e in ctx.events
         if e.type == "llm_reasoning" and c.worked.seq < e.seq and (until is None or e.seq < until)

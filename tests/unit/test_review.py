@@ -392,6 +392,28 @@ def test_a_value_fix_explained_once_it_had_worked_keeps_that_explanation():
     assert "reads the setpoint in Celsius" in lesson.advice
 
 
+def test_the_explanation_after_the_fix_was_applied_to_every_item_is_kept():
+    events = [
+        call("register_player", {"player_id": "P-1", "team": "u10"}, ok=False, error="Registration refused by the league"),
+        call("register_player", {"player_id": "P-1", "team": "u11"}, result={"registered": True}),
+        call("register_player", {"player_id": "P-2", "team": "u11"}, result={"registered": True}),
+        said("Born on 31 August, the day before the cut-off, so they are U11 this season.", kind="llm_reasoning"),
+    ]
+    (lesson,) = review_by_rules(traj(goal="Register the twins for the U10s", tools=["register_player"]), events).lessons
+    assert "the day before the cut-off" in lesson.advice
+
+
+def test_a_note_after_the_next_step_of_the_task_is_not_the_fixs_explanation():
+    events = [
+        call("register_player", {"player_id": "P-1", "team": "u10"}, ok=False, error="Registration refused by the league"),
+        call("register_player", {"player_id": "P-1", "team": "u11"}, result={"registered": True}),
+        call("order_kit", {"player_id": "P-1", "size": "S"}, result={"ordered": True}),
+        said("Kit ordered in size small, it ships on Monday with the rest.", kind="llm_reasoning"),
+    ]
+    (lesson,) = review_by_rules(traj(goal="Register the player", tools=["register_player", "order_kit"]), events).lessons
+    assert "Kit ordered" not in lesson.advice
+
+
 def test_what_the_agent_checked_between_the_failure_and_the_fix_is_named_with_its_fields():
     # the same refusal has look-alikes (a driver out of hours, a driver without the endorsement):
     # what the agent looked at to find which is what to check next time
