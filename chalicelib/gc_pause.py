@@ -9,15 +9,20 @@ such code loads, then moves every object alive at that moment out of the collect
 (``gc.freeze``): they are never scanned again, in this invocation or in the warm ones after it.
 
 What it costs: cyclic garbage made inside the block and still uncollected when it ends is never
-freed (a few hundred objects after the review worker's set-up). So the block holds imports and
-one-time set-up, never a request's or a job's work, and each entry point enters it once per
-process.
+freed (a few hundred objects after the review worker's set-up). So the block holds imports,
+one-time set-up and at most the process's first request (``first_call``: bounded work, which
+builds the Deps and their botocore client), never a review job's loop, and each entry point
+enters it once per process.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
-from typing import Iterator
+from typing import Any, Callable, Iterator, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+_first_call_done = False
 
 
 @contextlib.contextmanager
@@ -33,3 +38,20 @@ def loading() -> Iterator[None]:
     finally:
         gc.freeze()
         gc.enable()
+
+
+def first_call(fn: F) -> F:
+    """``fn``, whose call runs inside ``loading()`` if it is the first call of the process to any
+    function so wrapped (the API's first request: the Deps, the DynamoDB client, the validators of
+    its models); every later call runs as it is."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        global _first_call_done
+        if _first_call_done:
+            return fn(*args, **kwargs)
+        _first_call_done = True
+        with loading():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

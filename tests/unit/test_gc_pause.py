@@ -80,3 +80,27 @@ def test_the_review_workers_first_batch_builds_its_idempotency_and_client_frozen
                          env={"HINDSIGHT_BACKEND": "aws", "AWS_DEFAULT_REGION": "us-east-1", "PATH": "/usr/bin:/bin",
                               "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})
     assert out.stdout.split() == ["True", "True", "False"]
+
+
+API_REQUESTS = """
+import gc
+freezes = []
+real_freeze = gc.freeze
+gc.freeze = lambda: (freezes.append(gc.isenabled()), real_freeze())
+import app
+event = {"resource": "/v1/health", "path": "/v1/health", "httpMethod": "GET", "headers": {}, "multiValueHeaders": {},
+         "queryStringParameters": None, "multiValueQueryStringParameters": None, "pathParameters": None,
+         "stageVariables": None, "body": None, "isBase64Encoded": False,
+         "requestContext": {"resourcePath": "/v1/health", "httpMethod": "GET", "path": "/v1/v1/health", "stage": "v1",
+                            "requestId": "r", "identity": {"sourceIp": "127.0.0.1"}}}
+after_import = len(freezes)
+statuses = [app.app(event, None)["statusCode"] for _ in range(3)]  # as Lambda calls it
+print(statuses, after_import, freezes, gc.isenabled())
+"""
+
+
+def test_the_apis_imports_and_its_first_request_alone_run_paused_and_are_frozen():
+    out = subprocess.run([sys.executable, "-c", API_REQUESTS], capture_output=True, text=True, check=True,
+                         env={"HINDSIGHT_BACKEND": "aws", "AWS_DEFAULT_REGION": "us-east-1", "PATH": "/usr/bin:/bin"})
+    # one freeze at the end of the imports, one after the first request, none after the others
+    assert out.stdout.strip() == "[200, 200, 200] 1 [False, False] True"
