@@ -214,7 +214,7 @@ def build_aws(settings: Settings) -> Deps:
         experiences=DynamoExperienceStore(tables),
         # built on first use: ingest and reads never touch the index (opensearch-py and numpy
         # are ~300 ms of a cold start's imports)
-        index=_Lazy(lambda: opensearch_index(settings, embedder.dim)),
+        index=_Lazy(lambda: opensearch_index(settings, embedder.dim, tables.connection.session)),
         embedder=embedder,
         # built on first use too: the API's requests never review
         reviewer=_Lazy(lambda: build_reviewer(settings)),
@@ -230,11 +230,16 @@ def build_aws(settings: Settings) -> Deps:
     )
 
 
-def opensearch_index(settings: Settings, dim: int):
+def opensearch_index(settings: Settings, dim: int, session=None):
+    """The index; its requests signed (``opensearch_service`` es or aoss) with the credentials of
+    ``session``, a botocore session (the DynamoDB stores', whose client has resolved them already:
+    a session of its own would cost a cold start ~10 ms more), else botocore's default chain."""
     from .adapters.opensearch_index import OpenSearchVectorIndex, build_client
     from .adapters.opensearch_queries import IndexSpec
 
-    client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service)
+    credentials = session.get_credentials() if session is not None and settings.opensearch_service != "none" else None
+    client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service,
+                          credentials=credentials)
     spec = IndexSpec(
         name=settings.opensearch_index, dim=dim, engine=settings.opensearch_engine,
         serverless=settings.opensearch_service == "aoss", bm25=bm25_params(settings),
