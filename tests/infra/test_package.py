@@ -140,3 +140,7 @@ def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_oth
                                    "https://secretsmanager.eu-west-3.amazonaws.com",
                                    "https://secretsmanager.cn-north-1.amazonaws.com.cn", "ok"]
     assert (target / "botocore" / "data" / "endpoints.json").stat().st_size < 100_000
+    # each model as plain JSON without its documentation (parsed at every client's creation)
+    for name in BOTOCORE_SERVICES:
+        (model,) = (target / "botocore" / "data" / name).glob("*/service-2.json*")
+        assert model.name == "service-2.json" and b'"documentation"' not in model.read_bytes(), model
