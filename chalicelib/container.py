@@ -38,9 +38,11 @@ def resolve_secrets(settings: Settings) -> Settings:
     }
     if not wanted:
         return settings
-    import boto3
+    # botocore's client, not boto3's: the API function does not import boto3 otherwise, and its
+    # import (s3transfer, multiprocessing, boto3's resource model) costs a cold start ~25 ms
+    import botocore.session
 
-    client = boto3.client("secretsmanager", region_name=settings.aws_region)
+    client = botocore.session.get_session().create_client("secretsmanager", region_name=settings.aws_region)
     return settings.model_copy(update={name: client.get_secret_value(SecretId=ref)["SecretString"] for name, ref in wanted.items()})
 
 

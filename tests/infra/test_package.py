@@ -123,7 +123,7 @@ def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_oth
     assert models == set(BOTOCORE_SERVICES)
     asked = set()
     for path in [ROOT / "app.py", *(ROOT / "chalicelib").rglob("*.py")]:
-        asked |= set(re.findall(r"""\bclient\(\s*["']([a-z0-9-]+)["']""", path.read_text()))
+        asked |= set(re.findall(r"""\b(?:create_)?client\(\s*["']([a-z0-9-]+)["']""", path.read_text()))
     assert asked and asked <= set(BOTOCORE_SERVICES), asked  # a new client needs its model kept
     # boto3 comes with the Lambda runtime, on top of the package's botocore: botocore's clients here,
     # and their endpoints in two partitions, from the trimmed endpoint data
