@@ -3,7 +3,7 @@ import plus the first authenticated ingest, the review worker's import plus its 
 
 Usage: .venv/bin/python bench/cold_start.py [--before main] [--runs 15] [--first-runs 9]
        [--review-runs 5] [--importtime-runs 3] [--timeline N [--profile-lines K]] [--no-first] [--no-review]
-       [--no-package] [--opensearch-service none|es|aoss]
+       [--no-package] [--opensearch-service none|es|aoss] [--secrets]
 
 "before" is the app.py and chalicelib/ of a git ref (``--before``, default ``main``), exported with
 ``git archive`` into a temporary directory; "after" is the work tree. Every sample is a fresh
@@ -44,7 +44,9 @@ shared machine hits them alike, and the load averages are printed with the figur
 
 ``--opensearch-service es`` (or aoss) signs the index's requests with SigV4 as in the cloud, with
 the dummy credentials (the local node ignores the signature): the default, ``none``, leaves out
-the credential look-up a deployed function pays.
+the credential look-up a deployed function pays. ``--secrets`` gives the functions the admin key and
+the OpenAI key as Secrets Manager ARNs (secrets stored in moto), as infra/ does: the first
+``get_settings()`` then reads them, a client and two round trips the default leaves out.
 
 Every child gets the environment its side's infra/ gives every function beside the HINDSIGHT_*
 settings (``RUNTIME_ENVIRONMENT`` of stack.py, e.g. PYDANTIC_DISABLE_PLUGINS), the before side's
@@ -352,9 +354,10 @@ class AwsStack:
     """moto (DynamoDB, server mode) with the tables, the idempotency table and one tenant, the OpenAI
     stub, and with ``review`` an OpenSearch index; ``env`` is what a Lambda function would be given."""
 
-    def __init__(self, review: bool, opensearch_service: str = "none") -> None:
+    def __init__(self, review: bool, opensearch_service: str = "none", secrets: bool = False) -> None:
         self.review = review
         self.opensearch_service = opensearch_service
+        self.secrets = secrets
         self.prefix = f"cold{uuid.uuid4().hex[:8]}-"
         self.stub = None
         self.index_client = None
@@ -399,6 +402,14 @@ class AwsStack:
                     "HINDSIGHT_EMBEDDER": "openai", "HINDSIGHT_EMBEDDING_DIM": "64",
                     "HINDSIGHT_OPENAI_BASE_URL": self.stub.base_url, "HINDSIGHT_ADMIN_KEY": self.admin,
                     "HINDSIGHT_WORKER": "false", "BENCH_TENANT_KEY": self.key, "NO_PROXY": "127.0.0.1,localhost"}
+        if self.secrets:  # as infra/ configures the functions: the keys' secret ARNs, never their values
+            sm = boto3.client("secretsmanager", endpoint_url=self.moto, region_name="us-east-1")
+            names = {"ADMIN_KEY": self.admin, "OPENAI_API_KEY": "sk-bench-" + uuid.uuid4().hex}
+            for name, value in names.items():
+                arn = sm.create_secret(Name=f"{self.prefix}{name.lower()}", SecretString=value)["ARN"]
+                self.env[f"HINDSIGHT_{name}_SECRET"] = arn
+            del self.env["HINDSIGHT_ADMIN_KEY"]
+            self.env["AWS_ENDPOINT_URL_SECRETS_MANAGER"] = self.moto
         return self
 
     def review_batch(self) -> tuple[dict, str]:
@@ -572,6 +583,8 @@ def main() -> None:
     parser.add_argument("--no-package", dest="package", action="store_false", help="skip chalice package")
     parser.add_argument("--opensearch-service", default="none", choices=("none", "es", "aoss"),
                         help="sign the index's requests with SigV4 as in the cloud (the local node ignores the signature)")
+    parser.add_argument("--secrets", action="store_true",
+                        help="the admin and OpenAI keys from Secrets Manager (moto) by ARN, as infra/ configures the functions")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="hindsight-bench-cold-"))
@@ -645,7 +658,7 @@ def main() -> None:
             return {**env, "PYTHONPATH": str(compiled), "PYTHONDONTWRITEBYTECODE": "1"} if side == "package" else env
 
         if args.first or args.review:
-            with AwsStack(review=args.review, opensearch_service=args.opensearch_service) as stack:
+            with AwsStack(review=args.review, opensearch_service=args.opensearch_service, secrets=args.secrets) as stack:
                 env = base_env(stack.env)
                 if args.first:
                     for side in runs:  # moto's first requests, the page cache
