@@ -10,15 +10,18 @@ from __future__ import annotations
 import json
 import os
 
-from chalice import AuthResponse, Chalice, Rate
+from chalicelib import gc_pause
 
-from chalicelib import redaction
-from chalicelib.api import presenters as out
-from chalicelib.api import schemas as s
-from chalicelib.api.routes import Repeat, Router
-from chalicelib.container import get_deps, get_settings
-from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
-from chalicelib.settings import Settings
+with gc_pause.loading():  # the API's imports, scanned by no collection (gc_pause)
+    from chalice import AuthResponse, Chalice, Rate
+
+    from chalicelib import redaction
+    from chalicelib.api import presenters as out
+    from chalicelib.api import schemas as s
+    from chalicelib.api.routes import Repeat, Router
+    from chalicelib.container import get_deps, get_settings
+    from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
+    from chalicelib.settings import Settings
 
 app = Chalice(app_name="hindsight", configure_logs=False)
 redaction.install()  # Lambda's handler on the root logger: no key in a log line, whoever logs it
@@ -26,6 +29,7 @@ app.api.binary_types = []  # every body is JSON text
 
 
 @app.authorizer(name="api_key_authorizer", ttl_seconds=int(os.environ.get("HINDSIGHT_AUTHORIZER_TTL", "0")))
+@gc_pause.first_call
 def api_key_authorizer(auth_request) -> AuthResponse:
     """Maps an API key to its tenant once per request (or per key and TTL, with API Gateway's cache).
 

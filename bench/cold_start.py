@@ -3,7 +3,7 @@ import plus the first authenticated ingest, the review worker's import plus its 
 
 Usage: .venv/bin/python bench/cold_start.py [--before main] [--runs 15] [--first-runs 9]
        [--review-runs 5] [--importtime-runs 3] [--timeline N [--profile-lines K]] [--no-first] [--no-review]
-       [--no-package]
+       [--no-package] [--opensearch-service none|es|aoss] [--secrets]
 
 "before" is the app.py and chalicelib/ of a git ref (``--before``, default ``main``), exported with
 ``git archive`` into a temporary directory; "after" is the work tree. Every sample is a fresh
@@ -41,6 +41,12 @@ shared machine hits them alike, and the load averages are printed with the figur
    Then the samples' import + first batch split into the time waiting inside requests to moto, to
    the OpenSearch node and to the stub, and the rest (the handler's own). The headline stays the
    measured total of 3.
+
+``--opensearch-service es`` (or aoss) signs the index's requests with SigV4 as in the cloud, with
+the dummy credentials (the local node ignores the signature): the default, ``none``, leaves out
+the credential look-up a deployed function pays. ``--secrets`` gives the functions the admin key and
+the OpenAI key as Secrets Manager ARNs (secrets stored in moto), as infra/ does: the first
+``get_settings()`` then reads them, a client and two round trips the default leaves out.
 
 Every child gets the environment its side's infra/ gives every function beside the HINDSIGHT_*
 settings (``RUNTIME_ENVIRONMENT`` of stack.py, e.g. PYDANTIC_DISABLE_PLUGINS), the before side's
@@ -348,8 +354,10 @@ class AwsStack:
     """moto (DynamoDB, server mode) with the tables, the idempotency table and one tenant, the OpenAI
     stub, and with ``review`` an OpenSearch index; ``env`` is what a Lambda function would be given."""
 
-    def __init__(self, review: bool) -> None:
+    def __init__(self, review: bool, opensearch_service: str = "none", secrets: bool = False) -> None:
         self.review = review
+        self.opensearch_service = opensearch_service
+        self.secrets = secrets
         self.prefix = f"cold{uuid.uuid4().hex[:8]}-"
         self.stub = None
         self.index_client = None
@@ -374,7 +382,7 @@ class AwsStack:
             url = node_url()
         self.admin = "hsadmin_bench_" + uuid.uuid4().hex
         self.settings = Settings(backend="aws", table_prefix=self.prefix, dynamodb_endpoint=self.moto, create_tables=True,
-                                 opensearch_endpoint=url, opensearch_service="none", opensearch_index=self.index_name,
+                                 opensearch_endpoint=url, opensearch_service=self.opensearch_service, opensearch_index=self.index_name,
                                  embedder="openai", embedding_dim=64, openai_base_url=self.stub.base_url,
                                  admin_key=self.admin)
         self.ddb = boto3.client("dynamodb", endpoint_url=self.moto, region_name="us-east-1")
@@ -390,10 +398,18 @@ class AwsStack:
             self.index_client = self.deps.index.client
         self.env = {**DUMMY_AWS, "HINDSIGHT_BACKEND": "aws", "HINDSIGHT_TABLE_PREFIX": self.prefix,
                     "HINDSIGHT_DYNAMODB_ENDPOINT": self.moto, "HINDSIGHT_OPENSEARCH_ENDPOINT": url,
-                    "HINDSIGHT_OPENSEARCH_SERVICE": "none", "HINDSIGHT_OPENSEARCH_INDEX": self.index_name,
+                    "HINDSIGHT_OPENSEARCH_SERVICE": self.opensearch_service, "HINDSIGHT_OPENSEARCH_INDEX": self.index_name,
                     "HINDSIGHT_EMBEDDER": "openai", "HINDSIGHT_EMBEDDING_DIM": "64",
                     "HINDSIGHT_OPENAI_BASE_URL": self.stub.base_url, "HINDSIGHT_ADMIN_KEY": self.admin,
                     "HINDSIGHT_WORKER": "false", "BENCH_TENANT_KEY": self.key, "NO_PROXY": "127.0.0.1,localhost"}
+        if self.secrets:  # as infra/ configures the functions: the keys' secret ARNs, never their values
+            sm = boto3.client("secretsmanager", endpoint_url=self.moto, region_name="us-east-1")
+            names = {"ADMIN_KEY": self.admin, "OPENAI_API_KEY": "sk-bench-" + uuid.uuid4().hex}
+            for name, value in names.items():
+                arn = sm.create_secret(Name=f"{self.prefix}{name.lower()}", SecretString=value)["ARN"]
+                self.env[f"HINDSIGHT_{name}_SECRET"] = arn
+            del self.env["HINDSIGHT_ADMIN_KEY"]
+            self.env["AWS_ENDPOINT_URL_SECRETS_MANAGER"] = self.moto
         return self
 
     def review_batch(self) -> tuple[dict, str]:
@@ -565,6 +581,10 @@ def main() -> None:
     parser.add_argument("--no-first", dest="first", action="store_false", help="skip import + first ingest")
     parser.add_argument("--no-review", dest="review", action="store_false", help="skip the review worker (no OpenSearch node)")
     parser.add_argument("--no-package", dest="package", action="store_false", help="skip chalice package")
+    parser.add_argument("--opensearch-service", default="none", choices=("none", "es", "aoss"),
+                        help="sign the index's requests with SigV4 as in the cloud (the local node ignores the signature)")
+    parser.add_argument("--secrets", action="store_true",
+                        help="the admin and OpenAI keys from Secrets Manager (moto) by ARN, as infra/ configures the functions")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="hindsight-bench-cold-"))
@@ -638,7 +658,7 @@ def main() -> None:
             return {**env, "PYTHONPATH": str(compiled), "PYTHONDONTWRITEBYTECODE": "1"} if side == "package" else env
 
         if args.first or args.review:
-            with AwsStack(review=args.review) as stack:
+            with AwsStack(review=args.review, opensearch_service=args.opensearch_service, secrets=args.secrets) as stack:
                 env = base_env(stack.env)
                 if args.first:
                     for side in runs:  # moto's first requests, the page cache

@@ -5,6 +5,7 @@ Heavy modules (numpy, onnxruntime) are imported here only when a backend is buil
 """
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import threading
@@ -23,25 +24,37 @@ _settings: Settings | None = None
 def get_settings() -> Settings:
     global _settings
     if _settings is None:
-        _settings = resolve_secrets(Settings())
+        _settings = Settings()
         redaction.register(_settings.admin_key, _settings.openai_api_key)
     return _settings
 
 
-def resolve_secrets(settings: Settings) -> Settings:
-    """Fill admin_key / openai_api_key from Secrets Manager when only their secret is named: the AWS
-    stack (infra/) passes secret ARNs, never values. One GetSecretValue per secret per process."""
-    wanted = {
-        name: ref
-        for name in ("admin_key", "openai_api_key")
-        if (ref := getattr(settings, f"{name}_secret")) and not getattr(settings, name)
-    }
-    if not wanted:
-        return settings
-    import boto3
+_secret_values: dict[str, str] = {}
+_secret_lock = threading.Lock()
 
-    client = boto3.client("secretsmanager", region_name=settings.aws_region)
-    return settings.model_copy(update={name: client.get_secret_value(SecretId=ref)["SecretString"] for name, ref in wanted.items()})
+
+def secret(settings: Settings, name: str) -> str | None:
+    """``admin_key`` or ``openai_api_key``: the value the settings give, else the one their secret
+    (``<name>_secret``, an ARN or a name: the AWS stack, infra/, passes those, never values) holds,
+    read from Secrets Manager when a request first needs it and kept for the process.
+
+    Not with the settings: an ingest needs neither key and a review never the admin key, while
+    each read costs a cold start a client and a round trip (with the imports and the TLS set-up,
+    ~0.1 s in Lambda; the two reads were ~0.3 s of a first ingest from the venv here)."""
+    value = getattr(settings, name)
+    ref = getattr(settings, f"{name}_secret")
+    if value or not ref:
+        return value
+    with _secret_lock:
+        if ref not in _secret_values:
+            # botocore's client, not boto3's: the API function does not import boto3 otherwise,
+            # and its import (s3transfer, multiprocessing, boto3's resources) costs ~25 ms
+            import botocore.session
+
+            client = botocore.session.get_session().create_client("secretsmanager", region_name=settings.aws_region)
+            _secret_values[ref] = client.get_secret_value(SecretId=ref)["SecretString"]
+            redaction.register(_secret_values[ref])
+        return _secret_values[ref]
 
 
 def admin_key_path(settings: Settings) -> Path:
@@ -97,7 +110,7 @@ def openai_client(settings: Settings):
     def build():
         from .adapters.openai_http import OpenAICompatibleClient
 
-        return OpenAICompatibleClient(settings.openai_base_url, settings.openai_api_key,
+        return OpenAICompatibleClient(settings.openai_base_url, secret(settings, "openai_api_key"),
                                       timeout=settings.llm_timeout_seconds, max_retries=settings.llm_max_retries)
 
     return _Lazy(build)  # the API's requests never embed or review: nothing of it is built for them
@@ -129,7 +142,7 @@ def build_embedder(settings: Settings):
 
 def build_reviewer(settings: Settings):
     """The LLM reviewer when an endpoint is configured; the deterministic one alone otherwise."""
-    if not (settings.openai_base_url or settings.openai_api_key):
+    if not (settings.openai_base_url or settings.openai_api_key or settings.openai_api_key_secret):
         from .adapters.deterministic_reviewer import DeterministicReviewer
 
         return DeterministicReviewer()
@@ -214,13 +227,13 @@ def build_aws(settings: Settings) -> Deps:
         experiences=DynamoExperienceStore(tables),
         # built on first use: ingest and reads never touch the index (opensearch-py and numpy
         # are ~300 ms of a cold start's imports)
-        index=_Lazy(lambda: opensearch_index(settings, embedder.dim)),
+        index=_Lazy(lambda: opensearch_index(settings, embedder.dim, tables.connection.session)),
         embedder=embedder,
         # built on first use too: the API's requests never review
         reviewer=_Lazy(lambda: build_reviewer(settings)),
         queue=DynamoReviewQueue(tables),
         clock=SystemClock(),
-        admin_key=settings.admin_key,
+        admin_key=functools.partial(secret, settings, "admin_key"),  # read at the first admin request
         # a bucket per tenant in DynamoDB: every Lambda instance takes from the same one
         rate_limiter=DynamoRateLimiter(tables, rate_policy(settings)),
         # in Lambda the jobs table's stream starts reviews; a local server's worker waits on this
@@ -230,11 +243,16 @@ def build_aws(settings: Settings) -> Deps:
     )
 
 
-def opensearch_index(settings: Settings, dim: int):
+def opensearch_index(settings: Settings, dim: int, session=None):
+    """The index; its requests signed (``opensearch_service`` es or aoss) with the credentials of
+    ``session``, a botocore session (the DynamoDB stores', whose client has resolved them already:
+    a session of its own would cost a cold start ~10 ms more), else botocore's default chain."""
     from .adapters.opensearch_index import OpenSearchVectorIndex, build_client
     from .adapters.opensearch_queries import IndexSpec
 
-    client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service)
+    credentials = session.get_credentials() if session is not None and settings.opensearch_service != "none" else None
+    client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service,
+                          credentials=credentials)
     spec = IndexSpec(
         name=settings.opensearch_index, dim=dim, engine=settings.opensearch_engine,
         serverless=settings.opensearch_service == "aoss", bm25=bm25_params(settings),

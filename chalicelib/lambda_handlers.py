@@ -21,6 +21,7 @@ import os
 import time
 from typing import Any
 
+from . import gc_pause
 from . import observability as obs
 from .container import get_deps, get_settings
 from .services.indexing import VectorCache
@@ -63,18 +64,23 @@ def run_due_jobs(budget_seconds: float = 60.0) -> int:
 
 @functools.lru_cache(maxsize=1)
 def _idempotent_runner():
-    """The record handler, wrapped once in Powertools idempotency (one persistence layer per config)."""
-    from aws_lambda_powertools.utilities.idempotency import (
-        DynamoDBPersistenceLayer,
-        IdempotencyConfig,
-        idempotent_function,
-    )
+    """The record handler, wrapped once in Powertools idempotency (one persistence layer per config).
 
-    settings = get_settings()
-    persistence = DynamoDBPersistenceLayer(
-        table_name=settings.idempotency_table or f"{settings.table_prefix}idempotency", boto3_client=_dynamodb_client()
-    )
-    config = IdempotencyConfig(expires_after_seconds=24 * 3600)
+    Built at the first batch of a cold start, with what it loads (Powertools, boto3, the Deps and
+    their botocore client: half of the worker's modules) scanned by no collection (gc_pause)."""
+    with gc_pause.loading():
+        from aws_lambda_powertools.utilities.idempotency import (
+            DynamoDBPersistenceLayer,
+            IdempotencyConfig,
+            idempotent_function,
+        )
+
+        settings = get_settings()
+        persistence = DynamoDBPersistenceLayer(
+            table_name=settings.idempotency_table or f"{settings.table_prefix}idempotency",
+            boto3_client=_dynamodb_client(),
+        )
+        config = IdempotencyConfig(expires_after_seconds=24 * 3600)
 
     @idempotent_function(data_keyword_argument="event_id", persistence_store=persistence, config=config)
     def run(event_id: str) -> int:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import redaction
+from . import gc_pause
 
-# what importing app.py does first: the Lambda runtime's handler on the root logger masks keys
-# before anything is logged
-redaction.install()
+with gc_pause.loading():  # the handler's imports, scanned by no collection (gc_pause)
+    from . import redaction
 
-from .lambda_handlers import review_stream  # noqa: E402
+    # what importing app.py does first: the Lambda runtime's handler on the root logger masks keys
+    # before anything is logged
+    redaction.install()
+
+    from .lambda_handlers import review_stream
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -29,12 +29,15 @@ import json
 import logging
 import random
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 import urllib3
+
+from .tls import verified_context
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +190,8 @@ def _pool(base_url: str, maxsize: int) -> urllib3.PoolManager:
     except ImportError:
         pass
     else:
-        kwargs["ca_certs"] = certifi.where()
+        if parts.scheme == "https":  # loaded once, not at every new connection (adapters.tls)
+            kwargs["ssl_context"] = verified_context(certifi.where())
     proxy = urllib.request.getproxies().get(parts.scheme)
     if proxy and not urllib.request.proxy_bypass(parts.hostname or ""):
         return urllib3.ProxyManager(proxy, **kwargs)
@@ -212,8 +216,21 @@ class OpenAICompatibleClient:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "hindsight"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._pool = _pool(self.base_url, maxsize)
+        self._maxsize = maxsize
+        self._pool_manager: urllib3.PoolManager | None = None
+        self._pool_lock = threading.Lock()
         self._sleep = sleep  # tests see the waits without waiting
+
+    @property
+    def _pool(self) -> urllib3.PoolManager:
+        """Built at the first request: its TLS context parses the CA bundle (adapters.tls), which a
+        process that never calls the endpoint (the API's ingest, with this client in its Deps)
+        should not pay for."""
+        if self._pool_manager is None:
+            with self._pool_lock:
+                if self._pool_manager is None:
+                    self._pool_manager = _pool(self.base_url, self._maxsize)
+        return self._pool_manager
 
     def chat(self, *, model: str, messages: Sequence[dict[str, Any]], **params: Any) -> ChatChoice:
         """``POST /chat/completions``; ``params`` go into the body as they are (temperature,

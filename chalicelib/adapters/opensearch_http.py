@@ -36,6 +36,8 @@ from urllib.parse import quote, urlencode, urlsplit
 import urllib3
 from urllib3.exceptions import HTTPError, ReadTimeoutError
 
+from .tls import verified_context
+
 RETRY_STATUSES = (502, 503, 504)
 
 Signer = Callable[[str, str, "bytes | None", "dict[str, str]"], "dict[str, str]"]
@@ -182,7 +184,9 @@ class OpenSearchHttp:
         self.signer = signer
         options: dict[str, Any] = {"maxsize": pool_maxsize, "timeout": urllib3.Timeout(connect=timeout, read=timeout)}
         if tls:
-            options.update(cert_reqs="CERT_REQUIRED", ca_certs=ca_certs)
+            options["cert_reqs"] = "CERT_REQUIRED"
+            if ca_certs:  # loaded once, not at every new connection (adapters.tls)
+                options["ssl_context"] = verified_context(ca_certs)
         self.pool = urllib3.connection_from_url(self.url, **options)
         self.indices = _Indices(self)
         self.nodes = _Nodes(self)

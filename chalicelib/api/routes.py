@@ -19,7 +19,7 @@ from typing import Any, Callable, Literal
 from chalice import Chalice, Response
 from pydantic import BaseModel
 
-from .. import access_log
+from .. import access_log, gc_pause
 from ..container import get_deps, get_settings
 from ..domain.errors import HindsightError, Unauthorized
 from .http import INTERNAL, answer_for, body_required, error_answer, error_response, json_response, parse_json, to_json, validate
@@ -77,8 +77,10 @@ class Repeat:
 
 
 def endpoint(view: Callable[..., Response]) -> Callable[..., Response]:
-    """Map every failure to the contract's error shape: no stack trace, no 500 for bad input."""
+    """Map every failure to the contract's error shape: no stack trace, no 500 for bad input.
+    The process's first request loads what it needs scanned by no collection (gc_pause)."""
 
+    @gc_pause.first_call
     @functools.wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Response:
         try:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # annotations only: the composition root imports this module before any request
     from ..domain.scoring import DecayPolicy, ScoringWeights
@@ -57,7 +57,8 @@ class Deps:
     advise_candidates: int  # lessons naming the tool that advise holds a call against
     max_local_reviews: int  # per trajectory; anomalies while one is queued join it
     max_events_per_trajectory: int
-    admin_key: str | None = None
+    # the key, or what reads it when first asked (the cloud's, from Secrets Manager); None: no admin
+    admin_key: str | Callable[[], str | None] | None = None
     rate_limiter: RateLimiter | None = None  # None: tenants are not limited
     # told when a review job is queued (the embedded worker waits on it); None: nobody to wake,
     # the queue itself starts the review (the jobs table's stream in the cloud)

@@ -5,6 +5,7 @@ upgrade of an index created by an earlier version."""
 from __future__ import annotations
 
 import inspect
+import ssl
 import uuid
 
 import numpy as np
@@ -693,7 +694,10 @@ def test_aws_endpoints_are_signed_with_sigv4_for_their_service(service):
     )
     assert client.url == "https://vectors.eu-west-1.aoss.amazonaws.com:443"
     assert (client.signer.service, client.signer.region) == (service, "eu-west-1")
-    assert client.pool.ca_certs  # the certificate is checked
+    # the certificate is checked, against the CA bundle loaded once into the context (adapters.tls)
+    context = client.pool.conn_kw["ssl_context"]
+    assert client.pool.cert_reqs == "CERT_REQUIRED" and context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 50
 
 
 def test_a_local_node_is_reached_unsigned():

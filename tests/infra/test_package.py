@@ -123,7 +123,7 @@ def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_oth
     assert models == set(BOTOCORE_SERVICES)
     asked = set()
     for path in [ROOT / "app.py", *(ROOT / "chalicelib").rglob("*.py")]:
-        asked |= set(re.findall(r"""\bclient\(\s*["']([a-z0-9-]+)["']""", path.read_text()))
+        asked |= set(re.findall(r"""\b(?:create_)?client\(\s*["']([a-z0-9-]+)["']""", path.read_text()))
     assert asked and asked <= set(BOTOCORE_SERVICES), asked  # a new client needs its model kept
     # boto3 comes with the Lambda runtime, on top of the package's botocore: botocore's clients here,
     # and their endpoints in two partitions, from the trimmed endpoint data
@@ -140,3 +140,7 @@ def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_oth
                                    "https://secretsmanager.eu-west-3.amazonaws.com",
                                    "https://secretsmanager.cn-north-1.amazonaws.com.cn", "ok"]
     assert (target / "botocore" / "data" / "endpoints.json").stat().st_size < 100_000
+    # each model as plain JSON without its documentation (parsed at every client's creation)
+    for name in BOTOCORE_SERVICES:
+        (model,) = (target / "botocore" / "data" / name).glob("*/service-2.json*")
+        assert model.name == "service-2.json" and b'"documentation"' not in model.read_bytes(), model

@@ -360,7 +360,8 @@ def test_secrets_are_read_by_arn_and_never_in_the_template(translated):
 
 
 def test_settings_read_the_secrets_the_stack_names(monkeypatch):
-    """The functions get secret ARNs (HINDSIGHT_*_SECRET); get_settings() must return their values."""
+    """The functions get secret ARNs (HINDSIGHT_*_SECRET); ``container.secret`` must return their
+    values (read when a request first needs them, not by get_settings())."""
     from chalicelib import container
     from chalicelib.settings import Settings
 
@@ -382,9 +383,10 @@ def test_settings_read_the_secrets_the_stack_names(monkeypatch):
         monkeypatch.setenv("HINDSIGHT_ADMIN_KEY_SECRET", admin_arn)  # the stack passes an ARN ...
         monkeypatch.setenv("HINDSIGHT_OPENAI_API_KEY_SECRET", "hindsight/ci/openai-api-key")  # ... or a name
         monkeypatch.setattr(container, "_settings", None)
+        monkeypatch.setattr(container, "_secret_values", {})
         settings = container.get_settings()
-    assert settings.admin_key == "admin-from-secret"
-    assert settings.openai_api_key == "sk-from-secret"
+        assert container.secret(settings, "admin_key") == "admin-from-secret"
+        assert container.secret(settings, "openai_api_key") == "sk-from-secret"
 
 
 def test_the_lambda_environment_is_made_of_settings(template):
