@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.eval [--sets reuse,independent,locomo] [--out results.json]
         [--independent PATH] [--locomo PATH] [--url URL --admin-key KEY] [--reuse-tasks dev]
 
-Dev sets (changes are decided on them): experience_reuse dev, the second and third blind sets
+Dev sets (changes are decided on them): experience_reuse dev, the blind sets
 (bench/blind2, bench/blind3, bench/blind4), LoCoMo. Held-out sets (report only, run rarely, never tuned on): experience_reuse held-out, the
 independent set (bench/independent).
 """
