@@ -178,7 +178,7 @@ def _fix_for(
                        and params_of(e) == now), failed)
         between = [e for e in ok if failed.seq < e.seq < same.seq and e.tool != failed.tool]
         before = params_of(failed)
-        changed = tuple(sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
+        changed = changed_keys(before, now)
         used = [s for key, value in now.items() if before.get(key) != value for s in _scalars(value)]
         source = next((e for e in reversed(between) if used and _supplies(_produced(e, produced), used)), None)
         if source is not None:
@@ -198,6 +198,11 @@ def _fix_for(
     ]
     replacement = _replacement(failed, candidates)
     return Contrast(failed, replacement, "swap") if replacement is not None else None
+
+
+def changed_keys(before: dict[str, Any], now: dict[str, Any]) -> tuple[str, ...]:
+    """The parameters two calls of a tool were given differently (one of them only included), sorted."""
+    return tuple(sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
 
 
 def _acted(between: Sequence[Event]) -> Event:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .attribution import Attribution, Contrast, attribute, call_key, params_of
+from .attribution import Attribution, Contrast, attribute, call_key, changed_keys, params_of
 from .generalize import generalize
 from .inert import code
 from .lexical import terms
@@ -108,7 +108,7 @@ def _contrast_key(c: Contrast, events: Sequence[Event] = ()) -> str:
     elif c.kind == "order":
         pair = _redone(events, c)
         before, now = (params_of(pair[0]), params_of(pair[1])) if pair else ({}, {})
-        names = (tool, c.prerequisite or "?", *sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k)))
+        names = (tool, c.prerequisite or "?", *changed_keys(before, now))
     else:
         names = (tool, c.worked.tool or "?")
     return fix_fingerprint(situation_key(tool, error_class(c.failed)), names)
@@ -175,15 +175,22 @@ def fix_note(ctx: _Context, c: Contrast) -> tuple[str, str | None] | None:
 MAX_SEEN = 4  # fields of what a look returned
 
 
+def _looks(ctx: _Context, c: Contrast) -> list[tuple[Event, dict[str, Any]]]:
+    """The calls that worked between the failure and the call that worked, with what they returned
+    as fields: what the agent looked at before it chose the fix."""
+    return [
+        (e, e.content["result"]) for e in ctx.events
+        if e.succeeded and c.failed.seq < e.seq < c.worked.seq and isinstance(e.content.get("result"), dict)
+    ]
+
+
 def seen_state(ctx: _Context, c: Contrast) -> str | None:
     """What the calls between the failure and the call that worked returned, as words: the short
     text fields of their results ("status ACTIVATING", "hold_reason recent_detail_change"). The
     state the agent looked at before it chose the fix is the situation a look-alike task lacks."""
     seen = []
-    for e in ctx.events:
-        if not (e.succeeded and c.failed.seq < e.seq < c.worked.seq) or not isinstance(e.content.get("result"), dict):
-            continue
-        for key, value in e.content["result"].items():
+    for _, result in _looks(ctx, c):
+        for key, value in result.items():
             field = f"{key} {value}"
             if isinstance(value, str) and 2 <= len(value) <= 40 and len(value.split()) <= 3 and field not in seen:
                 seen.append(field)
@@ -210,14 +217,10 @@ def checked(ctx: _Context, c: Contrast) -> str | None:
     find the cause is what tells a failure from its look-alike (the same error, refused for
     another reason: a driver's hours, or a missing endorsement), and what to check next time; the
     values are the task's own. Not the call that worked, nor the prerequisite it teaches."""
-    skip = {c.worked.event_id} | ({c.prerequisite_call.event_id} if c.prerequisite_call is not None else set())
+    skip = c.prerequisite_call.event_id if c.prerequisite_call is not None else None
     shown: dict[str, str] = {}
-    for e in ctx.events:
-        if (not (e.succeeded and c.failed.seq < e.seq < c.worked.seq) or e.event_id in skip
-                or not e.tool or e.tool == c.failed.tool or e.tool in shown):
-            continue
-        result = e.content.get("result")
-        if isinstance(result, dict):
+    for e, result in _looks(ctx, c):
+        if e.event_id != skip and e.tool and e.tool != c.failed.tool and e.tool not in shown:
             names = list(result)[:MAX_LOOK_FIELDS]
             shown[e.tool] = code(e.tool) + (f" ({', '.join(code(k) for k in names)})" if names else "")
     return ", ".join(list(shown.values())[:MAX_LOOKS]) or None
