@@ -249,6 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--margins", action="store_true", help="print the blind sets' sibling-first cases of each variant")
     p.add_argument("--out", help="write every variant's figures (and margins) as JSON here")
+    p.add_argument("--tasks", action="store_true", help="with --out: each blind test's ranked families too")
     p.add_argument("--cost", metavar="NAME", help="time blind2's recalls under base and this variant (cold and warm)")
     args = p.parse_args(argv)
     kept = Path(args.kept)
@@ -275,6 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if blind in sets and f"eval-{blind}-{nonce}" in ids:
                     res[blind], recs = score_blind(deps, ids[f"eval-{blind}-{nonce}"], nonce, args.top_k, path)
                     rows.append((blind, name, res[blind]))
+                    if args.tasks:
+                        res.setdefault("tasks", {})[blind] = [{"family": r.family, "query": r.query, "ranked": r.ranked}
+                                                              for r in recs]
                     if args.margins:
                         res.setdefault("margins", []).extend(margins(deps, ids[f"eval-{blind}-{nonce}"], nonce, recs, path))
             if "locomo" in sets and run.get("locomo") and f"eval-locomo-{nonce}" in ids:
