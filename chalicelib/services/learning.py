@@ -14,7 +14,8 @@ from typing import Any, Collection, Sequence
 from ..domain.anomaly import WINDOW, qualifies_for_full_review
 from ..domain.distill import (
     draft_to_experience, literals_to_keep, merge_into, passes_quality_gate, should_supersede, specialized_experience,
-    supersede, tells_another_reason,
+    tells_another_reason,
+    supersede,
 )
 from ..domain.errors import NotFound
 from ..domain.lesson import task_example
@@ -55,13 +56,10 @@ def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
     return None
 
 
-def _same_lesson(deps: Deps, exp: Experience, stored: Experience | None) -> Experience | None:
-    """The known lesson ``exp`` repeats: itself when it is ``stored`` (active, under its own id: a
-    review delivered twice), else the one with its fingerprint in its scope, unless that one tells
-    another reason for the same fix; then the one of its situation, with its fingerprint, that
-    tells the same reason, if any (lessons kept apart share fingerprint and situation)."""
-    if stored is not None and stored.status is ExperienceStatus.ACTIVE:
-        return stored
+def _same_lesson(deps: Deps, exp: Experience) -> Experience | None:
+    """The known lesson ``exp`` repeats: the one with its fingerprint in its scope, unless that one
+    tells another reason for the same fix; then the one of its situation, with its fingerprint,
+    that tells the same reason, if any (lessons kept apart share fingerprint and situation)."""
     same = deps.experiences.find_active_by_fingerprint(exp.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
     if same is None or not tells_another_reason(same, exp):
         return same
@@ -142,7 +140,7 @@ def distill(deps: Deps, traj: Trajectory, review: Review, vectors: dict[str, Any
     out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], Embedded() if vectors is None else vectors)
     for draft, exp in zip(drafts, fresh):
         vector = experience_vector(exp, out.vectors)
-        existing = _same_lesson(deps, exp, stored.get(exp.experience_id))
+        existing = _same_lesson(deps, exp)
         if existing is None:
             existing = _near_duplicate(deps, exp, vector)
         if existing is not None:

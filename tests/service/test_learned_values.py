@@ -1,8 +1,7 @@
 """Ingest -> review -> recall: the advice an agent gets names what the past task had to learn."""
 from __future__ import annotations
 
-from chalicelib.domain.models import FULL_REVIEW
-from chalicelib.services import ingest, learning, recall, review_jobs
+from chalicelib.services import ingest, recall, review_jobs
 
 
 def event(eid, clock, kind, **content) -> dict:
@@ -68,12 +67,3 @@ def test_two_tasks_fixed_differently_after_the_same_failure_for_two_reasons_stay
     a3 = next(e for e in fixes if e.sources == ["a3"])
     assert "tray1 by default" in a3.advice and "letter" not in a3.advice
     assert "Print on letter and scale" in advice and "tray1 by default" in advice
-
-
-def test_a_review_delivered_again_leaves_two_lessons_kept_apart_as_they_were(deps, clock):
-    test_two_tasks_fixed_differently_after_the_same_failure_for_two_reasons_stay_two_lessons(deps, clock)
-    before = sorted((e.experience_id, e.support, e.version) for e in deps.experiences.list("t1").items)
-    for tid in ("us", "a3"):  # a crash before the review's status was saved: it runs again from scratch
-        deps.trajectories.save_review("t1", tid, "finalized", [], {}, clock.now())
-        learning.review_and_learn(deps, "t1", tid, FULL_REVIEW)
-    assert sorted((e.experience_id, e.support, e.version) for e in deps.experiences.list("t1").items) == before
