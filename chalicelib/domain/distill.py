@@ -220,23 +220,6 @@ def _mostly_new(quote: str, known: set[str]) -> bool:
     return bool(words) and len(words - known) > NEW_WORDS * len(words)
 
 
-def tells_another_reason(known: Experience, new: Experience) -> bool:
-    """Whether ``new``, a lesson with ``known``'s fingerprint (the same tool failing the same way,
-    fixed the same way), was learned in another situation, so that folding it into ``known`` would
-    tell one situation the other's reason. Each quotes something of its own in its lesson (what
-    the agent or the user said showed the fix), and something ``new`` quotes is mostly words
-    ``known`` does not say: "Rest is fine. The flight was swapped to an E190 and Patel is rated on
-    the A320 only" and "Her rest ends after report time" both end with another crew member
-    assigned, for two reasons a task shows in its own words. A lesson that quotes nothing of its
-    own says no reason, and merges."""
-    mine = [q for q in _quotations(new.lesson) if q not in known.lesson]
-    theirs = [q for q in _quotations(known.lesson) if q not in new.lesson]
-    if not mine or not theirs:
-        return False
-    said = set(terms(f"{known.lesson} {known.advice}"))
-    return any(_mostly_new(q, said) for q in mine)
-
-
 CREDIBILITY = {Source.HUMAN: 3, Source.AGENT: 2, Source.SIMULATION: 1}
 
 

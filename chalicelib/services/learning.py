@@ -14,7 +14,6 @@ from typing import Any, Collection, Sequence
 from ..domain.anomaly import WINDOW, qualifies_for_full_review
 from ..domain.distill import (
     draft_to_experience, literals_to_keep, merge_into, passes_quality_gate, should_supersede, specialized_experience,
-    tells_another_reason,
     supersede,
 )
 from ..domain.errors import NotFound
@@ -41,8 +40,7 @@ class Distilled:
 
 
 def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
-    """An active lesson in exactly the same scope whose text is nearly the same (cosine threshold)
-    and that does not tell another reason (``distill.tells_another_reason``)."""
+    """An active lesson in exactly the same scope whose text is nearly the same (cosine threshold)."""
     hits = deps.index.search(exp.tenant_id, vector, IndexFilter(exp.agent_id, exp.user_id, tuple(exp.tools)), 5)
     close = [i for i, score in hits if rebased(score, deps.similarity_floor) >= deps.merge_threshold and i != exp.experience_id]
     for candidate in deps.experiences.get_many(exp.tenant_id, close).values():
@@ -50,23 +48,8 @@ def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
             candidate.status is ExperienceStatus.ACTIVE
             and (candidate.agent_id, candidate.user_id) == (exp.agent_id, exp.user_id)
             and set(candidate.tools) == set(exp.tools)
-            and not tells_another_reason(candidate, exp)
         ):
             return candidate
-    return None
-
-
-def _same_lesson(deps: Deps, exp: Experience) -> Experience | None:
-    """The known lesson ``exp`` repeats: the one with its fingerprint in its scope, unless that one
-    tells another reason for the same fix; then the one of its situation, with its fingerprint,
-    that tells the same reason, if any (lessons kept apart share fingerprint and situation)."""
-    same = deps.experiences.find_active_by_fingerprint(exp.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
-    if same is None or not tells_another_reason(same, exp):
-        return same
-    if exp.situation_key:
-        for other in deps.experiences.find_active_by_situation(exp.tenant_id, exp.situation_key, exp.agent_id, exp.user_id):
-            if other.fingerprint == exp.fingerprint and not tells_another_reason(other, exp):
-                return other
     return None
 
 
@@ -115,8 +98,7 @@ def lesson_texts(traj: Trajectory, review: Review, now: datetime) -> list[str]:
 
 
 def distill(deps: Deps, traj: Trajectory, review: Review, vectors: dict[str, Any] | None = None) -> Distilled:
-    """Quality gate, then merge into a known lesson (same fingerprint, or nearly the same text,
-    and not another reason for the fix),
+    """Quality gate, then merge into a known lesson (same fingerprint, or nearly the same text),
     or store as new; a lesson with another fix for the same situation may supersede the old one.
     ``vectors``: texts already embedded (by text), filled in place with the ones embedded here."""
     now = deps.clock.now()
@@ -140,7 +122,7 @@ def distill(deps: Deps, traj: Trajectory, review: Review, vectors: dict[str, Any
     out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], Embedded() if vectors is None else vectors)
     for draft, exp in zip(drafts, fresh):
         vector = experience_vector(exp, out.vectors)
-        existing = _same_lesson(deps, exp)
+        existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
         if existing is None:
             existing = _near_duplicate(deps, exp, vector)
         if existing is not None:

@@ -193,22 +193,18 @@ def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked], query_tok
 
 def _distinct(ranked: list[Ranked], limit: int) -> list[Ranked]:
     """The first ``limit`` of one hit per lesson: the same fix learned in two scopes, or worded
-    identically, would only take the place of another lesson in the handful an agent reads. Two
-    lessons of one scope with the same fingerprint were kept apart on purpose (the same fix for
-    two reasons, ``distill.tells_another_reason``): both are shown."""
+    identically, would only take the place of another lesson in the handful an agent reads."""
     seen: set[str] = set()
-    scopes: dict[str, tuple[str | None, str | None]] = {}  # fingerprint -> the scope first shown with it
     out = []
     for item in ranked:
         if len(out) >= limit:
             break
         exp = item[1]
-        advice = " ".join(exp.advice.lower().split())
-        scope = (exp.agent_id, exp.user_id)
-        if advice in seen or (exp.fingerprint in scopes and scopes[exp.fingerprint] != scope):
-            continue
-        seen.add(advice)
+        keys = {" ".join(exp.advice.lower().split())}
         if exp.fingerprint:
-            scopes.setdefault(exp.fingerprint, scope)
+            keys.add(exp.fingerprint)
+        if keys & seen:
+            continue
+        seen |= keys
         out.append(item)
     return out

@@ -94,15 +94,6 @@ def test_the_same_lesson_in_two_scopes_is_returned_once(deps):
     assert advice.count("Pass `namespace`") == 1
 
 
-def test_two_lessons_of_one_scope_kept_apart_with_one_fingerprint_are_both_returned(deps):
-    # the same fix for two reasons (distill.tells_another_reason): not copies of one lesson
-    pin = write(deps, "Call `message_customer` before `port_number`: the donor wants the port-out PIN.", fingerprint="fp-port")
-    company = write(deps, "Call `message_customer` before `port_number`: the bill is in the company's name.",
-                    fingerprint="fp-port")
-    hits, _ = recall.recall(deps, "t1", "port_number message_customer", top_k=5)
-    assert {pin, company} <= {h.experience.experience_id for h in hits}
-
-
 def test_lessons_ranked_above_as_copies_of_one_leave_top_k_to_distinct_ones(deps):
     copies = [write(deps, "Pass `namespace` to `kubectl_rollout`.", fingerprint="fp-ns") for _ in range(3)]
     label = write(deps, "Label the pod before `kubectl_rollout` restarts it.")

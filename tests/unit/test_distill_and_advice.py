@@ -3,7 +3,7 @@ from datetime import timedelta
 
 from chalicelib.domain.advice import render_advice
 from chalicelib.domain.distill import (
-    draft_to_experience, experience_id_for, merge_into, passes_quality_gate, should_supersede, tells_another_reason,
+    draft_to_experience, experience_id_for, merge_into, passes_quality_gate, should_supersede,
 )
 from chalicelib.domain.models import Explanation, Hit, Source
 from chalicelib.domain.lesson import LessonDraft
@@ -125,25 +125,3 @@ def test_another_fix_replaces_a_lesson_only_on_more_evidence():
     assert should_supersede(old, replace(new, support=2))
     assert should_supersede(replace(old, utility=0.3), new)  # the old one stopped helping
     assert not should_supersede(replace(old, source=Source.HUMAN), replace(new, support=5))
-
-
-def _crew(note: str | None, **kw):
-    said = f' What showed it: "{note}".' if note else ""
-    return experience(
-        lesson=f"`assign_crew` fails with a legality check when `crew_id` is wrong; it worked once you set `crew_id`.{said}",
-        advice=f"When you call `assign_crew`, set `crew_id` to another crew member.{said}", fingerprint="fp-crew", **kw,
-    )
-
-
-def test_the_same_fix_for_another_stated_reason_is_another_lesson():
-    rest = _crew("Her rest ends after report time; she cannot fly until it is over.")
-    rating = _crew("Rest is fine. The flight was swapped to an E190 and Patel is rated on the A320 only.")
-    assert tells_another_reason(rest, rating) and tells_another_reason(rating, rest)
-
-
-def test_the_same_reason_in_other_words_or_no_reason_at_all_merges():
-    rest = _crew("Her rest ends after report time; she cannot fly until it is over.")
-    assert not tells_another_reason(rest, _crew("Rest ends after report time, so she cannot fly."))
-    assert not tells_another_reason(rest, _crew(None))  # says no reason: the fix alone is the same
-    assert not tells_another_reason(_crew(None), rest)
-    assert not tells_another_reason(rest, rest)
