@@ -26,8 +26,8 @@ stored in another client's tenant and events stored in another client's trajecto
 
 ``--before REF``: the server of a git ref too (its app.py, server.py, worker.py and chalicelib/,
 exported with ``git archive``), running beside this tree's on the same data directory; every HTTP
-level runs on both, alternating (before first in even rounds, after first in odd ones), ``--rounds`` times, and the table adds each level's
-median after/before ratio. The in-process rows are this tree's code: both servers are held to them.
+level runs on both, alternating (before first in even rounds, after first in odd ones), ``--rounds``
+times, and a last line gives each level's after/before ratios, round by round, and their median. The in-process rows are this tree's code: both servers are held to them.
 
 Prints numbers only; it is not a pass/fail test. Compare the ratios: the machine is shared and noisy.
 """
