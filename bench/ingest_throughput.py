@@ -1,6 +1,7 @@
 """Ingest throughput: events/s accepted by POST /v1/trajectories/{id}/events with 1, 8 and 32 clients.
 
 Usage: .venv/bin/python bench/ingest_throughput.py [--seconds 10] [--clients 1,8,32] [--batch 20]
+       [--before REF [--rounds N]]
 
 Each client is a thread with its own keep-alive http.client connection. It starts its own
 trajectories (POST /v1/trajectories) and posts batches of realistic events (tool calls with
@@ -23,14 +24,22 @@ Each row also gives the machine's 1-minute load average when it ended (the machi
 Every HTTP client has its own tenant; after the HTTP levels a read-only check counts trajectories
 stored in another client's tenant and events stored in another client's trajectory.
 
+``--before REF``: the server of a git ref too (its app.py, server.py, worker.py and chalicelib/,
+exported with ``git archive``), running beside this tree's on the same data directory; every HTTP
+level runs on both, alternating (before first in even rounds, after first in odd ones), ``--rounds``
+times, and a last line gives each level's after/before ratios, round by round, and their median. The in-process rows are this tree's code: both servers are held to them.
+
 Prints numbers only; it is not a pass/fail test. Compare the ratios: the machine is shared and noisy.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -41,7 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._harness import Server, dumps, make_inprocess_wsgi, pct, proc_cpu_seconds  # noqa: E402
+from bench._harness import ROOT, Server, dumps, make_inprocess_wsgi, pct, proc_cpu_seconds  # noqa: E402
 
 TOOLS = ["orders.lookup", "shipping.track", "crm.get_contact", "payments.refund", "sql.query", "email.send",
          "search.query", "tickets.create"]
@@ -366,6 +375,16 @@ def timed(fn, server_pid: int | None):
     return st, wall, client_cpu, server_cpu
 
 
+def export_before(ref: str, dest: Path) -> tuple[str, Path]:
+    """The server's code of ``ref`` (app.py, server.py, worker.py, chalicelib/) into ``dest``."""
+    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", ref, "app.py", "server.py", "worker.py", "chalicelib"],
+                             cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return f"{ref} {commit}", dest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="duration of each level")
@@ -379,6 +398,9 @@ def main() -> None:
     parser.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable of the server process (e.g. HINDSIGHT_THREADS=8); repeatable")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    parser.add_argument("--before", default=None, metavar="REF",
+                        help="also run the server of this git ref, its HTTP levels alternating with this tree's")
+    parser.add_argument("--rounds", type=int, default=1, help="with --before: times each HTTP level runs on each side")
     args = parser.parse_args()
     levels = [int(c) for c in args.clients.split(",") if c.strip()]
     server_env = {"HINDSIGHT_EMBEDDER": args.embedder}
@@ -407,7 +429,9 @@ def main() -> None:
         # every HTTP client is its own tenant (its own API key), as separate agents' deployments would be
         http_tenants = [create_tenant(deps, f"bench-http-{i}") for i in range(max(levels))]
         http_keys = [key for _, key in http_tenants]
-        tenant_of_client = {f"h{c}c{i}": http_tenants[i][0].tenant_id for c in levels for i in range(c)}
+        # the tag that starts the ids a client writes: h<level>[<side><round>]c<i>
+        run_tags = [""] + ([f"{side}{r}" for side in "ba" for r in range(args.rounds)] if args.before else [])
+        tenant_of_client = {f"h{c}{t}c{i}": http_tenants[i][0].tenant_id for c in levels for t in run_tags for i in range(c)}
         kw = dict(seconds=args.seconds, batch=args.batch, traj_events=args.traj_events, max_calls=args.max_calls)
 
         print(f"data dir {tmp}; {args.seconds:g} s per level, {args.batch} events per call", flush=True)
@@ -426,16 +450,33 @@ def main() -> None:
 
         if args.server_env:
             print(f"server environment: {' '.join(args.server_env)}", flush=True)
-        with Server(tmp, server_env) as server:
-            for c in levels:
-                bodies = client_batches(c, args.batch, args.traj_events)
-                st, wall, ccpu, scpu = timed(
-                    lambda: http_level(server.url, http_keys, c, run_tag=f"h{c}", batches=bodies, **kw), server.proc.pid)
-                rows.append((f"HTTP, {c} client{'s' if c > 1 else ''}", st, wall, ccpu, scpu, os.getloadavg()[0]))
-                print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
-                time.sleep(1)  # let the server drain between levels
-            if server.proc.poll() is not None:
-                raise RuntimeError(f"server died:\n{server.log_tail()}")
+        sides: dict[str, Path | None] = {"": None}
+        if args.before:
+            label, before_root = export_before(args.before, Path(tmp) / "before-code")
+            print(f"before = {label}, after = this tree; {args.rounds} round(s) of each level on each side", flush=True)
+            sides = {" (before)": before_root, " (after)": None}
+        ratios: dict[int, list[float]] = {c: [] for c in levels}
+        with contextlib.ExitStack() as stack:
+            servers = {tag: stack.enter_context(Server(tmp, server_env, log_path=os.path.join(tmp, f"server{i}.log"), root=root))
+                       for i, (tag, root) in enumerate(sides.items())}
+            for r in range(args.rounds if args.before else 1):
+                for c in levels:
+                    bodies = client_batches(c, args.batch, args.traj_events)
+                    rate: dict[str, float] = {}
+                    # the sides take turns going first: neither always meets the larger database or the warmer server
+                    for tag, server in (list(servers.items())[::-1] if r % 2 else list(servers.items())):
+                        tag_run = f"h{c}" + (f"{tag.strip(' ()')[0]}{r}" if args.before else "")
+                        st, wall, ccpu, scpu = timed(
+                            lambda: http_level(server.url, http_keys, c, run_tag=tag_run, batches=bodies, **kw), server.proc.pid)
+                        rows.append((f"HTTP, {c} client{'s' if c > 1 else ''}{tag}", st, wall, ccpu, scpu, os.getloadavg()[0]))
+                        rate[tag] = st.events / wall
+                        print(f"  {rows[-1][0]}: {st.events / wall:.0f} events/s", flush=True)
+                        time.sleep(1)  # let the server drain between levels
+                    if args.before:
+                        ratios[c].append(rate[" (after)"] / rate[" (before)"])
+            for server in servers.values():
+                if server.proc.poll() is not None:
+                    raise RuntimeError(f"server died:\n{server.log_tail()}")
 
         check = integrity(deps, tenant_of_client)
         st, wall, ccpu, _ = timed(lambda: service_level(deps, inproc_tenant.tenant_id, run_tag="svc2", **kw), None)
@@ -467,12 +508,16 @@ def main() -> None:
         print(f"trajectories started: {traj.trajectories} (p50 {pct(traj.traj_latencies, 50):.2f} ms); "
               f"duplicates reported: {traj.duplicates}")
         print("\nIntegrity of what the HTTP levels stored (read back from SQLite; each client has its own tenant)")
-        print(f"{'run':<28} | {'trajectories':>12} | {'in a wrong tenant':>17} | {'events':>8} |"
+        print(f"{'ids h<clients>[b|a<round>]':<28} | {'trajectories':>12} | {'in a wrong tenant':>17} | {'events':>8} |"
               f" {'in a wrong trajectory/tenant':>28}")
-        for c in levels:
-            lv = check.get(f"h{c}", {"trajectories": 0, "wrong_tenant": 0, "events": 0, "wrong_trajectory": 0})
-            print(f"{'HTTP, %d client%s' % (c, 's' if c > 1 else ''):<28} | {lv['trajectories']:>12} |"
+        for tag in sorted(check, key=lambda t: (len(t), t)):
+            lv = check[tag]
+            print(f"{tag:<28} | {lv['trajectories']:>12} |"
                   f" {lv['wrong_tenant']:>17} | {lv['events']:>8} | {lv['wrong_trajectory']:>28}")
+        if args.before:
+            print("\nafter / before, events/s of the same level in the same round: " + "; ".join(
+                f"{c} client{'s' if c > 1 else ''}: median {statistics.median(ratios[c]):.2f} ({', '.join(f'{x:.2f}' for x in ratios[c])})"
+                for c in levels))
         for name, st, *_ in rows:
             if st.error_samples:
                 print(f"error samples ({name}): {st.error_samples[:3]}")

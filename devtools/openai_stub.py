@@ -109,6 +109,11 @@ class StubState:
 class _Handler(BaseHTTPRequestHandler):
     state: StubState
     protocol_version = "HTTP/1.1"
+    # An answer leaves in two writes (headers, then body). With Nagle's algorithm on, the body
+    # waited for the client's ACK of the headers, which a keep-alive client past its first few
+    # segments delays by 40 ms: bench/cold_start.py counted that stall (in about half the review
+    # jobs, once or twice each) as the review worker's own time; an OpenAI endpoint has no such stall.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass

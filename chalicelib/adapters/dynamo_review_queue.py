@@ -155,7 +155,10 @@ class DynamoReviewQueue:
             return jobs
         bound = us_key_bound(now_us)
         with boundary("claim"):
-            turns = list(islice(heapq.merge(*[J.due.query(TURNS + s) for s in self.tables.shards], key=lambda t: t.due_sk),
+            # each shard's first TENANTS_PER_CLAIM turns hold the merge's first TENANTS_PER_CLAIM; without
+            # the limit each query read a page of up to 1 MB (every tenant's turn, at 10k tenants)
+            turns = list(islice(heapq.merge(*[J.due.query(TURNS + s, limit=TENANTS_PER_CLAIM) for s in self.tables.shards],
+                                            key=lambda t: t.due_sk),
                                 TENANTS_PER_CLAIM))
             due: dict[str, list] = {}
             served: dict[str, int] = {}
