@@ -22,6 +22,20 @@ from devtools.net import HOST, free_port  # noqa: E402,F401 -- re-exported to th
 from devtools.process import terminate  # noqa: E402,F401 -- re-exported to the benchmarks
 
 
+SERVER_CODE = ("app.py", "server.py", "worker.py", "chalicelib")  # what runs the embedded server
+
+
+def export_ref(ref: str, dest: Path, paths: tuple[str, ...] = SERVER_CODE) -> str:
+    """``paths`` as they are at git ref ``ref``, exported into ``dest`` (a benchmark's "before"
+    side); returns a label naming the ref and its commit."""
+    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", ref, *paths], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return f"{ref} {commit}"
+
+
 def pct(values: list[float], q: float) -> float:
     """The q-th percentile (linear interpolation); NaN for no values."""
     if not values:

@@ -77,6 +77,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._harness import export_ref  # noqa: E402
+
 PY = sys.executable
 TARGETS = {"import": 150.0, "first": 500.0, "review": 500.0}
 DUMMY_AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
@@ -242,14 +244,11 @@ def load() -> str:
 
 
 def export_before(ref: str, dest: Path) -> str:
-    """app.py and chalicelib/ of ``ref`` into ``dest``; returns a label with the commit."""
-    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "--format=tar", ref, "app.py", "chalicelib"], cwd=ROOT, capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    """app.py and chalicelib/ of ``ref`` into ``dest``, compiled; returns a label with the commit."""
+    label = export_ref(ref, dest, ("app.py", "chalicelib"))
     for code in (IMPORT_ONLY,):  # compiled once, as the venv's copy is: both sides run from .pyc
         run_child(code, base_env({"HINDSIGHT_BACKEND": "aws", **DUMMY_AWS}), str(dest))
-    return f"{ref} {commit}"
+    return label
 
 
 def deployed(stack_source: str) -> tuple[str, str, dict[str, str]]:

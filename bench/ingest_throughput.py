@@ -50,7 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._harness import ROOT, Server, dumps, make_inprocess_wsgi, pct, proc_cpu_seconds  # noqa: E402
+from bench._harness import Server, dumps, export_ref, make_inprocess_wsgi, pct, proc_cpu_seconds  # noqa: E402
 
 TOOLS = ["orders.lookup", "shipping.track", "crm.get_contact", "payments.refund", "sql.query", "email.send",
          "search.query", "tickets.create"]
@@ -375,16 +375,6 @@ def timed(fn, server_pid: int | None):
     return st, wall, client_cpu, server_cpu
 
 
-def export_before(ref: str, dest: Path) -> tuple[str, Path]:
-    """The server's code of ``ref`` (app.py, server.py, worker.py, chalicelib/) into ``dest``."""
-    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "--format=tar", ref, "app.py", "server.py", "worker.py", "chalicelib"],
-                             cwd=ROOT, capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
-    return f"{ref} {commit}", dest
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="duration of each level")
@@ -452,7 +442,8 @@ def main() -> None:
             print(f"server environment: {' '.join(args.server_env)}", flush=True)
         sides: dict[str, Path | None] = {"": None}
         if args.before:
-            label, before_root = export_before(args.before, Path(tmp) / "before-code")
+            before_root = Path(tmp) / "before-code"
+            label = export_ref(args.before, before_root)
             print(f"before = {label}, after = this tree; {args.rounds} round(s) of each level on each side", flush=True)
             sides = {" (before)": before_root, " (after)": None}
         ratios: dict[int, list[float]] = {c: [] for c in levels}

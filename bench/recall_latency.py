@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from bench._harness import Server, dumps, make_inprocess_wsgi, pct, proc_cpu_seconds, proc_rss_mb, settle  # noqa: E402
+from bench._harness import Server, dumps, export_ref, make_inprocess_wsgi, pct, proc_cpu_seconds, proc_rss_mb, settle  # noqa: E402
 
 # --- synthetic but realistic lessons and queries ----------------------------------------------
 
@@ -310,18 +310,6 @@ def floor_search(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
 
 METHODS = ["http", "wsgi", "service", "svc-noemb", "search", "floor", "embed", "emb+floor", "http-before"]
 BEFORE = "http-before"  # the --before ref's server
-
-
-def export_before(ref: str, dest: Path) -> str:
-    """The server of ``ref`` (app.py, server.py, worker.py, chalicelib/) into ``dest``; a label with its commit."""
-    root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=root, capture_output=True, text=True,
-                            check=True).stdout.strip()
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "--format=tar", ref, "app.py", "server.py", "worker.py", "chalicelib"],
-                             cwd=root, capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
-    return f"{ref} {commit}"
 
 
 def load_avg() -> str:
@@ -775,7 +763,7 @@ def main() -> None:
         before = None
         if args.before != "none":
             before = Path(tmp) / "before-code"
-            print(f"--before: {export_before(args.before, before)}, exported to {before}", flush=True)
+            print(f"--before: {export_ref(args.before, before)}, exported to {before}", flush=True)
         seeder = Seeder(deps, tenant.tenant_id, bases, base_vecs, args.seed + 2, base_tokens)
         results = []
         for n in sizes:
