@@ -276,7 +276,7 @@ def describe_embedder(settings: Any) -> str:
 
 def describe_reviewer(settings: Any) -> str:
     """Whether the LLM reviews, with which models; never the key."""
-    if not (settings.openai_base_url or settings.openai_api_key or settings.openai_api_key_secret):  # as build_reviewer
+    if not settings.llm_configured:  # as container.build_reviewer decides
         return "rules only (LLM off: set HINDSIGHT_OPENAI_BASE_URL / HINDSIGHT_OPENAI_API_KEY to turn it on)"
     local = settings.review_model_local or settings.review_model_full
     models = settings.review_model_full if local == settings.review_model_full else f"{settings.review_model_full}, local reviews {local}"

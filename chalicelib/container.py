@@ -142,7 +142,7 @@ def build_embedder(settings: Settings):
 
 def build_reviewer(settings: Settings):
     """The LLM reviewer when an endpoint is configured; the deterministic one alone otherwise."""
-    if not (settings.openai_base_url or settings.openai_api_key or settings.openai_api_key_secret):
+    if not settings.llm_configured:
         from .adapters.deterministic_reviewer import DeterministicReviewer
 
         return DeterministicReviewer()

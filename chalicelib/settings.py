@@ -25,6 +25,11 @@ class Settings(BaseModel):
     def __init__(self, **values: Any) -> None:
         super().__init__(**{**from_environment(type(self).model_fields), **values})
 
+    @property
+    def llm_configured(self) -> bool:
+        """Whether the LLM reviews: an endpoint, a key or the key's secret is set."""
+        return bool(self.openai_base_url or self.openai_api_key or self.openai_api_key_secret)
+
     backend: Literal["embedded", "aws"] = "embedded"
     data_dir: str = "./.hindsight"
     admin_key: str | None = None
@@ -48,7 +53,7 @@ class Settings(BaseModel):
     opensearch_engine: Literal["lucene", "faiss"] = "lucene"
     idempotency_table: str | None = None  # Powertools idempotency of stream records (default: prefix + "idempotency")
 
-    # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set
+    # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set (llm_configured)
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_api_key_secret: str | None = None  # AWS: Secrets Manager secret (ARN or name) holding the API key
