@@ -35,12 +35,7 @@ def _answer(sock: socket.socket) -> bytes:
 def _raw(port: int, request: bytes, timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
     with socket.create_connection((HOST, port), timeout=timeout) as sock:
         sock.sendall(request)
-        data = b""
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = _answer(sock)
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
