@@ -69,7 +69,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from bench._harness import pct, settle  # noqa: E402
+from bench._harness import export_ref, pct, settle  # noqa: E402
 from bench.recall_latency import (  # noqa: E402
     AGENTS,
     FixedEmbedder,
@@ -168,18 +168,11 @@ def load_before(ref: str, dest: Path):
     as the package ``chalicelib_before`` (chalicelib imports itself by relative imports only, so the
     copy runs its own code beside the work tree's). Returns (opensearch_index module, label)."""
     import importlib
-    import subprocess
 
-    root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=root, capture_output=True, text=True,
-                            check=True).stdout.strip()
-    archive = subprocess.run(["git", "archive", "--format=tar", ref, "chalicelib"], cwd=root, capture_output=True,
-                             check=True)
-    dest.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    label = export_ref(ref, dest, ("chalicelib",))
     (dest / "chalicelib").rename(dest / "chalicelib_before")
     sys.path.insert(0, str(dest))
-    return importlib.import_module("chalicelib_before.adapters.opensearch_index"), f"{ref} {commit}"
+    return importlib.import_module("chalicelib_before.adapters.opensearch_index"), label
 
 
 class Seeder:

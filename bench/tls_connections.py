@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._harness import export_ref  # noqa: E402
+
 CHILD = r"""
 import json, os, ssl, sys, time
 import certifi
@@ -82,19 +84,14 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="hindsight-bench-tls-"))
     try:
         before = work / "before"
-        before.mkdir()
-        archive = subprocess.run(["git", "archive", "--format=tar", args.before, "chalicelib"], cwd=ROOT,
-                                 capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
-        commit = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, capture_output=True,
-                                text=True, check=True).stdout.strip()
+        label = export_ref(args.before, before, ("chalicelib",))
         with TlsServer(work, close=False) as server:
             bundle = work / "bundle.pem"
             bundle.write_bytes(Path(certifi.where()).read_bytes() + b"\n" + Path(server.ca_path).read_bytes())
             env = {k: v for k, v in os.environ.items() if not k.startswith(("HINDSIGHT_", "PYTHON"))}
             env.update(BENCH_URL=server.url, BENCH_BUNDLE=str(bundle), NO_PROXY="localhost,127.0.0.1")
             sides = {"before": str(before), "after": str(ROOT)}
-            print(f"start: {load()}; before = {args.before} {commit} (chalicelib/), after = the work tree; "
+            print(f"start: {load()}; before = {label} (chalicelib/), after = the work tree; "
                   f"bundle {bundle.stat().st_size // 1024} KiB", flush=True)
             for cwd in sides.values():  # bytecode, page cache
                 run(cwd, env)
