@@ -209,6 +209,8 @@ class _Partition:
         self.codes: dict[str, int] = {}
         self.total_len = 0  # an exact count of terms: it stays exact however rows come and go
         self.live = 0
+        # a tenant's searches and writes take its partition's lock: another tenant's never wait on it
+        self.lock = threading.RLock()
 
     def code(self, value: str | None, create: bool) -> int:
         if value is None:
@@ -398,7 +400,7 @@ class _Partition:
 
 def _top(ids: np.ndarray, candidates: np.ndarray | None, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The k best (id, score), best first; ``candidates``: the row of each score (None: score i is
-    row i's). Called under the lock: ``ids`` is read, not copied."""
+    row i's). Called under the partition's lock: ``ids`` is read, not copied."""
     if scores.size == 0:
         return []
     if scores.size > k:
@@ -424,7 +426,7 @@ class NumpyVectorIndex:
         self.dim = dim
         self._parts: dict[str, _Partition] = {}
         self._loading: dict[str, threading.Lock] = {}  # tenants being loaded, each its lock
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the partitions' and loads' maps and the pool; each partition has its own
         self._threads = max(1, threads)
         self.bm25 = bm25
         self._pool: ThreadPoolExecutor | None = None
@@ -546,7 +548,7 @@ class NumpyVectorIndex:
                 "INSERT OR REPLACE INTO token_vectors(tenant_id, experience_id, text_key, vecs) VALUES (?,?,?,?)", late
             )
         part = self._partition(tenant_id)
-        with self._lock:
+        with part.lock:
             for e, v, w in zip(entries, vecs, words):
                 part.put(e, v, Counter(w))
 
@@ -559,7 +561,7 @@ class NumpyVectorIndex:
                     f"DELETE FROM {table} WHERE tenant_id=? AND experience_id=?", [(tenant_id, i) for i in experience_ids]
                 )
         part = self._partition(tenant_id)
-        with self._lock:
+        with part.lock:
             for i in experience_ids:
                 part.remove(i)
 
@@ -568,7 +570,7 @@ class NumpyVectorIndex:
             return []
         q = self._checked(vector)
         part = self._partition(tenant_id)
-        with self._lock:
+        with part.lock:
             if part.n == 0:
                 return []
             return self._knn(part, q, part.mask(flt), k)
@@ -622,7 +624,7 @@ class NumpyVectorIndex:
         if k <= 0:
             return []
         part = self._partition(tenant_id)
-        with self._lock:
+        with part.lock:
             if part.n == 0:
                 return []
             return self._bm25_top(part, text, part.mask(flt), k)
@@ -630,7 +632,7 @@ class NumpyVectorIndex:
     def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
         q = self._checked(vector)
         part = self._partition(tenant_id)
-        with self._lock:
+        with part.lock:
             found = [(i, part.pos[i]) for i in experience_ids if i in part.pos]
             if not found:
                 return {}
@@ -645,7 +647,7 @@ class NumpyVectorIndex:
             return {}, {}
         q = self._checked(vector)
         part = self._partition(tenant_id)
-        with self._lock:
+        with part.lock:
             if part.n == 0:
                 return {}, {}
             mask = part.mask(flt)
