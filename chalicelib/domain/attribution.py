@@ -8,6 +8,7 @@ worked, a *contrast* records the pair. Deterministic, no LLM: the same events gi
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
@@ -231,15 +232,37 @@ def _replacement(failed: Event, candidates: Sequence[Event]) -> Event | None:
     return best
 
 
+# How a user's message starts when it rejects what was just done ("No, that now says 0.8 a hectare",
+# "Hold on, she has a court order on her file", "Why does the display show -4 C?!"), after an
+# interjection ("oh", "ah", "hmm"). Not "no problem", "no worries", "no rush": those accept it.
+_REJECTS = re.compile(
+    r"^(?:(?:oh|ah|hmm+|um+|er+)\b[\s,.!]*)?(?:no\b(?![\s,]+(?:problem|worries|rush)\b)|nope\b|wrong\b|stop\b"
+    r"|hold on\b|wait\b|undo\b|don'?t\b|do not\b|not (?:what|that|right)\b|that(?:'s| is) (?:not|wrong)\b"
+    r"|why (?:did|does|is|are|would)\b)", re.IGNORECASE)
+
+
+def rejects(text: str) -> bool:
+    """Whether a user's message rejects what the agent just did: it opens with a refusal, or it
+    exclaims a question ("Four hours?!")."""
+    text = text.strip()
+    return bool(_REJECTS.match(text)) or "?!" in text
+
+
 def objected_calls(events: Sequence[Event]) -> set[str]:
-    """Calls followed by negative feedback before the next call: the user rejected what they did."""
+    """Calls the user rejected: followed by negative feedback before the next call, or worked and
+    answered at once by a message of the user's that rejects what they did (``rejects``): a call
+    that returned ok and that the user had undone is no fix ("No, that now says 0.8 a hectare")."""
     out: set[str] = set()
     last_call: Event | None = None
+    previous: Event | None = None
     for e in events:
         if e.is_tool_call:
             last_call = e
-        elif e.is_negative_feedback and last_call is not None:
+        elif last_call is not None and (e.is_negative_feedback or (
+                e.type == "user_input" and previous is last_call and last_call.succeeded
+                and rejects(str(e.content.get("text") or "")))):
             out.add(last_call.event_id)
+        previous = e
     return out
 
 

@@ -177,6 +177,35 @@ def test_a_call_the_user_objected_to_is_not_a_fix():
     assert list(attribution.labels.values()) == ["failed", "objected"]
 
 
+def test_a_call_that_worked_and_that_the_user_rejected_at_once_is_not_a_fix():
+    """The user's next message undoes it ("No, that now says 0.8 a hectare"): its change is no lesson;
+    what the agent did after the objection is."""
+    events = [
+        call("log_spray", {"field": "long-meadow", "rate": 0.8, "rate_unit": "L/acre"}, ok=False,
+             error="Application record invalid"),
+        said("It may not like the unit field; leaving it out.", kind="llm_reasoning"),
+        call("log_spray", {"field": "long-meadow", "rate": 0.8}, result={"record_id": "SPR-1", "rate_unit": "L/ha"}),
+        said("No, that now says 0.8 a hectare. It was 0.8 an acre, so about 2 a hectare. Fix it."),
+        call("amend_spray", {"record_id": "SPR-1", "rate": 1.98, "rate_unit": "L/ha"}),
+    ]
+    attribution = attribute(events)
+    assert attribution.labels[events[2].event_id] == "objected"
+    assert [(c.failed, c.worked) for c in attribution.contrasts] == [(events[0], events[4])]
+    lessons = review_by_rules(traj(goal="Record the spraying on Long Meadow"), events).lessons
+    assert lessons and not any("leave out" in lesson.advice for lesson in lessons)
+
+
+def test_a_users_answer_or_thanks_after_a_call_is_no_objection():
+    for text in ("No problem, thanks!", "Updated the encoder to that URL.", "Great, that's the one."):
+        events = [
+            call("post_message", {"channel": "#general"}, ok=False, error="channel_not_found"),
+            call("post_message", {"channel": "C0100GEN1"}),
+            said(text),
+        ]
+        attribution = attribute(events)
+        assert [(c.failed, c.worked) for c in attribution.contrasts] == [(events[0], events[1])], text
+
+
 def test_a_value_nested_in_a_structured_parameter_is_traced_to_its_source():
     events = [
         call("http_request", {"url": "/orders", "headers": {}}, ok=False, error="401 Unauthorized"),
