@@ -35,7 +35,7 @@ from bench._harness import HOST, Server, export_ref, pct, settle  # noqa: E402
 from bench.recall_latency import Seeder, base_lessons, make_queries  # noqa: E402
 
 
-def seed(data_dir: str, big: int, small: int, seed: int) -> dict[str, str]:
+def seed(data_dir: str, big: int, small: int, rng_seed: int) -> dict[str, str]:
     """The two tenants' ids, their lessons seeded into ``data_dir``."""
     from chalicelib.container import build_embedded, set_deps
     from chalicelib.services.tenants import create_tenant
@@ -44,11 +44,11 @@ def seed(data_dir: str, big: int, small: int, seed: int) -> dict[str, str]:
     settings = Settings(data_dir=data_dir, worker=False, admin_key="hsadmin_bench_inprocess", rate_limit_per_second=0)
     deps = build_embedded(settings)
     set_deps(deps, settings)
-    bases = base_lessons(300, random.Random(seed))
+    bases = base_lessons(300, random.Random(rng_seed))
     texts = [f"{b['situation']} {b['lesson']} Tools: {', '.join(b['tools'])}." for b in bases]
     vecs, tokens = deps.embedder.embed_with_tokens(texts)
     tenants = {}
-    for name, n, s in (("a", big, seed + 2), ("b", small, seed + 3)):
+    for name, n, s in (("a", big, rng_seed + 2), ("b", small, rng_seed + 3)):
         tenant, _ = create_tenant(deps, f"bench-{name}")
         seeder = Seeder(deps, tenant.tenant_id, bases, vecs, s, tokens)
         seeder.grow_to(n)
