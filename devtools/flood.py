@@ -56,6 +56,15 @@ def _reviewed(traj: dict) -> bool:
     return traj.get("status") in ("reviewed", "review_failed")
 
 
+def _post(client, path: str, body: dict):
+    """A post within the permitted rate: a 429 is waited out for its Retry-After and sent again,
+    as a well-behaved agent does (the flood runs at the tenant's limit, so any of its calls,
+    the finalize too, may draw one on a fast machine)."""
+    while (resp := client.post(path, json=body)).status_code == 429:
+        time.sleep(float(resp.headers.get("Retry-After", "1")))
+    return resp.raise_for_status()
+
+
 def flood(a, b, events: int = 6000, batch: int = 100, wait: float = 120.0,
           reviewing: Callable[[], ContextManager[Any]] = nullcontext) -> FloodResult:
     """Tenant ``a`` floods, tenant ``b`` finalizes right after; ``a`` and ``b`` are httpx.Client-like
@@ -72,14 +81,11 @@ def flood(a, b, events: int = 6000, batch: int = 100, wait: float = 120.0,
     ]}).raise_for_status()
     started = time.monotonic()
     for first in range(0, events, batch):
-        body = {"events": flood_events(first, min(batch, events - first))}
-        while (resp := a.post("/v1/trajectories/flood/events", json=body)).status_code == 429:
-            time.sleep(float(resp.headers.get("Retry-After", "1")))  # within the permitted rate, as the probe was
-        resp.raise_for_status()
+        _post(a, "/v1/trajectories/flood/events", {"events": flood_events(first, min(batch, events - first))})
     if events:
-        a.post("/v1/trajectories/flood/finalize", json={"outcome": "failure"}).raise_for_status()
+        _post(a, "/v1/trajectories/flood/finalize", {"outcome": "failure"})
     a_final = time.monotonic()
-    b.post("/v1/trajectories/small/finalize", json={"outcome": "success"}).raise_for_status()
+    _post(b, "/v1/trajectories/small/finalize", {"outcome": "success"})
     b_final = time.monotonic()
     b_delay = a_delay = None
     b_traj = a_traj = None
