@@ -23,6 +23,7 @@ BLIND2_PATH = Path(__file__).resolve().parents[1] / "blind2" / "families.json"
 BLIND3_PATH = Path(__file__).resolve().parents[1] / "blind3" / "families.json"
 BLIND4_PATH = Path(__file__).resolve().parents[1] / "blind4" / "families.json"
 PREFIX = "ind"
+BLIND_SETS = {"blind2": "dev", "blind3": "dev", "blind4": "dev", "independent": "held-out"}  # sets in this format, and their role
 
 
 @dataclass(frozen=True)
@@ -228,5 +229,7 @@ def run(api, fams: Sequence[Fam], nonce: str, embed, top_k: int, review_timeout:
         "experiences": len(exps), "same_tool_sibling_families": len(same_tool_siblings(fams)),
         "hindsight": metrics(fams, known, unknown),
         "raw": metrics(fams, raw, raw),
-        "tasks": {"known": [r.__dict__ for r in known], "unknown": [r.__dict__ for r in unknown]},
+        # the raw baseline's ranking too (not the trajectories it would show), for paired intervals (``compare``)
+        "tasks": {"known": [r.__dict__ for r in known], "unknown": [r.__dict__ for r in unknown],
+                  "raw": [{"family": r.family, "query": r.query, "ranked": r.ranked} for r in raw]},
     }

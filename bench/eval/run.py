@@ -21,11 +21,11 @@ from typing import Any, Sequence
 from bench.experience_reuse.service import Api, LocalServer, create_tenant
 from devtools.env import changed_env as server_env
 
-from . import independent, locomo, offline, replay, reuse
+from . import compare, independent, locomo, offline, replay, reuse
 
 SETS = ("reuse", "blind2", "blind3", "blind4", "independent", "locomo")
 LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "blind3": "blind3", "blind4": "blind4", "independent": "independent", "locomo": "LoCoMo"}
-BLIND_SETS = {"blind2": "dev", "blind3": "dev", "blind4": "dev", "independent": "held-out"}  # sets in the blind-set format, and their role
+BLIND_SETS = independent.BLIND_SETS  # sets in the blind-set format, and their role
 COLUMNS = (  # key, header, as percent
     ("n", "n", False), ("hit@1", "hit@1", False), ("strict_hit@1", "strict@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
     ("sibling@1", "sib1st", True), ("same_tool_sibling@1", "stsib1st", True), ("unknown_hit@3", "unk@3", False),
@@ -211,5 +211,9 @@ def print_table(res: dict[str, Any]) -> None:
         p(f"{name}: {s['families']} families ({s['same_tool_sibling_families']} with a same-tool sibling), "
           f"{s['tests']} tests, {s['trajectories']} trajectories, {s['experiences']} lessons learned, "
           f"{s['review_failed']} reviews failed")
+        if line := compare.spreads(s):
+            p(f"  hindsight, 95% over families resampled: {line}")
+    if any(n in res["sets"] for n in BLIND_SETS):
+        p("Two runs compared test by test, with the interval of their difference: python -m bench.eval.compare BEFORE.json AFTER.json")
     t = res["timings"]
     p("timings: " + ", ".join(f"{k[:-2]} {v:.0f}s" for k, v in t.items()))
