@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.eval.compare BEFORE.json AFTER.json [--sets blind2,blind3,blind4]
         [--resamples 4000] [--seed 7]
+    .venv/bin/python -m bench.eval.compare REPLAY.json#base REPLAY.json#VARIANT   (bench.eval.replay --out --tasks)
 
 A change to the engine moves a handful of tests on each blind set, some up and some down; whether it
 would move a set nobody tuned on the same way is the question. The tests of one family are not
@@ -28,7 +29,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .independent import BLIND_SETS, load
+from .independent import BLIND2_PATH, BLIND3_PATH, BLIND4_PATH, BLIND_SETS, load
 
 # metric key -> (label, which recalls it reads, lower is better)
 METRICS = {
@@ -234,8 +235,13 @@ def compare(before: dict[str, Any], after: dict[str, Any], sets: Sequence[str] |
     for m in metrics:
         parts = []
         for s in names:
+            which = METRICS[m][1]
+            if which not in before["sets"][s]["tasks"] or which not in after["sets"][s]["tasks"]:
+                continue
             p = paired(before["sets"][s], after["sets"][s], s, m, siblings[s])
             unmatched[s] = max(unmatched.get(s, 0), p.unmatched)
+            if not p.n:
+                continue  # no test of the set counts for this metric
             parts.append(p)
             rows.append(row(p, s, m, resamples, seed))
         if len(parts) > 1:
@@ -266,10 +272,30 @@ def print_rows(rows: Sequence[Row], unmatched: dict[str, int], resamples: int, s
     out("worse needs the interval to exclude 0; decide on the pooled row, never on one set's.")
 
 
+def read_run(spec: str) -> dict[str, Any]:
+    """An eval run (``python -m bench.eval --out``), or one variant of a replay report
+    (``python -m bench.eval.replay --out F --tasks``) as ``F#variant`` (``F`` alone: its ``base``),
+    in the eval's shape. A replay recalls the tools-known tests only, so its runs hold no unk@3."""
+    path, _, variant = spec.partition("#")
+    data = json.loads(Path(path).read_text())
+    if "variants" not in data:
+        if variant:
+            raise ValueError(f"{path} is an eval run, not a replay report: it has no variant {variant!r}")
+        return data
+    name = variant or "base"
+    if name not in data["variants"]:
+        raise ValueError(f"{path} has no variant {name!r} (it has {', '.join(data['variants'])})")
+    tasks = data["variants"][name].get("tasks")
+    if not tasks:
+        raise ValueError(f"{path}: replayed without --tasks, so it holds no per-test rankings")
+    paths = {"blind2": BLIND2_PATH, "blind3": BLIND3_PATH, "blind4": BLIND4_PATH}
+    return {"sets": {s: {"path": str(paths[s]), "tasks": {"known": recs}} for s, recs in tasks.items() if s in paths}}
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.eval.compare", description=__doc__.split("\n\n")[0])
-    p.add_argument("before", help="a `python -m bench.eval --out` JSON (the code before)")
-    p.add_argument("after", help="the same sets' JSON of the code after")
+    p.add_argument("before", help="a `python -m bench.eval --out` JSON (the code before), or REPLAY.json#variant")
+    p.add_argument("after", help="the same sets' JSON of the code after, or REPLAY.json#variant")
     p.add_argument("--sets", help=f"comma-separated subset of {','.join(BLIND_SETS)} (default: every one both hold)")
     p.add_argument("--resamples", type=int, default=4000)
     p.add_argument("--seed", type=int, default=7)
@@ -282,7 +308,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        before, after = (json.loads(Path(f).read_text()) for f in (args.before, args.after))
+        before, after = read_run(args.before), read_run(args.after)
     except (OSError, ValueError) as exc:
         print(f"cannot read the runs: {exc}", file=sys.stderr)
         return 2

@@ -125,3 +125,30 @@ def test_the_command_prints_the_table_and_refuses_what_it_cannot_read(tmp_path, 
     assert compare.main([str(b), str(tmp_path / "empty.json")]) == 2
     with pytest.raises(SystemExit):
         compare.main([str(b), str(a), "--resamples", "5"])
+
+
+def test_a_replay_report_s_variants_compare_as_runs(tmp_path, capsys):
+    # bench.eval.replay --out --tasks: per variant, each blind set's ranked families (tools known only)
+    base = [rec(i, j, (i, j) != (0, 0)) for i in range(20) for j in range(4)]
+    variant = [rec(i, j, True) for i in range(20) for j in range(4)]
+    report = {"kept": "k", "variants": {"base": {"settings": [], "tasks": {"blind2": base}},
+                                        "v": {"settings": ["x=1"], "tasks": {"blind2": variant}},
+                                        "bare": {"settings": []}}}
+    path = tmp_path / "replay.json"
+    path.write_text(json.dumps(report))
+    before, after = compare.read_run(str(path)), compare.read_run(f"{path}#v")
+    assert before["sets"]["blind2"]["path"] == str(independent.BLIND2_PATH)
+    # the synthetic families are in no set's file, so none has a sibling: no sib1st row, and a
+    # replay holds no tools-unknown recalls: no unk@3 row
+    rows, _ = compare.compare(before, after, resamples=200)
+    assert [(r.metric, r.won, r.lost) for r in rows] == [("hit@1", 1, 0), ("strict_hit@1", 1, 0), ("hit@3", 0, 0)]
+    with pytest.raises(ValueError, match="no variant 'w'"):
+        compare.read_run(f"{path}#w")
+    with pytest.raises(ValueError, match="without --tasks"):
+        compare.read_run(f"{path}#bare")
+    eval_run = tmp_path / "run.json"
+    eval_run.write_text(json.dumps({"sets": {}}))
+    with pytest.raises(ValueError, match="not a replay report"):
+        compare.read_run(f"{eval_run}#v")
+    assert compare.main([f"{path}#base", f"{path}#w"]) == 2
+    assert "no variant" in capsys.readouterr().err
