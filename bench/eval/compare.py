@@ -29,7 +29,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .independent import BLIND2_PATH, BLIND3_PATH, BLIND4_PATH, BLIND_SETS, load
+from .independent import BLIND2_PATH, BLIND3_PATH, BLIND4_PATH, BLIND_SETS, DEFAULT_PATH, load
 
 # metric key -> (label, which recalls it reads, lower is better)
 METRICS = {
@@ -88,6 +88,20 @@ class Paired:
     @property
     def n(self) -> int:
         return int(self.counts.sum())
+
+
+DEFAULT_PATHS = {"blind2": BLIND2_PATH, "blind3": BLIND3_PATH, "blind4": BLIND4_PATH, "independent": DEFAULT_PATH}
+
+
+def families_path(set_name: str, *results: dict[str, Any]) -> Path:
+    """The families file a run of ``set_name`` was scored on: the path it recorded, or this
+    checkout's file of that set when the run came from another checkout."""
+    for r in results:
+        if r.get("path") and Path(r["path"]).exists():
+            return Path(r["path"])
+    if set_name in DEFAULT_PATHS:
+        return DEFAULT_PATHS[set_name]
+    raise ValueError(f"{set_name}: its families file ({results[0].get('path') if results else None}) is not here")
 
 
 def paired(before: dict[str, Any], after: dict[str, Any], set_name: str, metric: str,
@@ -226,10 +240,7 @@ def compare(before: dict[str, Any], after: dict[str, Any], sets: Sequence[str] |
     """Every metric of every blind set both runs hold, then pooled over those sets (when more than one)."""
     names = [s for s in (sets or BLIND_SETS) if s in before.get("sets", {}) and s in after.get("sets", {})
              and "tasks" in before["sets"][s] and "tasks" in after["sets"][s]]
-    siblings = {}
-    for s in names:
-        path = after["sets"][s].get("path") or before["sets"][s].get("path")
-        siblings[s] = {f.id: f.sibling for f in load(path)}
+    siblings = {s: {f.id: f.sibling for f in load(families_path(s, after["sets"][s], before["sets"][s]))} for s in names}
     rows: list[Row] = []
     unmatched: dict[str, int] = {}
     for m in metrics:
@@ -288,8 +299,7 @@ def read_run(spec: str) -> dict[str, Any]:
     tasks = data["variants"][name].get("tasks")
     if not tasks:
         raise ValueError(f"{path}: replayed without --tasks, so it holds no per-test rankings")
-    paths = {"blind2": BLIND2_PATH, "blind3": BLIND3_PATH, "blind4": BLIND4_PATH}
-    return {"sets": {s: {"path": str(paths[s]), "tasks": {"known": recs}} for s, recs in tasks.items() if s in paths}}
+    return {"sets": {s: {"path": str(DEFAULT_PATHS[s]), "tasks": {"known": recs}} for s, recs in tasks.items() if s in DEFAULT_PATHS}}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -152,3 +152,14 @@ def test_a_replay_report_s_variants_compare_as_runs(tmp_path, capsys):
         compare.read_run(f"{eval_run}#v")
     assert compare.main([f"{path}#base", f"{path}#w"]) == 2
     assert "no variant" in capsys.readouterr().err
+
+
+def test_a_run_from_another_checkout_is_read_against_this_checkout_s_families_file():
+    fams = independent.load(independent.BLIND2_PATH)
+    recs = [{"family": f.id, "query": q, "ranked": [[f.id]]} for f in fams for q in f.tests]
+    moved = "/elsewhere/bench/blind2/families.json"
+    run_ = {"sets": {"blind2": {"path": moved, "tasks": {"known": recs, "unknown": recs}}}}
+    rows, _ = compare.compare(run_, run_, resamples=100)
+    assert by(rows, "blind2", "sibling@1").n == sum(len(f.tests) for f in fams if f.sibling)
+    with pytest.raises(ValueError, match="is not here"):
+        compare.families_path("blind9", {"path": moved})
