@@ -179,21 +179,12 @@ def spread(set_result: dict[str, Any], metric: str, siblings: dict[str, str | No
            resamples: int = 4000, seed: int = 7) -> tuple[float, tuple[float, float]] | None:
     """One run's ``metric`` on one blind set and its 95% interval over families drawn with
     replacement: how far the figure would move on another draw of families like these."""
-    recs = (set_result.get("tasks") or {}).get(METRICS[metric][1])
-    if not recs:
+    if not (set_result.get("tasks") or {}).get(METRICS[metric][1]):
         return None
-    fams: dict[str, list[float]] = {}
-    for r in recs:
-        x = outcome(metric, r, r["family"], siblings.get(r["family"]))
-        if x is not None:
-            s = fams.setdefault(r["family"], [0.0, 0])
-            s[0] += x
-            s[1] += 1
-    if not fams:
+    p = paired(set_result, set_result, "", metric, siblings)
+    if not p.n:
         return None
-    sums = np.array([v[0] for v in fams.values()])
-    counts = np.array([v[1] for v in fams.values()], dtype=float)
-    return float(sums.sum() / counts.sum()), interval(sums, counts, resamples, seed)
+    return float(p.after.sum() / p.n), interval(p.after, p.counts, resamples, seed)
 
 
 def over_raw(set_result: dict[str, Any], metric: str, siblings: dict[str, str | None],
@@ -211,7 +202,7 @@ def over_raw(set_result: dict[str, Any], metric: str, siblings: dict[str, str | 
 def spreads(set_result: dict[str, Any], metrics: Sequence[str] = ("hit@1", "sibling@1", "unknown_hit@3"),
             resamples: int = 4000, seed: int = 7) -> str:
     """``spread`` of a few metrics, then hindsight - raw (``over_raw``), as one line:
-    "hit@1 0.880 [0.826, 0.924], ...; over raw: hit@1 +0.114 [+0.060, +0.168], ..."."""
+    "hit@1 0.880 [0.826, 0.924], ...; hindsight - raw: hit@1 +0.114 [+0.049, +0.179], ..."."""
     path = set_result.get("path")
     if not path or not Path(path).exists():
         return ""
@@ -317,13 +308,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    sets = [s.strip() for s in args.sets.split(",") if s.strip()] if args.sets else None
     try:
         before, after = read_run(args.before), read_run(args.after)
-    except (OSError, ValueError) as exc:
+        rows, unmatched = compare(before, after, sets, resamples=args.resamples, seed=args.seed)
+    except (OSError, ValueError) as exc:  # a file missing or malformed, a families file not here
         print(f"cannot read the runs: {exc}", file=sys.stderr)
         return 2
-    sets = [s.strip() for s in args.sets.split(",") if s.strip()] if args.sets else None
-    rows, unmatched = compare(before, after, sets, resamples=args.resamples, seed=args.seed)
     if not rows:
         print("no blind set with per-test results in both runs (run `python -m bench.eval --out` on blind sets)", file=sys.stderr)
         return 2
