@@ -71,14 +71,14 @@ def flood(a, b, events: int = 6000, batch: int = 100, wait: float = 120.0,
     (``post(path, json=)``, ``get(path)``). ``reviewing``: entered right after B's finalize and
     left once the measure is done, for a stack whose reviews run only inside it (the aws stack's
     stream delivery); the embedded server reviews all along."""
-    a.post("/v1/trajectories", json={"trajectory_id": "flood", "agent_id": "payer", "goal": "Pay this week's vendors"}).raise_for_status()
-    b.post("/v1/trajectories", json={"trajectory_id": "small", "agent_id": "bot", "goal": "Will it rain tomorrow?"}).raise_for_status()
-    b.post("/v1/trajectories/small/events", json={"events": [
+    _post(a, "/v1/trajectories", {"trajectory_id": "flood", "agent_id": "payer", "goal": "Pay this week's vendors"})
+    _post(b, "/v1/trajectories", {"trajectory_id": "small", "agent_id": "bot", "goal": "Will it rain tomorrow?"})
+    _post(b, "/v1/trajectories/small/events", {"events": [
         {"event_id": "1", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow"},
                                                            "status": "error", "error": "MissingParameter: city is required"}},
         {"event_id": "2", "type": "tool_call", "content": {"tool": "ask_user", "params": {"question": "Which city?"}, "result": "Lyon"}},
         {"event_id": "3", "type": "tool_call", "content": {"tool": "get_weather", "params": {"date": "tomorrow", "city": "Lyon"}, "result": "rain"}},
-    ]}).raise_for_status()
+    ]})
     started = time.monotonic()
     for first in range(0, events, batch):
         _post(a, "/v1/trajectories/flood/events", {"events": flood_events(first, min(batch, events - first))})
