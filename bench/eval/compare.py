@@ -29,7 +29,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .independent import BLIND2_PATH, BLIND3_PATH, BLIND4_PATH, BLIND_SETS, DEFAULT_PATH, load
+from .independent import BLIND_SETS, PATHS, load, strict_first
 
 # metric key -> (label, which recalls it reads, lower is better)
 METRICS = {
@@ -54,7 +54,7 @@ def outcome(metric: str, rec: dict[str, Any], family: str, sibling: str | None) 
     if metric == "hit@1":
         return float(rank == 0)
     if metric == "strict_hit@1":
-        return float(bool(ranked) and set(ranked[0]) == {family})
+        return float(strict_first(family, ranked))
     if metric in ("hit@3", "unknown_hit@3"):
         return float(rank is not None and rank < 3)
     if metric == "sibling@1":
@@ -90,17 +90,14 @@ class Paired:
         return int(self.counts.sum())
 
 
-DEFAULT_PATHS = {"blind2": BLIND2_PATH, "blind3": BLIND3_PATH, "blind4": BLIND4_PATH, "independent": DEFAULT_PATH}
-
-
 def families_path(set_name: str, *results: dict[str, Any]) -> Path:
     """The families file a run of ``set_name`` was scored on: the path it recorded, or this
     checkout's file of that set when the run came from another checkout."""
     for r in results:
         if r.get("path") and Path(r["path"]).exists():
             return Path(r["path"])
-    if set_name in DEFAULT_PATHS:
-        return DEFAULT_PATHS[set_name]
+    if set_name in PATHS:
+        return PATHS[set_name]
     raise ValueError(f"{set_name}: its families file ({results[0].get('path') if results else None}) is not here")
 
 
@@ -290,7 +287,7 @@ def read_run(spec: str) -> dict[str, Any]:
     tasks = data["variants"][name].get("tasks")
     if not tasks:
         raise ValueError(f"{path}: replayed without --tasks, so it holds no per-test rankings")
-    return {"sets": {s: {"path": str(DEFAULT_PATHS[s]), "tasks": {"known": recs}} for s, recs in tasks.items() if s in DEFAULT_PATHS}}
+    return {"sets": {s: {"path": str(PATHS[s]), "tasks": {"known": recs}} for s, recs in tasks.items() if s in PATHS}}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -24,6 +24,7 @@ BLIND3_PATH = Path(__file__).resolve().parents[1] / "blind3" / "families.json"
 BLIND4_PATH = Path(__file__).resolve().parents[1] / "blind4" / "families.json"
 PREFIX = "ind"
 BLIND_SETS = {"blind2": "dev", "blind3": "dev", "blind4": "dev", "independent": "held-out"}  # sets in this format, and their role
+PATHS = {"blind2": BLIND2_PATH, "blind3": BLIND3_PATH, "blind4": BLIND4_PATH, "independent": DEFAULT_PATH}  # each set's file here
 
 
 @dataclass(frozen=True)

@@ -271,8 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "reuse" in sets and f"eval-reuse-{nonce}" in ids:
                 res["reuse"], _ = score_reuse(deps, ids[f"eval-reuse-{nonce}"], nonce, args.top_k)
                 rows.append(("experience_reuse", name, res["reuse"]))
-            for blind, path in (("blind2", independent.BLIND2_PATH), ("blind3", independent.BLIND3_PATH),
-                                ("blind4", independent.BLIND4_PATH)):
+            for blind in ("blind2", "blind3", "blind4"):
+                path = independent.PATHS[blind]
                 if blind in sets and f"eval-{blind}-{nonce}" in ids:
                     res[blind], recs = score_blind(deps, ids[f"eval-{blind}-{nonce}"], nonce, args.top_k, path)
                     rows.append((blind, name, res[blind]))
