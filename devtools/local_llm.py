@@ -8,7 +8,8 @@ with one thread: on a small shared machine a second thread made it slower and er
     with LocalLLM() as llm:
         client = openai.OpenAI(base_url=llm.base_url, api_key="none")
 
-Run: ``python -m devtools.local_llm --port 8901``.
+Run: ``python -m devtools.local_llm --port 8901`` (``--model-path F.gguf``: another model, e.g. for
+``bench.eval.rerank``).
 """
 from __future__ import annotations
 
@@ -54,22 +55,24 @@ def model_path() -> Path:
 class LocalLLM:
     """The model server as a child process on a free port; ``base_url`` and ``model`` for a client."""
 
-    def __init__(self, n_ctx: int = 2048, threads: int = 1, port: int | None = None, start_timeout: float = 60.0) -> None:
+    def __init__(self, n_ctx: int = 2048, threads: int = 1, port: int | None = None, start_timeout: float = 60.0,
+                 path: str | Path | None = None) -> None:
         self.n_ctx, self.threads, self.port = n_ctx, threads, port or free_port()
+        self.path = Path(path) if path else None  # another GGUF file than the packaged SmolLM2's
         self.start_timeout = start_timeout
         self.base_url = f"http://{HOST}:{self.port}/v1"
-        self.model = MODEL_NAME
+        self.model = alias(self.path)
         self.proc: subprocess.Popen | None = None
         self.log_path = Path(tempfile.gettempdir()) / f"local-llm-{self.port}.log"
         self.load_seconds = 0.0
 
     def start(self) -> "LocalLLM":
-        why = missing()
+        why = missing() if self.path is None else (None if importlib.util.find_spec("xllamacpp") else f"not installed: {PACKAGES['xllamacpp']}")
         if why:
             raise RuntimeError(why)
         root = Path(__file__).resolve().parents[1]
         cmd = [sys.executable, "-m", "devtools.local_llm", "--port", str(self.port), "--n-ctx", str(self.n_ctx),
-               "--threads", str(self.threads)]
+               "--threads", str(self.threads)] + (["--model-path", str(self.path)] if self.path else [])
         t0 = time.monotonic()
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -99,13 +102,18 @@ class LocalLLM:
         self.stop()
 
 
-def serve(port: int, n_ctx: int, threads: int) -> None:
+def alias(path: Path | None) -> str:
+    """The model name the server answers to: the packaged model's, or the file's stem."""
+    return path.stem if path else MODEL_NAME
+
+
+def serve(port: int, n_ctx: int, threads: int, path: Path | None = None) -> None:
     """The server in this process until SIGTERM or SIGINT."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
-    params.model.path = str(model_path())
-    params.model_alias = {MODEL_NAME}
+    params.model.path = str(path or model_path())
+    params.model_alias = {alias(path)}
     params.n_ctx = n_ctx
     params.n_parallel = 1  # one slot: its prompt cache keeps the shared prefix (instructions, example)
     params.cpuparams.n_threads = threads
@@ -127,8 +135,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8901)
     parser.add_argument("--n-ctx", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=max(1, int(os.environ.get("LOCAL_LLM_THREADS", "1"))))
+    parser.add_argument("--model-path", type=Path, help="another GGUF file to serve (default: the packaged SmolLM2)")
     args = parser.parse_args()
-    serve(args.port, args.n_ctx, args.threads)
+    if args.model_path is not None and not args.model_path.is_file():
+        parser.error(f"{args.model_path} is not a file")
+    serve(args.port, args.n_ctx, args.threads, args.model_path)
 
 
 if __name__ == "__main__":

@@ -197,6 +197,7 @@ def recall(api, fams: Sequence[Fam], nonce: str, agent_id: str, top_k: int, know
             out.append(Rec(f.id, q, [families_of(h["experience"].get("sources", []), nonce) for h in hits],
                            text=resp.get("advice", ""),
                            top=[{"families": families_of(h["experience"].get("sources", []), nonce),
+                                 "sources": h["experience"].get("sources", []),
                                  "score": h.get("score"), "advice": h["experience"].get("advice", "")} for h in hits]))
     return out
 
