@@ -105,7 +105,8 @@ def rerun(run: dict[str, Any], choose: Chooser, candidates: int = 3, margin: flo
           limit: int | None = None, log=print) -> tuple[dict[str, Any], dict[str, Any]]:
     """A copy of ``run`` whose ambiguous tests' rankings lead with the model's choice, and the tally."""
     out = copy.deepcopy(run)
-    tally = {"tests": 0, "ambiguous": 0, "asked": 0, "no_answer": 0, "moved": 0, "fixed": 0, "broken": 0, "seconds": 0.0}
+    tally = {"tests": 0, "ambiguous": 0, "asked": 0, "no_answer": 0, "disagreed": 0, "moved": 0, "fixed": 0, "broken": 0,
+             "seconds": 0.0}
     for name in BLIND_SETS:
         recs = out.get("sets", {}).get(name, {}).get("tasks", {}).get("known", [])
         for rec in recs:
@@ -120,12 +121,13 @@ def rerun(run: dict[str, Any], choose: Chooser, candidates: int = 3, margin: flo
             lessons = [rec["top"][i]["advice"] for i in picked]
             t0 = time.perf_counter()
             choice = choose(rec["query"], lessons)
-            if choice is not None and both_orders:
-                back = choose(rec["query"], lessons[::-1])
-                choice = choice if back is not None and len(lessons) - 1 - back == choice else None
+            back = choose(rec["query"], lessons[::-1]) if choice is not None and both_orders else None
             tally["seconds"] += time.perf_counter() - t0
-            if choice is None:
+            if choice is None or (both_orders and back is None):
                 tally["no_answer"] += 1
+                continue
+            if both_orders and len(lessons) - 1 - back != choice:
+                tally["disagreed"] += 1
                 continue
             position = picked[choice]
             if position == 0:
@@ -168,8 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out, t = rerun(run, choose, args.candidates, args.margin, args.both_orders, args.limit)
     Path(args.out).write_text(json.dumps(out))
     per = t["seconds"] / t["asked"] if t["asked"] else 0.0
+    agreed = f", {t['disagreed']} where the two orders named different lessons" if args.both_orders else ""
     print(f"{t['tests']} tests, {t['ambiguous']} ambiguous, {t['asked']} asked ({per:.1f} s each), {t['no_answer']} "
-          f"without a usable answer; {t['moved']} moved: {t['fixed']} now lead with their own family's lesson, "
+          f"without a usable answer{agreed}; {t['moved']} moved: {t['fixed']} now lead with their own family's lesson, "
           f"{t['broken']} no longer do. Read it: python -m bench.eval.compare {args.run} {args.out}")
     return 0
 

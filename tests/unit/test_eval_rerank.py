@@ -75,10 +75,11 @@ def test_both_orders_must_name_the_same_lesson(tmp_path):
     run = a_run(families_file(tmp_path))
     first = lambda query, lessons: 0  # noqa: E731 - position bias: always the first shown
     out, tally = rerank.rerun(run, first, both_orders=True, log=lambda *_: None)
-    assert tally["moved"] == 0 and tally["no_answer"] == 2
+    assert tally["moved"] == 0 and tally["disagreed"] == 2 and tally["no_answer"] == 0
     assert out["sets"]["blind2"]["tasks"]["known"][0]["ranked"][0] == ["f1"]
     by_text = lambda query, lessons: lessons.index("A0") if "A0" in lessons else None  # noqa: E731
     out, tally = rerank.rerun(run, by_text, both_orders=True, log=lambda *_: None)
+    assert tally["no_answer"] == 1 and tally["disagreed"] == 0  # q1 shows no A0: no answer
     assert tally["moved"] == 1 and out["sets"]["blind2"]["tasks"]["known"][0]["ranked"][0] == ["f0"]
 
 
