@@ -11,8 +11,10 @@ dies before then loses it.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -138,9 +140,12 @@ class SqliteDatabase:
         self.flush_delay = flush_delay
         self._local = threading.local()
         self._uri = path.startswith("file:")
-        # Writers of this process queue here, woken as soon as the lock is free; SQLite's own busy
-        # handler (left to other processes) polls in sleeps of up to 100 ms.
+        # Writers of this process queue here, woken as soon as the lock is free; then, between
+        # processes (the embedded server's ingest processes), on a lock file beside the database,
+        # polled in sleeps of at most 1 ms: SQLite's own busy handler sleeps up to 100 ms, and under
+        # load a writer of one process would wait out sleeps while another's commits went by.
         self._writer = threading.Lock()
+        self._lock_fd = None if self._uri or path == ":memory:" else os.open(f"{path}-writer", os.O_RDWR | os.O_CREAT, 0o600)
         self._group = threading.Condition(threading.Lock())
         self._queue: list[_Job] = []
         self._leading = False
@@ -180,12 +185,39 @@ class SqliteDatabase:
 
     @contextmanager
     def _writer_lock(self) -> Iterator[None]:
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
         if not self._writer.acquire(timeout=self.busy_timeout_ms / 1000):
             raise DatabaseBusy("the database is busy; retry shortly")
         try:
-            yield
+            self._lock_file(deadline)
+            try:
+                yield
+            finally:
+                self._unlock_file()
         finally:
             self._writer.release()
+
+    def _lock_file(self, deadline: float | None) -> bool:
+        """The lock between processes, the thread lock held: False when ``deadline`` is None and
+        another process holds it (DatabaseBusy once ``deadline`` has passed)."""
+        if self._lock_fd is None:
+            return True
+        pause = 0.00005
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if deadline is None:
+                    return False
+                if time.monotonic() >= deadline:
+                    raise DatabaseBusy("the database is busy; retry shortly") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.001)
+
+    def _unlock_file(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -229,12 +261,16 @@ class SqliteDatabase:
         touch only ``conn`` and its own objects."""
         if self._writer.acquire(blocking=False):
             try:
-                conn = self.connection()
-                with self._transaction(conn):
-                    fn(conn)
+                if self._lock_file(None):
+                    try:
+                        conn = self.connection()
+                        with self._transaction(conn):
+                            fn(conn)
+                    finally:
+                        self._unlock_file()
+                    return
             finally:
                 self._writer.release()
-            return
         with self._soon_ready:
             self._soon.append(fn)
             if self._flusher is None:

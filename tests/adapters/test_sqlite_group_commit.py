@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -211,3 +212,66 @@ def test_read_back_windows_are_what_the_database_holds_when_another_process_appe
     for ids, before in ((["c0"], 3), (["c4", "a2"], 2), (["c0", "c4"], 64), (["b1"], 1), (["zz"], 4)):
         assert here.events_around("t1", "tr1", ids, before) == fresh.events_around("t1", "tr1", ids, before)
     assert [e.event_id for e in here.events_around("t1", "tr1", ["c0"], 3)] == ["b2", "b3", "b4", "c0"]
+
+
+def hold_writer_lock(other: SqliteDatabase, seconds: float) -> threading.Thread:
+    """Another process's writer (another instance: its own descriptor of the lock file) holds the
+    lock for ``seconds``; returns once it holds it."""
+    held = threading.Event()
+
+    def hold() -> None:
+        with other.write() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS other_process (x)")
+            held.set()
+            time.sleep(seconds)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert held.wait(5)
+    return thread
+
+
+def test_a_writer_of_another_process_is_waited_for_on_the_lock_file_and_then_goes_at_once(tmp_path):
+    path = str(tmp_path / "hindsight.db")
+    db, other = SqliteDatabase(path), SqliteDatabase(path)
+    store = SqliteTrajectoryStore(db)
+    store.create(traj("tr1"))
+    holder = hold_writer_lock(other, 0.25)
+    started = time.monotonic()
+    assert store.append_events("t1", "tr1", [ev("e0")], T0).accepted == 1
+    waited = time.monotonic() - started
+    holder.join()
+    # it waited for the other writer, and not on until the end of one of SQLite's busy sleeps (which
+    # would wake it at 228 ms, then at 328 ms)
+    assert 0.2 <= waited < 0.25 + 0.06
+    assert [e.event_id for e in store.events("t1", "tr1")] == ["e0"]
+
+
+def test_a_writer_of_another_process_that_keeps_the_lock_gets_a_busy_answer_in_time(tmp_path):
+    path = str(tmp_path / "hindsight.db")
+    db, other = SqliteDatabase(path, busy_timeout_ms=100), SqliteDatabase(path)
+    store = SqliteTrajectoryStore(db)
+    store.create(traj("tr1"))
+    holder = hold_writer_lock(other, 0.5)
+    started = time.monotonic()
+    with pytest.raises(DatabaseBusy):
+        store.append_events("t1", "tr1", [ev("e0")], T0)
+    assert time.monotonic() - started < 0.4
+    holder.join()
+    assert store.events("t1", "tr1") == []
+
+
+def test_a_queued_write_never_waits_for_another_process_and_is_committed_once_it_lets_go(tmp_path):
+    path = str(tmp_path / "hindsight.db")
+    db, other = SqliteDatabase(path, flush_delay=0.01), SqliteDatabase(path)
+    with db.write() as conn:
+        conn.execute("CREATE TABLE ledger (x)")
+    holder = hold_writer_lock(other, 0.3)
+    started = time.monotonic()
+    db.write_soon(lambda conn: conn.execute("INSERT INTO ledger VALUES (1)"))
+    assert time.monotonic() - started < 0.05  # queued, not waited for
+    holder.join()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not db.read().execute("SELECT COUNT(*) FROM ledger").fetchone()[0]:
+        time.sleep(0.02)
+    assert [tuple(r) for r in db.read().execute("SELECT x FROM ledger")] == [(1,)]
