@@ -165,9 +165,19 @@ def bm25_params(settings: Settings):
     return Bm25Params(k1=settings.lexical_k1, b=settings.lexical_b, stemmer=settings.lexical_stemmer)
 
 
+def rate_limiter(settings: Settings):
+    """The embedded build's buckets: in this process, or in the file its processes share."""
+    if settings.rate_limit_file:
+        from .adapters.shared_rate_limiter import SharedFileRateLimiter
+
+        return SharedFileRateLimiter(rate_policy(settings), settings.rate_limit_file)
+    from .adapters.memory_rate_limiter import InProcessRateLimiter
+
+    return InProcessRateLimiter(rate_policy(settings))
+
+
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
-    from .adapters.memory_rate_limiter import InProcessRateLimiter
     from .adapters.numpy_index import NumpyVectorIndex
     from .adapters.sqlite_db import SqliteDatabase
     from .adapters.sqlite_recalls import SqliteRecallLedger
@@ -194,7 +204,7 @@ def build_embedded(settings: Settings) -> Deps:
         queue=SqliteReviewQueue(db),
         clock=SystemClock(),
         admin_key=resolve_admin_key(settings),
-        rate_limiter=InProcessRateLimiter(rate_policy(settings)),
+        rate_limiter=rate_limiter(settings),
         review_notifier=ReviewSignal(),  # the embedded worker waits on it (worker.py)
         recalls=SqliteRecallLedger(db),
         **policies(settings),

@@ -136,6 +136,9 @@ class Settings(BaseModel):
     # Per-tenant rate limit (token bucket): requests per second and the burst; 0 turns it off
     rate_limit_per_second: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=0)
+    # the file the embedded server's processes keep the buckets in (server.py sets it for its ingest
+    # processes: ``adapters.shared_rate_limiter``); unset: buckets in this process's memory
+    rate_limit_file: str | None = None
     # what a request costs in tokens (``domain.ratelimit.CostPolicy``): a recall 1 + top_k / this
     # + query characters / the next; an append events / the last, rounded up
     rate_cost_hits_per_token: int = Field(default=10, ge=1)

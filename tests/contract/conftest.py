@@ -25,6 +25,7 @@ from chalicelib.adapters.sqlite_stores import (
     SqliteTrajectoryStore,
 )
 from chalicelib.adapters.memory_rate_limiter import InProcessRateLimiter
+from chalicelib.adapters.shared_rate_limiter import SharedFileRateLimiter
 from chalicelib.adapters.sqlite_recalls import SqliteRecallLedger
 from chalicelib.domain.ratelimit import RatePolicy
 from chalicelib.ports import (
@@ -194,12 +195,32 @@ class InProcessLimiters:
         pass
 
 
+class SharedFileLimiters:
+    """Rate limiters of the embedded server's processes: every instance maps the same file."""
+
+    name, shared = "shared-file", True
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.path = str(tmp_path / "rate-limits")
+        self.made: list[SharedFileRateLimiter] = []
+
+    def limiter(self, policy: RatePolicy) -> RateLimiter:
+        self.made.append(SharedFileRateLimiter(policy, self.path))
+        return self.made[-1]
+
+    def close(self) -> None:
+        for limiter in self.made:
+            limiter.close()
+
+
 # ``ports.RateLimiter`` has backends of its own (the stores' backends do not limit anything):
-# the in-process buckets and the DynamoDB table that Lambda instances share.
+# the in-process buckets, the file the embedded server's processes share, and the DynamoDB table
+# that Lambda instances share.
 from tests.contract.dynamo_backend import DynamoRateLimiters  # noqa: E402
 
-RATE_LIMITER_BACKENDS: dict[str, Callable[[Path], "InProcessLimiters | DynamoRateLimiters"]] = {
+RATE_LIMITER_BACKENDS: dict[str, Callable[[Path], "InProcessLimiters | SharedFileLimiters | DynamoRateLimiters"]] = {
     "in-process": InProcessLimiters,
+    "shared-file": SharedFileLimiters,
     "dynamo": DynamoRateLimiters,
 }
 
