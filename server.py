@@ -14,7 +14,9 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
+import tempfile
 import threading
 import time
 from http import HTTPStatus
@@ -212,9 +214,13 @@ def gateway_path(environ: dict) -> str:
     return "/".join(quote(seg, safe="") for seg in segments)
 
 
-def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
+def make_wsgi_app(chalice_app: Any, max_body_bytes: int, ingest: Any = None) -> Callable:
+    """The WSGI app of the server: ``ingest`` (``ingest_process.IngestProcesses``) runs the requests
+    it takes in its child processes, the gateway here runs the rest."""
     chalice_app = thread_safe(chalice_app)
     gateway = LeanGateway(chalice_app, Config.create(chalice_stage="local", app_name=chalice_app.app_name))
+    if ingest is not None:
+        from ingest_process import forwarded
 
     def wsgi(environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -235,7 +241,14 @@ def make_wsgi_app(chalice_app: Any, max_body_bytes: int) -> Callable:
             status, out_headers, body = _error(413, "payload_too_large", f"request body is larger than {max_body_bytes} bytes")
         else:
             raw = environ["wsgi.input"].read(length) if length else None
-            status, out_headers, body = _dispatch(gateway, method, path + (f"?{query}" if query else ""), headers, raw)
+            target = path + (f"?{query}" if query else "")
+            answered = ingest.run(method, target, headers, raw) if ingest is not None and forwarded(method, path) else None
+            if answered is None:
+                status, out_headers, body = _dispatch(gateway, method, target, headers, raw)
+            else:
+                (status, out_headers, body), tenant_id = answered
+                if tenant_id is not None:
+                    access_log.note_tenant(tenant_id)
         start_response(f"{status} {HTTPStatus(status).phrase}", [*out_headers.items(), ("Content-Length", str(len(body)))])
         access_log.write(method, unquote(path), status, (time.perf_counter() - started) * 1000)
         return [body]
@@ -296,6 +309,7 @@ def main(argv: list[str] | None = None) -> None:
     # the format names no thread or process: not looked up for each record (a line per request)
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     redaction.install()
+    shared_dir = prepare_ingest_processes(settings)
     deps = get_deps()
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
     warm = getattr(deps.index, "warm", None)
@@ -317,11 +331,62 @@ def main(argv: list[str] | None = None) -> None:
     print(f"hindsight is serving {url} (backend: {settings.backend}, {where})", flush=True)
     print(f"embedder: {describe_embedder(settings)}; reviewer: {describe_reviewer(settings)}", flush=True)
     print(f"admin key: {key_src}", flush=True)
-    server = create_server(make_wsgi_app(chalice_app, settings.max_body_bytes), settings)
+    ingest = start_ingest_processes(deps, settings, shared_dir)
+    server = create_server(make_wsgi_app(chalice_app, settings.max_body_bytes, ingest), settings)
+    # SIGTERM ends the server as Ctrl-C does: through the finally below, which stops its children
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     try:
         server.run()
     finally:
         server.close()
+        if ingest is not None:
+            ingest.close()
+            print(f"ingest answered by children: {ingest.sent}", flush=True)
+
+
+def ingest_process_count(settings: Any) -> int:
+    """Child processes ingest's requests run in (``ingest_process.py``): the setting, or one more
+    than the cores where there are two or more; none off the embedded backend."""
+    if settings.backend != "embedded":
+        return 0
+    if settings.ingest_processes is not None:
+        return settings.ingest_processes
+    from ingest_process import default_count
+
+    return default_count(os.cpu_count())
+
+
+def prepare_ingest_processes(settings: Any) -> str | None:
+    """Before the deps are built: a private directory for the children's sockets and the rate-limit
+    buckets every process shares (the setting names its file, for this process and the children)."""
+    if ingest_process_count(settings) == 0:
+        return None
+    shared_dir = tempfile.mkdtemp(prefix="hindsight-ingest-")  # 0700: only this user reaches it
+    settings.rate_limit_file = os.environ["HINDSIGHT_RATE_LIMIT_FILE"] = os.path.join(shared_dir, "rate-limits")
+    return shared_dir
+
+
+def start_ingest_processes(deps: Any, settings: Any, shared_dir: str | None) -> Any:
+    """The children, started (requests run here until each listens); None when there are none."""
+    count = ingest_process_count(settings)
+    if count == 0 or shared_dir is None:
+        return None
+    from ingest_process import IngestProcesses
+
+    notifier = deps.review_notifier
+    processes = IngestProcesses(
+        count, on_queued=notifier.notify if notifier is not None else (lambda: None), base_dir=shared_dir
+    ).start()
+    print(f"ingest: {count} child processes (pids {', '.join(map(str, processes.pids))})", flush=True)
+
+    def announce() -> None:
+        if processes.wait_ready(60.0):
+            print("ingest: child processes listening", flush=True)
+        else:
+            log.warning("ingest: a child process did not start; its requests run in the server")
+
+    threading.Thread(target=announce, name="hindsight-ingest-start", daemon=True).start()
+    return processes
 
 
 # Young objects the cyclic collector lets pile up before it runs (Python's default: 700). A request

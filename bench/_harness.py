@@ -47,13 +47,32 @@ def pct(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def proc_cpu_seconds(pid: int) -> float | None:
-    """utime + stime of a process (Linux /proc), or None if unavailable."""
+def proc_cpu_seconds(pid: int, children: bool = True) -> float | None:
+    """utime + stime of a process (Linux /proc), with those of its live child processes (the
+    embedded server's ingest processes) unless ``children`` is False; None if unavailable."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+    if children:
+        for kid in child_pids(pid):
+            own += proc_cpu_seconds(kid) or 0.0
+    return own
+
+
+def child_pids(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux /proc: every thread's children list)."""
+    out: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                out.extend(int(c) for c in (task / "children").read_text().split())
+            except (OSError, ValueError):
+                continue
+    except OSError:
+        pass
+    return out
 
 
 def proc_rss_mb(pid: int) -> float | None:

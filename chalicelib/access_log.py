@@ -22,9 +22,14 @@ def note_tenant(tenant_id: str) -> None:
     _request.tenant_id = tenant_id
 
 
+def tenant() -> str | None:
+    """The tenant noted for this thread's request (None: admin, anonymous, or refused before)."""
+    return getattr(_request, "tenant_id", None)
+
+
 def line(method: str, path: str, status: int, ms: float) -> str:
     """``POST /v1/recall 200 18.4ms tenant=t_...``; ``tenant=-`` for admin and anonymous calls."""
-    return f"{method} {path} {status} {ms:.1f}ms tenant={getattr(_request, 'tenant_id', None) or '-'}"
+    return f"{method} {path} {status} {ms:.1f}ms tenant={tenant() or '-'}"
 
 
 def write(method: str, path: str, status: int, ms: float) -> None:

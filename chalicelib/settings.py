@@ -160,6 +160,10 @@ class Settings(BaseModel):
     connection_limit: int = Field(default=1000, ge=1)
     # an idle connection (no request in progress) is closed after this many seconds
     channel_timeout_seconds: int = Field(default=30, ge=1)
+    # child processes the embedded server runs ingest's requests in (starts, appends, finalize:
+    # ``ingest_process.py``), so that they use more than one core; None: one more than the cores
+    # when there are at least two, else none; 0: every request in the server's own process
+    ingest_processes: int | None = Field(default=None, ge=0, le=16)
 
 
 def from_environment(fields: Any, environ: Any = None) -> dict[str, str]:
