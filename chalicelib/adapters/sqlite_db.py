@@ -18,6 +18,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -146,6 +147,8 @@ class SqliteDatabase:
         # load a writer of one process would wait out sleeps while another's commits went by.
         self._writer = threading.Lock()
         self._lock_fd = None if self._uri or path == ":memory:" else os.open(f"{path}-writer", os.O_RDWR | os.O_CREAT, 0o600)
+        if self._lock_fd is not None:
+            weakref.finalize(self, os.close, self._lock_fd)
         self._group = threading.Condition(threading.Lock())
         self._queue: list[_Job] = []
         self._leading = False
