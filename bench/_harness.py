@@ -75,14 +75,21 @@ def child_pids(pid: int) -> list[int]:
     return out
 
 
-def proc_rss_mb(pid: int) -> float | None:
+def proc_rss_mb(pid: int, children: bool = False) -> float | None:
+    """VmRSS of a process in MiB, with its live child processes' (the embedded server's ingest
+    processes) when ``children``; None if unavailable."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
+                own = int(line.split()[1]) / 1024.0
+                break
+        else:
+            return None
     except (OSError, ValueError):
-        pass
-    return None
+        return None
+    if children:
+        own += sum(proc_rss_mb(kid) or 0.0 for kid in child_pids(pid))
+    return own
 
 
 class Server:

@@ -295,7 +295,7 @@ class RssSampler:
     def sample(self) -> None:
         now = time.monotonic() - self.t0
         for name, pid in self.pids.items():
-            rss = proc_rss_mb(pid)
+            rss = proc_rss_mb(pid, children=True)  # the embedded server with its ingest processes
             if rss is not None:
                 self.samples[name].append((now, rss))
 
@@ -888,7 +888,8 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
         marks.append(f"end:{r['pending'][-1][1]}")
         print(f"{r['backend']}: pending during the load (s: n): {' '.join(marks)}")
 
-    print("\nMemory, VmRSS MiB (warm = after seeding and the baseline; growth = least-squares slope over the load)")
+    print("\nMemory, VmRSS MiB (a process with its child processes: the embedded server's ingest processes;"
+          " warm = after seeding and the baseline; growth = least-squares slope over the load)")
     print(f"{'backend':<{W}} | {'process':<7} | {'start':>7} | {'warm':>7} | {'peak':>7} | {'end':>7} | {'drained':>7} |"
           f" {'MiB/min':>7}")
     for r in results:
