@@ -52,8 +52,11 @@ log = logging.getLogger("hindsight.ingest_process")
 AUTHKEY_ENV = "HINDSIGHT_INGEST_AUTHKEY"
 # after a failed connection, requests for that child run in the server for this long before it tries again
 RETRY_SECONDS = 1.0
-# how often the server looks for a child that has exited, to start it again
+# how often the server looks for a child that has exited, to start it again; and at most how often
+# it starts one child (a child that cannot start, say its data directory unreadable, is not restarted
+# in a loop)
 WATCH_SECONDS = 0.5
+RESTART_SECONDS = 5.0
 # the requests a child runs: POST /v1/trajectories, /v1/trajectories/{id}/events and .../finalize
 FORWARDED = re.compile(r"^/v1/trajectories(?:/[^/?]+/(?:events|finalize))?$")
 
@@ -85,10 +88,12 @@ class Child:
         self._retry_at = 0.0
         self.closed = False
         self.restarts = 0
+        self.started_at = 0.0
 
     def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.address)  # a dead child's socket: the new one binds the same path
+        self.started_at = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), self.address], stdin=subprocess.PIPE,
                                      env=self.env, cwd=os.getcwd())
 
@@ -128,10 +133,12 @@ class Child:
             self._free.notify()
 
     def revive(self) -> None:
-        """Start the child again if it has exited (killed, out of memory); its requests run in the
-        server meanwhile."""
+        """Start the child again if it has exited (killed, out of memory), at most once per
+        ``RESTART_SECONDS``; its requests run in the server meanwhile."""
         with self._free:
             if self.closed or self.proc is None or self.proc.poll() is None:
+                return
+            if time.monotonic() - self.started_at < RESTART_SECONDS:  # one that fails at start: not in a loop
                 return
             log.warning("ingest process %s exited (%s); starting another", self.proc.pid, self.proc.returncode)
             idle, self._idle = self._idle, []  # connections to the dead one

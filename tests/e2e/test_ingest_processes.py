@@ -76,7 +76,7 @@ def test_a_task_recorded_through_the_children_is_stored_reviewed_and_logged_with
         assert [e["event_id"] for e in events["events"]] == ["e0", "e1", "e2", "e3"]
     server.stop()
     log = server.log_path.read_text()
-    assert f"POST /v1/trajectories/t1/events 202" in log and f"tenant={tenant_id}" in log
+    assert "POST /v1/trajectories/t1/events 202" in log and f"tenant={tenant_id}" in log
     assert all(f"tenant={tenant_id}" in line for line in log.splitlines() if "POST /v1/trajectories" in line and " 20" in line)
     assert served_by_children(server) >= 6  # the requests ran in the children, not in the server
 
