@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 from multiprocessing.connection import Client, Connection, Listener
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 log = logging.getLogger("hindsight.ingest_process")
 
@@ -87,7 +87,6 @@ class Child:
         self._free = threading.Condition()
         self._retry_at = 0.0
         self.closed = False
-        self.restarts = 0
         self.started_at = 0.0
 
     def start(self) -> None:
@@ -143,7 +142,6 @@ class Child:
             log.warning("ingest process %s exited (%s); starting another", self.proc.pid, self.proc.returncode)
             idle, self._idle = self._idle, []  # connections to the dead one
             self._open -= len(idle)
-            self.restarts += 1
             try:
                 self.start()
             except OSError:
@@ -174,14 +172,13 @@ class IngestProcesses:
     """The children, and the routing of a forwarded request to one of them. ``on_queued``: called
     when a child's answer says the request queued a review."""
 
-    def __init__(self, count: int, on_queued: Callable[[], None], env: dict[str, str] | None = None,
-                 connections: int = 8, base_dir: str | None = None) -> None:
+    def __init__(self, count: int, on_queued: Callable[[], None], connections: int = 8, base_dir: str | None = None) -> None:
         if count < 1:
             raise ValueError("at least one ingest process")
         self.on_queued = on_queued
         self.dir = base_dir or tempfile.mkdtemp(prefix="hindsight-ingest-")  # 0700: only this user reaches the sockets
         self._authkey = secrets.token_bytes(32)
-        env = dict(os.environ if env is None else env)
+        env = dict(os.environ)
         env.update({AUTHKEY_ENV: self._authkey.hex(), "HINDSIGHT_WORKER": "false", "HINDSIGHT_EMBEDDER": "hash",
                     "HINDSIGHT_INGEST_PROCESSES": "0"})
         self.children = [Child(env, self._authkey, os.path.join(self.dir, f"ingest-{i}.sock"), connections)
@@ -283,22 +280,18 @@ class _QueuedFlag:
 def serve(address: str, authkey: bytes) -> None:
     """A child: the app on the server's data directory, a thread per connection, until stdin closes."""
     import server as srv
-    from chalice.config import Config
-
-    from chalicelib import access_log, redaction
+    from chalicelib import access_log
     from chalicelib.container import build_embedded, get_settings, set_deps
 
     settings = get_settings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    redaction.install()
+    srv.configure_logging(settings)
     deps = build_embedded(settings)  # the hash embedder and no worker: a child never embeds or reviews
     flag = _QueuedFlag()
     deps.review_notifier = flag
     set_deps(deps, settings)
     from app import app as chalice_app
 
-    gateway = srv.LeanGateway(srv.thread_safe(chalice_app), Config.create(chalice_stage="local", app_name=chalice_app.app_name))
+    gateway = srv.local_gateway(srv.thread_safe(chalice_app))
     srv.tune_gc()
 
     def session(conn: Connection) -> None:

@@ -214,11 +214,23 @@ def gateway_path(environ: dict) -> str:
     return "/".join(quote(seg, safe="") for seg in segments)
 
 
+def local_gateway(chalice_app: Any) -> LeanGateway:
+    """API Gateway's emulation in front of the app (the server's, and each ingest process's)."""
+    return LeanGateway(chalice_app, Config.create(chalice_stage="local", app_name=chalice_app.app_name))
+
+
+def configure_logging(settings: Any) -> None:
+    """The log lines of the server and of its ingest processes: keys redacted at every level."""
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # the format names no thread or process: not looked up for each record (a line per request)
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    redaction.install()
+
+
 def make_wsgi_app(chalice_app: Any, max_body_bytes: int, ingest: Any = None) -> Callable:
     """The WSGI app of the server: ``ingest`` (``ingest_process.IngestProcesses``) runs the requests
     it takes in its child processes, the gateway here runs the rest."""
-    chalice_app = thread_safe(chalice_app)
-    gateway = LeanGateway(chalice_app, Config.create(chalice_stage="local", app_name=chalice_app.app_name))
+    gateway = local_gateway(thread_safe(chalice_app))
     if ingest is not None:
         from ingest_process import forwarded
 
@@ -305,11 +317,9 @@ def main(argv: list[str] | None = None) -> None:
     from worker import BackgroundWorker
 
     settings = get_settings()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    # the format names no thread or process: not looked up for each record (a line per request)
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    redaction.install()
-    shared_dir = prepare_ingest_processes(settings)
+    configure_logging(settings)
+    ingest_count = ingest_process_count(settings)
+    shared_dir = prepare_ingest_processes(settings, ingest_count)
     deps = get_deps()
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
     warm = getattr(deps.index, "warm", None)
@@ -331,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"hindsight is serving {url} (backend: {settings.backend}, {where})", flush=True)
     print(f"embedder: {describe_embedder(settings)}; reviewer: {describe_reviewer(settings)}", flush=True)
     print(f"admin key: {key_src}", flush=True)
-    ingest = start_ingest_processes(deps, settings, shared_dir)
+    ingest = start_ingest_processes(deps, ingest_count, shared_dir)
     server = create_server(make_wsgi_app(chalice_app, settings.max_body_bytes, ingest), settings)
     # SIGTERM ends the server as Ctrl-C does: through the finally below, which stops its children
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
@@ -356,19 +366,20 @@ def ingest_process_count(settings: Any) -> int:
     return default_count(os.cpu_count())
 
 
-def prepare_ingest_processes(settings: Any) -> str | None:
-    """Before the deps are built: a private directory for the children's sockets and the rate-limit
-    buckets every process shares (the setting names its file, for this process and the children)."""
-    if ingest_process_count(settings) == 0:
+def prepare_ingest_processes(settings: Any, count: int) -> str | None:
+    """Before the deps are built: a private directory for the ``count`` children's sockets and the
+    rate-limit buckets every process shares (the setting names its file, for this process and the
+    children); None when there are no children."""
+    if count == 0:
         return None
     shared_dir = tempfile.mkdtemp(prefix="hindsight-ingest-")  # 0700: only this user reaches it
     settings.rate_limit_file = os.environ["HINDSIGHT_RATE_LIMIT_FILE"] = os.path.join(shared_dir, "rate-limits")
     return shared_dir
 
 
-def start_ingest_processes(deps: Any, settings: Any, shared_dir: str | None) -> Any:
-    """The children, started (requests run here until each listens); None when there are none."""
-    count = ingest_process_count(settings)
+def start_ingest_processes(deps: Any, count: int, shared_dir: str | None) -> Any:
+    """The children, started in ``shared_dir`` (requests run here until each listens); None when
+    there are none."""
     if count == 0 or shared_dir is None:
         return None
     from ingest_process import IngestProcesses
