@@ -95,7 +95,7 @@ def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience],
     if not experiences:
         return
     vectors = embed_texts(deps, [t for e in experiences for t in e.embedding_texts()], Embedded() if known is None else known)
-    late = late_tokens(deps, experiences, vectors) if deps.keeps_late_tokens else {}
+    late = late_tokens(deps, experiences, vectors, tenant_id) if deps.keeps_late_tokens else {}
     deps.index.upsert(
         tenant_id,
         [
@@ -106,10 +106,14 @@ def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience],
     )
 
 
-def late_tokens(deps: Deps, experiences: list[Experience], known: dict[str, Any]) -> dict[str, TokenVectors]:
+def late_tokens(
+    deps: Deps, experiences: list[Experience], known: dict[str, Any], tenant_id: str | None = None
+) -> dict[str, TokenVectors]:
     """Each lesson's token vectors, of the text late interaction reads (``recall.late_text``), by
-    experience id: those the pass that embedded the text made (``embed_texts``); a text whose
-    vector was embedded without them (a worker's cache, from an earlier batch) is embedded again."""
+    experience id: those the pass that embedded the text made (``embed_texts``); else, given the
+    ``tenant_id``, those the index already keeps for the lesson from the same text (a lesson
+    learned again, merged with what is known: its text is the same, its vector is not); only the
+    others are embedded again (a text whose vector came from a worker's cache of an earlier batch)."""
     from ..domain.interaction import text_key
     from .recall import late_text
 
@@ -117,6 +121,10 @@ def late_tokens(deps: Deps, experiences: list[Experience], known: dict[str, Any]
     lock, kept = getattr(known, "lock", None) or nullcontext(), getattr(known, "tokens", None)
     with lock:
         tokens = {t: kept[t] for t in set(texts.values()) if kept and t in kept}
+    if tenant_id is not None and len(tokens) < len(set(texts.values())):
+        wanted = {i: text_key(t) for i, t in texts.items() if t not in tokens}
+        for i, stored in deps.index.token_vectors(tenant_id, wanted).items():  # type: ignore[attr-defined]
+            tokens.setdefault(texts[i], stored)
     missing = [t for t in dict.fromkeys(texts.values()) if t not in tokens]
     if missing:
         made = dict(zip(missing, deps.embedder.embed_with_tokens(missing)[1]))  # type: ignore[attr-defined]

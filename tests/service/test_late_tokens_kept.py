@@ -102,11 +102,31 @@ def test_indexing_takes_the_token_vectors_of_the_pass_a_review_made(tmp_path):
     index_experiences(deps, "t1", [lamp], known)
     assert len(embedder.passes) == 1
     # a worker's cache keeps vectors across batches, token vectors for one batch: the next batch
-    # that indexes the lesson embeds its text again, once, to make them
+    # that indexes the lesson (learned again, merged) takes those the index keeps from the same text
     cache = VectorCache(10)
     embed_texts(deps, list(lamp.embedding_texts()), cache)
     cache.trim()
     index_experiences(deps, "t1", [lamp], cache)
     index_experiences(deps, "t1", [lamp], cache)
-    assert len(embedder.passes) == 3 and embedder.token_calls == []
+    assert len(embedder.passes) == 2 and embedder.token_calls == []
     assert set(kept_rows(tmp_path)) == {"z-lamp", "a-chamber"}
+    # ... and recall reads them as they were made
+    assert ranked(deps, QUERY) == ["z-lamp", "a-chamber"] and embedder.token_calls == []
+
+
+def test_a_lesson_indexed_again_with_a_new_text_has_its_token_vectors_made_again(tmp_path):
+    embedder = PassCountingEmbedder()
+    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    lamp = deps.experiences.get("t1", "z-lamp")
+    changed = replace(lamp, situation=lamp.situation.replace("lamp", "bulb"))
+    cache = VectorCache(10)
+    embed_texts(deps, list(changed.embedding_texts()), cache)
+    cache.trim()  # its vectors kept, its token vectors not
+    embedder.passes.clear()
+    index_experiences(deps, "t1", [changed], cache)
+    # the index's token vectors are of the old text: the new one's are made, in one pass
+    assert embedder.passes == [[changed.embedding_text()]]
+    # another tenant's lesson of the same id is not read with t1's
+    embedder.passes.clear()
+    index_experiences(deps, "t2", [replace(lamp, tenant_id="t2")], cache)
+    assert embedder.passes == [[lamp.embedding_text()]]
