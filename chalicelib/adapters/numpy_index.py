@@ -35,6 +35,10 @@ _TERM_CACHE_POSTINGS = 1 << 21
 # share to its row costs several times more per share
 _DENSE_SHARE = 1 / 8
 _CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
+# changes kept in ``index_changes`` for the other processes on the same files (``NumpyVectorIndex._sync``);
+# one that has fallen further behind loads its partitions again
+_CHANGES_KEPT = 100_000
+_PRUNE_EVERY = 1024  # a writer prunes the log when its seq passes a multiple of this
 
 
 def _packed(vectors: np.ndarray, dim: int) -> bytes:
@@ -211,6 +215,7 @@ class _Partition:
         self.live = 0
         # a tenant's searches and writes take its partition's lock: another tenant's never wait on it
         self.lock = threading.RLock()
+        self.synced = 0  # the last ``index_changes`` seq this partition holds (``NumpyVectorIndex._sync``)
 
     def code(self, value: str | None, create: bool) -> int:
         if value is None:
@@ -398,6 +403,16 @@ class _Partition:
         return scores
 
 
+def _entry(row) -> IndexEntry:
+    """A stored row's entry, without its vector."""
+    m = json.loads(row["meta"])
+    # rows written before intents were indexed have none: they fit any intent
+    return IndexEntry(
+        row["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
+        m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""), m.get("intent"),
+    )
+
+
 def _top(ids: np.ndarray, candidates: np.ndarray | None, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
     """The k best (id, score), best first; ``candidates``: the row of each score (None: score i is
     row i's). Called under the partition's lock: ``ids`` is read, not copied."""
@@ -415,7 +430,12 @@ def _top(ids: np.ndarray, candidates: np.ndarray | None, scores: np.ndarray, k: 
 class NumpyVectorIndex:
     """Implements ``ports.VectorIndex`` and ``ports.TokenVectorIndex``. Writes go to SQLite first,
     then to memory. Token vectors stay in SQLite only (``token_vectors``, int8): a recall reads its
-    leading candidates' in one query, where 100k lessons' would take gigabytes of memory."""
+    leading candidates' in one query, where 100k lessons' would take gigabytes of memory.
+
+    Several processes may keep an index on the same files (the embedded server answers recalls, its
+    review process writes lessons): every write also lists what it changed in ``index_changes``,
+    and each search first brings the loaded partitions up to the last change (``_sync``: one
+    indexed read when nothing changed, the changed rows read again when something did)."""
 
     def __init__(self, db: SqliteDatabase, dim: int, bm25: Bm25Params = Bm25Params(), threads: int = 1) -> None:
         """``threads``: how many threads share one search's matrix-vector product, each a block of
@@ -430,6 +450,8 @@ class NumpyVectorIndex:
         self._threads = max(1, threads)
         self.bm25 = bm25
         self._pool: ThreadPoolExecutor | None = None
+        self._sync_lock = threading.Lock()
+        self._seen = self._last_change()  # before any partition loads: what loads after holds it
 
     def _partition(self, tenant_id: str) -> _Partition:
         part = self._parts.get(tenant_id)
@@ -444,10 +466,89 @@ class NumpyVectorIndex:
                     with self._lock:
                         self._parts[tenant_id] = part
                         del self._loading[tenant_id]
+                    with self._sync_lock:  # changes made while it loaded are read again for it
+                        self._seen = min(self._seen, part.synced)
         return part
+
+    def _last_change(self) -> int:
+        row = self.db.read().execute("SELECT seq FROM index_changes ORDER BY seq DESC LIMIT 1").fetchone()
+        return int(row[0]) if row else 0
+
+    def _sync(self) -> None:
+        """The loaded partitions brought up to the last change any process made to the files: each
+        changed entry read again (gone: removed). A process that fell behind the changes kept
+        drops its partitions, which then load afresh."""
+        if self._last_change() <= self._seen:
+            return
+        with self._sync_lock:
+            since = self._seen
+            conn = self.db.read()
+            changes = conn.execute(
+                "SELECT seq, tenant_id, experience_id FROM index_changes WHERE seq > ? ORDER BY seq", (since,)
+            ).fetchall()
+            if not changes:
+                return
+            if changes[0][0] != since + 1:  # pruned past us: what was changed is not known
+                with self._lock:
+                    self._parts.clear()
+                self._seen = changes[-1][0]
+                return
+            with self._lock:
+                parts = dict(self._parts)
+            by_tenant: dict[str, dict[str, None]] = {}
+            for seq, tenant_id, experience_id in changes:
+                part = parts.get(tenant_id)
+                if part is not None and seq > part.synced:
+                    by_tenant.setdefault(tenant_id, {})[experience_id] = None
+            last = changes[-1][0]
+            for tenant_id, ids in by_tenant.items():
+                self._reread(conn, parts[tenant_id], tenant_id, list(ids), last)
+            for part in parts.values():
+                part.synced = max(part.synced, last)
+            self._seen = last
+
+    def _reread(self, conn, part: _Partition, tenant_id: str, ids: list[str], last: int) -> None:
+        sql = "SELECT experience_id, vec, meta, terms FROM vectors WHERE tenant_id=? AND experience_id IN ({marks})"
+        found = {r["experience_id"]: r for r in rows_in(conn, sql, (tenant_id,), ids)}
+        key = terms_key(self.bm25.stemmer)
+        with part.lock:
+            for experience_id in ids:
+                r = found.get(experience_id)
+                if r is None:
+                    part.remove(experience_id)
+                    continue
+                entry = _entry(r)
+                kept, _, words = (r["terms"] or "").partition("\t")
+                counts = Counter(words.split()) if kept == key else None
+                part.put(entry, np.frombuffer(r["vec"], dtype=np.float32), counts)
+            part.synced = max(part.synced, last)
+
+    @staticmethod
+    def _log_changes(conn, tenant_id: str, experience_ids: Iterable[str]) -> tuple[int, int]:
+        """List the written entries in ``index_changes`` (in the write's transaction); the seqs
+        they got, first and last. The log is pruned to the last ``_CHANGES_KEPT``."""
+        conn.executemany("INSERT INTO index_changes(tenant_id, experience_id) VALUES (?,?)",
+                         [(tenant_id, i) for i in experience_ids])
+        (last,) = conn.execute("SELECT last_insert_rowid()").fetchone()
+        count = conn.execute("SELECT changes()").fetchone()[0]
+        first = last - count + 1
+        if first // _PRUNE_EVERY != (last + 1) // _PRUNE_EVERY:
+            conn.execute("DELETE FROM index_changes WHERE seq <= ?", (last - _CHANGES_KEPT,))
+        return first, last
+
+    def _wrote(self, part: _Partition, first: int, last: int) -> None:
+        """After this process applied its own write to ``part`` (not under the partition's lock:
+        ``_sync`` takes the two the other way round): when nothing else was written in between, the
+        log's entries of the write need not be read again."""
+        with self._sync_lock:
+            if part.synced == first - 1:
+                part.synced = last
+            if self._seen == first - 1 and all(p.synced >= last for p in self._parts.values()):
+                self._seen = last
 
     def _load(self, tenant_id: str) -> _Partition:
         conn = self.db.read()
+        synced = self._last_change()  # before the rows are read: any change after it is read again
         (count,) = conn.execute("SELECT COUNT(*) FROM vectors WHERE tenant_id=?", (tenant_id,)).fetchone()
         missing: list[tuple[str, str | None, str]] = []
         try:
@@ -456,6 +557,7 @@ class NumpyVectorIndex:
             missing.clear()
             part = self._load_rows(tenant_id, count, False, missing)
         self._store_terms(tenant_id, missing)
+        part.synced = synced
         return part
 
     def _load_rows(self, tenant_id: str, count: int, trust: bool, missing: list) -> _Partition:
@@ -484,12 +586,7 @@ class NumpyVectorIndex:
                 b"".join(r["vec"] for r in rows), dtype=np.float32
             ).reshape(len(rows), self.dim)
             for n, r in enumerate(rows, start):
-                m = json.loads(r["meta"])
-                # rows written before intents were indexed have none: they fit any intent
-                entry = IndexEntry(
-                    r["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
-                    m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""), m.get("intent"),
-                )
+                entry = _entry(r)
                 stored = r["terms"]
                 kept, _, words = (stored or "").partition("\t")
                 if trust and kept == key:
@@ -547,10 +644,12 @@ class NumpyVectorIndex:
             conn.executemany(
                 "INSERT OR REPLACE INTO token_vectors(tenant_id, experience_id, text_key, vecs) VALUES (?,?,?,?)", late
             )
+            first, last = self._log_changes(conn, tenant_id, [e.experience_id for e in entries])
         part = self._partition(tenant_id)
         with part.lock:
             for e, v, w in zip(entries, vecs, words):
                 part.put(e, v, Counter(w))
+        self._wrote(part, first, last)
 
     def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
         if not experience_ids:
@@ -560,14 +659,17 @@ class NumpyVectorIndex:
                 conn.executemany(
                     f"DELETE FROM {table} WHERE tenant_id=? AND experience_id=?", [(tenant_id, i) for i in experience_ids]
                 )
+            first, last = self._log_changes(conn, tenant_id, experience_ids)
         part = self._partition(tenant_id)
         with part.lock:
             for i in experience_ids:
                 part.remove(i)
+        self._wrote(part, first, last)
 
     def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
+        self._sync()
         q = self._checked(vector)
         part = self._partition(tenant_id)
         with part.lock:
@@ -623,6 +725,7 @@ class NumpyVectorIndex:
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
+        self._sync()
         part = self._partition(tenant_id)
         with part.lock:
             if part.n == 0:
@@ -630,6 +733,7 @@ class NumpyVectorIndex:
             return self._bm25_top(part, text, part.mask(flt), k)
 
     def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
+        self._sync()
         q = self._checked(vector)
         part = self._partition(tenant_id)
         with part.lock:
@@ -645,6 +749,7 @@ class NumpyVectorIndex:
         """``hybrid_by_parts``'s answer, with the filter's mask computed once for both searches."""
         if k <= 0:
             return {}, {}
+        self._sync()
         q = self._checked(vector)
         part = self._partition(tenant_id)
         with part.lock:
@@ -665,6 +770,7 @@ class NumpyVectorIndex:
         return {i: _unpacked(blob, self.dim) for i, key, blob in rows if keys[i] == key}
 
     def count(self, tenant_id: str) -> int:
+        self._sync()
         return len(self._partition(tenant_id).pos)
 
     def warm(self) -> int:

@@ -73,6 +73,8 @@ CREATE TABLE IF NOT EXISTS vectors (
 CREATE TABLE IF NOT EXISTS token_vectors (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, text_key TEXT NOT NULL, vecs BLOB NOT NULL,
     PRIMARY KEY (tenant_id, experience_id));
+CREATE TABLE IF NOT EXISTS index_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL);
 """
 
 
