@@ -314,7 +314,6 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("HINDSIGHT_INDEX_THREADS", str(min(os.cpu_count() or 1, 4)))
     from chalicelib.container import admin_key_path, get_deps, get_settings
-    from worker import BackgroundWorker
 
     settings = get_settings()
     configure_logging(settings)
@@ -326,8 +325,7 @@ def main(argv: list[str] | None = None) -> None:
     if warm is not None:  # load every tenant's vectors now rather than on its first recall
         # frozen once loaded, as start-up's objects are (tune_gc): they live as long as the server
         threading.Thread(target=lambda: (warm(), gc.freeze()), name="hindsight-warm-index", daemon=True).start()
-    if settings.worker:
-        BackgroundWorker(deps, deps.review_notifier, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
+    reviews = start_review_worker(deps, settings) if settings.worker else None
     from app import app as chalice_app
 
     tune_gc()
@@ -352,6 +350,38 @@ def main(argv: list[str] | None = None) -> None:
         if ingest is not None:
             ingest.close()
             print(f"ingest answered by children: {ingest.sent}", flush=True)
+        if reviews is not None:
+            reviews.close()
+
+
+def start_review_worker(deps: Any, settings: Any) -> Any:
+    """The review worker: in a child process of its own (``review_process.py``) on the embedded
+    backend with two cores or more, unless the setting says otherwise, and then woken through
+    ``deps.review_notifier``; else a thread of this process. Returns the child (None: a thread)."""
+    from worker import BackgroundWorker
+
+    def in_process() -> None:
+        BackgroundWorker(deps, deps.review_notifier, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
+
+    wanted = settings.review_process
+    if wanted is None:
+        wanted = (os.cpu_count() or 1) >= 2
+    if settings.backend != "embedded" or not wanted:
+        in_process()
+        return None
+    from chalicelib.adapters.review_signal import ReviewSignal
+    from review_process import ReviewProcess
+
+    here = ReviewSignal()  # the server's own worker's, should the child be given up on
+
+    def fallback() -> ReviewSignal:
+        BackgroundWorker(deps, here, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
+        return here
+
+    child = ReviewProcess(fallback).start()
+    deps.review_notifier = child
+    print(f"reviews: a child process (pid {child.pid})", flush=True)
+    return child
 
 
 def ingest_process_count(settings: Any) -> int:

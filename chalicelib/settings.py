@@ -164,6 +164,9 @@ class Settings(BaseModel):
     # ``ingest_process.py``), so that they use more than one core; None: one more than the cores
     # when there are at least two, else none; 0: every request in the server's own process
     ingest_processes: int | None = Field(default=None, ge=0, le=16)
+    # the embedded server's review worker in a child process of its own (``review_process.py``),
+    # with its own interpreter lock; None: when there are at least two cores
+    review_process: bool | None = None
 
 
 def from_environment(fields: Any, environ: Any = None) -> dict[str, str]:
