@@ -492,26 +492,33 @@ class Stack:
 @dataclass(frozen=True)
 class Reviews:
     """How the server's review worker runs: jobs claimed and embedded together, texts whose vectors
-    it keeps between reviews, threads a batch is split over by tenant. ``1:0:1`` is the worker as
-    it was: one job at a time, nothing kept, one thread."""
+    it keeps between reviews, threads a batch is split over by tenant, and where (``process``: the
+    embedded server's review process, ``thread``: a thread of the server, ``default``: as the
+    server decides). ``1:0:1`` is the worker as it was: one job at a time, nothing kept, one thread."""
 
     batch: int
     cache: int
     workers: int
+    where: str = "default"
 
     @classmethod
     def parse(cls, text: str) -> "Reviews":
-        parts = [int(x) for x in text.split(":")]
+        fields = text.split(":")
+        where = fields.pop() if fields and fields[-1] in ("process", "thread", "default") else "default"
+        parts = [int(x) for x in fields]
         batch, cache, workers = (parts + [8, 4096, 4][len(parts):])[:3]
-        return cls(batch, cache, workers)
+        return cls(batch, cache, workers, where)
 
     @property
     def label(self) -> str:
-        return f"{self.batch}:{self.cache}:{self.workers}"
+        return f"{self.batch}:{self.cache}:{self.workers}" + ("" if self.where == "default" else f":{self.where}")
 
     def env(self) -> dict[str, str]:
-        return {"HINDSIGHT_REVIEW_BATCH_SIZE": str(self.batch), "HINDSIGHT_REVIEW_VECTOR_CACHE": str(self.cache),
-                "HINDSIGHT_REVIEW_WORKERS": str(self.workers)}
+        env = {"HINDSIGHT_REVIEW_BATCH_SIZE": str(self.batch), "HINDSIGHT_REVIEW_VECTOR_CACHE": str(self.cache),
+               "HINDSIGHT_REVIEW_WORKERS": str(self.workers)}
+        if self.where != "default":
+            env["HINDSIGHT_REVIEW_PROCESS"] = "true" if self.where == "process" else "false"
+        return env
 
 
 def start_stack(backend: str, tmp: str, args: argparse.Namespace, stub_url: str | None, reviews: Reviews,
@@ -932,7 +939,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--reviews", default="1:0:1,8:4096:4", type=lambda v: [Reviews.parse(x) for x in v.split(",")],
                         help="review worker settings, one run of each backend per entry: BATCH:CACHE:THREADS (jobs"
                              " claimed and embedded together : texts whose vectors are kept : threads a batch is split"
-                             " over by tenant); 1:0:1 is the worker as it was")
+                             " over by tenant), then optionally :process or :thread (the embedded server's review"
+                             " process, or a thread of the server); 1:0:1 is the worker as it was")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs, SQLite)")
     parser.add_argument("--moto-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
