@@ -22,7 +22,8 @@ from devtools.net import HOST, free_port  # noqa: E402,F401 -- re-exported to th
 from devtools.process import terminate  # noqa: E402,F401 -- re-exported to the benchmarks
 
 
-SERVER_CODE = ("app.py", "server.py", "worker.py", "chalicelib")  # what runs the embedded server
+# what runs the embedded server (a ref from before one of the processes' files has fewer)
+SERVER_CODE = ("app.py", "server.py", "worker.py", "ingest_process.py", "review_process.py", "chalicelib")
 
 
 def export_ref(ref: str, dest: Path, paths: tuple[str, ...] = SERVER_CODE) -> str:
@@ -31,7 +32,9 @@ def export_ref(ref: str, dest: Path, paths: tuple[str, ...] = SERVER_CODE) -> st
     commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, capture_output=True, text=True,
                             check=True).stdout.strip()
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "--format=tar", ref, *paths], cwd=ROOT, capture_output=True, check=True)
+    there = subprocess.run(["git", "ls-tree", "--name-only", ref, "--", *paths], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    archive = subprocess.run(["git", "archive", "--format=tar", ref, *there], cwd=ROOT, capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return f"{ref} {commit}"
 
