@@ -158,6 +158,7 @@ def serve() -> None:
     settings = get_settings()
     srv.configure_logging(settings)
     deps = get_deps()
+    deps.embedder.embed(["warm up"])  # the model loaded before the first review, not during it
     signal = ReviewSignal()
     deps.review_notifier = signal
     srv.tune_gc()
