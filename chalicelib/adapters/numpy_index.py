@@ -527,12 +527,12 @@ class NumpyVectorIndex:
     def _log_changes(conn, tenant_id: str, experience_ids: Iterable[str]) -> tuple[int, int]:
         """List the written entries in ``index_changes`` (in the write's transaction); the seqs
         they got, first and last. The log is pruned to the last ``_CHANGES_KEPT``."""
-        conn.executemany("INSERT INTO index_changes(tenant_id, experience_id) VALUES (?,?)",
-                         [(tenant_id, i) for i in experience_ids])
+        rows = [(tenant_id, i) for i in experience_ids]
+        conn.executemany("INSERT INTO index_changes(tenant_id, experience_id) VALUES (?,?)", rows)
+        # one writer at a time: the write's rows have consecutive seqs, ending at the last one inserted
         (last,) = conn.execute("SELECT last_insert_rowid()").fetchone()
-        count = conn.execute("SELECT changes()").fetchone()[0]
-        first = last - count + 1
-        if first // _PRUNE_EVERY != (last + 1) // _PRUNE_EVERY:
+        first = last - len(rows) + 1
+        if (first - 1) // _PRUNE_EVERY != last // _PRUNE_EVERY:
             conn.execute("DELETE FROM index_changes WHERE seq <= ?", (last - _CHANGES_KEPT,))
         return first, last
 

@@ -78,12 +78,12 @@ def test_only_the_other_ones_writes_are_read_again(tmp_path, monkeypatch):
     q, f = nrng.standard_normal(DIM).astype(np.float32), IndexFilter()
     b.search("t1", q, f, 3)  # b holds t1 now
     calls = counting_rereads(monkeypatch)
-    a.upsert("t1", [random_entry(rng, nrng, "x1")])
-    a.delete("t1", ["x2"])
+    a.upsert("t1", [random_entry(rng, nrng, "x1"), random_entry(rng, nrng, "x5"), random_entry(rng, nrng, "y0")])
+    a.delete("t1", ["x2", "x3"])
     a.search("t1", q, f, 3)
     assert calls == []  # a holds what it wrote: nothing read again
     b.search("t1", q, f, 3)
-    assert calls == [(id(b), ["x1", "x2"])]  # b reads the two changed rows, once
+    assert calls == [(id(b), ["x1", "x5", "y0", "x2", "x3"])]  # b reads the changed rows, once
     b.search("t1", q, f, 3)
     b.lexical_search("t1", "timeout", f, 3)
     assert len(calls) == 1
