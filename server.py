@@ -360,8 +360,11 @@ def start_review_worker(deps: Any, settings: Any) -> Any:
     ``deps.review_notifier``; else a thread of this process. Returns the child (None: a thread)."""
     from worker import BackgroundWorker
 
-    def in_process() -> None:
-        BackgroundWorker(deps, deps.review_notifier, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
+    here = deps.review_notifier  # what a worker of this process waits on
+
+    def in_process() -> Any:
+        BackgroundWorker(deps, here, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
+        return here
 
     wanted = settings.review_process
     if wanted is None:
@@ -369,16 +372,9 @@ def start_review_worker(deps: Any, settings: Any) -> Any:
     if settings.backend != "embedded" or not wanted:
         in_process()
         return None
-    from chalicelib.adapters.review_signal import ReviewSignal
     from review_process import ReviewProcess
 
-    here = ReviewSignal()  # the server's own worker's, should the child be given up on
-
-    def fallback() -> ReviewSignal:
-        BackgroundWorker(deps, here, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
-        return here
-
-    child = ReviewProcess(fallback).start()
+    child = ReviewProcess(fallback=in_process).start()  # given up on: the worker runs here after all
     deps.review_notifier = child
     print(f"reviews: a child process (pid {child.pid})", flush=True)
     return child
