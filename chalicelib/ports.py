@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:  # types of annotations only: the DynamoDB stores import this module on the first request
     import numpy as np
@@ -259,6 +259,11 @@ class TokenVectorIndex(Protocol):
         unit rows; a compact copy may differ from what was written by about 1e-2 per component),
         if they were made from the text of the given ``TokenVectors.key``; ids with none kept, or
         with another text's, are left out."""
+
+    def token_vectors_of_texts(self, tenant_id: str, keys: Iterable[str]) -> dict[str, "np.ndarray"]:
+        """Per listed ``TokenVectors.key``, the token vectors kept with any entry of the tenant that
+        were made from that text (a lesson learned again, in another scope, has the same text);
+        keys no entry of the tenant has are left out. Never another tenant's."""
 
 
 @dataclass(frozen=True)

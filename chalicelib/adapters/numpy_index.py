@@ -769,6 +769,14 @@ class NumpyVectorIndex:
         rows = rows_in(self.db.read(), sql, (tenant_id,), keys)
         return {i: _unpacked(blob, self.dim) for i, key, blob in rows if keys[i] == key}
 
+    def token_vectors_of_texts(self, tenant_id: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
+        sql = "SELECT text_key, vecs FROM token_vectors WHERE tenant_id=? AND text_key IN ({marks})"
+        out: dict[str, np.ndarray] = {}
+        for key, blob in rows_in(self.db.read(), sql, (tenant_id,), keys):
+            if key not in out:
+                out[key] = _unpacked(blob, self.dim)
+        return out
+
     def count(self, tenant_id: str) -> int:
         self._sync()
         return len(self._partition(tenant_id).pos)

@@ -111,9 +111,10 @@ def late_tokens(
 ) -> dict[str, TokenVectors]:
     """Each lesson's token vectors, of the text late interaction reads (``recall.late_text``), by
     experience id: those the pass that embedded the text made (``embed_texts``); else, given the
-    ``tenant_id``, those the index already keeps for the lesson from the same text (a lesson
-    learned again, merged with what is known: its text is the same, its vector is not); only the
-    others are embedded again (a text whose vector came from a worker's cache of an earlier batch)."""
+    ``tenant_id``, those the index already keeps for one of the tenant's lessons from the same text
+    (a lesson learned again, merged with what is known or in another scope: its text is the same,
+    its vector is not); only the others are embedded again (a text whose vector came from a
+    worker's cache of an earlier batch)."""
     from ..domain.interaction import text_key
     from .recall import late_text
 
@@ -122,9 +123,9 @@ def late_tokens(
     with lock:
         tokens = {t: kept[t] for t in set(texts.values()) if kept and t in kept}
     if tenant_id is not None and len(tokens) < len(set(texts.values())):
-        wanted = {i: text_key(t) for i, t in texts.items() if t not in tokens}
-        for i, stored in deps.index.token_vectors(tenant_id, wanted).items():  # type: ignore[attr-defined]
-            tokens.setdefault(texts[i], stored)
+        wanted = {text_key(t): t for t in texts.values() if t not in tokens}
+        for key, stored in deps.index.token_vectors_of_texts(tenant_id, wanted).items():  # type: ignore[attr-defined]
+            tokens.setdefault(wanted[key], stored)
     missing = [t for t in dict.fromkeys(texts.values()) if t not in tokens]
     if missing:
         made = dict(zip(missing, deps.embedder.embed_with_tokens(missing)[1]))  # type: ignore[attr-defined]

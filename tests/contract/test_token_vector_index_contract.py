@@ -80,3 +80,15 @@ def test_token_vectors_survive_a_restart(durable_backend):
     index.upsert("t1", [entry("a")])
     again = durable_backend.reopen().index()
     assert cosines(again.token_vectors("t1", {"a": text_key(LAMP)})["a"], tokens(3)).min() > 0.999
+
+
+def test_the_token_vectors_of_a_text_are_read_from_any_entry_of_the_tenant(token_index):
+    token_index.upsert("t1", [entry("a"), entry("b", CHAMBER, n=2, seed=2)])
+    token_index.upsert("t2", [entry("c", "only in t2", n=1, seed=3)])
+    got = token_index.token_vectors_of_texts("t1", [text_key(LAMP), text_key(CHAMBER), text_key("only in t2")])
+    assert set(got) == {text_key(LAMP), text_key(CHAMBER)}  # never another tenant's
+    assert cosines(got[text_key(LAMP)], tokens(3)).min() > 0.999
+    assert cosines(got[text_key(CHAMBER)], tokens(2, seed=2)).min() > 0.999
+    token_index.delete("t1", ["a"])
+    assert token_index.token_vectors_of_texts("t1", [text_key(LAMP)]) == {}
+    assert token_index.token_vectors_of_texts("t3", [text_key(LAMP)]) == {}

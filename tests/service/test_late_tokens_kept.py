@@ -126,6 +126,11 @@ def test_a_lesson_indexed_again_with_a_new_text_has_its_token_vectors_made_again
     index_experiences(deps, "t1", [changed], cache)
     # the index's token vectors are of the old text: the new one's are made, in one pass
     assert embedder.passes == [[changed.embedding_text()]]
+    # a lesson of another id (another scope) from a text the tenant's index holds takes its tokens
+    cache.trim()  # the batch's token vectors gone: only the index has them
+    embedder.passes.clear()
+    index_experiences(deps, "t1", [replace(changed, experience_id="z-bulb-2", user_id="u2")], cache)
+    assert embedder.passes == []
     # another tenant's lesson of the same id is not read with t1's
     embedder.passes.clear()
     index_experiences(deps, "t2", [replace(lamp, tenant_id="t2")], cache)

@@ -12,7 +12,7 @@ import threading
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -351,6 +351,15 @@ class InMemoryVectorIndex:
             part = self._parts.get(tenant_id, {})
             late = {i: part[i].late for i in keys if i in part}
         return {i: np.asarray(t.vectors, dtype=np.float32) for i, t in late.items() if t and t.key == keys[i]}
+
+    def token_vectors_of_texts(self, tenant_id: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
+        wanted = set(keys)
+        with self._lock:
+            kept = [e.late for e in self._parts.get(tenant_id, {}).values() if e.late and e.late.key in wanted]
+        out: dict[str, np.ndarray] = {}
+        for late in kept:
+            out.setdefault(late.key, np.asarray(late.vectors, dtype=np.float32))
+        return out
 
     @staticmethod
     def _matches(e: IndexEntry, flt: IndexFilter, tools: set[str]) -> bool:
