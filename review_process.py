@@ -159,6 +159,8 @@ def serve() -> None:
     srv.configure_logging(settings)
     deps = get_deps()
     deps.embedder.embed(["warm up"])  # the model loaded before the first review, not during it
+    if hasattr(deps.index, "idle_seconds"):  # a tenant's copy of the index is kept while it is reviewed
+        deps.index.idle_seconds = settings.review_index_idle_seconds
     signal = ReviewSignal()
     deps.review_notifier = signal
     srv.tune_gc()

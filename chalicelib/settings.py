@@ -167,6 +167,9 @@ class Settings(BaseModel):
     # the embedded server's review worker in a child process of its own (``review_process.py``),
     # with its own interpreter lock; None: when there are at least two cores
     review_process: bool | None = None
+    # the review process lets go of a tenant's index partition after this long without a review of
+    # the tenant (the server keeps every one: it answers recalls); loaded again when next needed
+    review_index_idle_seconds: float = Field(default=600.0, ge=0)
 
 
 def from_environment(fields: Any, environ: Any = None) -> dict[str, str]:

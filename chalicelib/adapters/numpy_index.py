@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from array import array
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -216,6 +217,7 @@ class _Partition:
         # a tenant's searches and writes take its partition's lock: another tenant's never wait on it
         self.lock = threading.RLock()
         self.synced = 0  # the last ``index_changes`` seq this partition holds (``NumpyVectorIndex._sync``)
+        self.used = 0.0  # when a search or write last took it (``NumpyVectorIndex.idle_seconds``)
 
     def code(self, value: str | None, create: bool) -> int:
         if value is None:
@@ -437,11 +439,16 @@ class NumpyVectorIndex:
     and each search first brings the loaded partitions up to the last change (``_sync``: one
     indexed read when nothing changed, the changed rows read again when something did)."""
 
-    def __init__(self, db: SqliteDatabase, dim: int, bm25: Bm25Params = Bm25Params(), threads: int = 1) -> None:
+    def __init__(
+        self, db: SqliteDatabase, dim: int, bm25: Bm25Params = Bm25Params(), threads: int = 1,
+        idle_seconds: float = 0.0, clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         """``threads``: how many threads share one search's matrix-vector product, each a block of
         rows (1: numpy's own, as BLAS is set up). The embedded server sets BLAS to one thread and
         this to the cores: BLAS's idle threads spin for about 100 ms after each product, a core
-        lost to the other requests under load, while these sleep."""
+        lost to the other requests under load, while these sleep. ``idle_seconds``: a tenant's
+        partition not searched nor written for that long is let go (loaded again from the files
+        when next needed); 0: kept for the process's life (the server's, which answers recalls)."""
         self.db = db
         self.dim = dim
         self._parts: dict[str, _Partition] = {}
@@ -452,8 +459,23 @@ class NumpyVectorIndex:
         self._pool: ThreadPoolExecutor | None = None
         self._sync_lock = threading.Lock()
         self._seen = self._last_change()  # before any partition loads: what loads after holds it
+        self.idle_seconds = idle_seconds
+        self._clock = clock
+        self._swept = clock()
+
+    def _sweep(self, now: float) -> None:
+        """Let go of the partitions idle for ``idle_seconds`` (looked for at most every tenth of it)."""
+        if not self.idle_seconds or now - self._swept < self.idle_seconds / 10:
+            return
+        with self._lock:
+            self._swept = now
+            idle = [t for t, p in self._parts.items() if now - p.used >= self.idle_seconds]
+            for tenant_id in idle:  # a thread holding one finishes with it; the files hold its writes
+                del self._parts[tenant_id]
 
     def _partition(self, tenant_id: str) -> _Partition:
+        now = self._clock()
+        self._sweep(now)
         part = self._parts.get(tenant_id)
         if part is None:
             # loaded under a lock of its own: the other tenants' searches and writes go on meanwhile
@@ -468,6 +490,7 @@ class NumpyVectorIndex:
                         del self._loading[tenant_id]
                     with self._sync_lock:  # changes made while it loaded are read again for it
                         self._seen = min(self._seen, part.synced)
+        part.used = now
         return part
 
     def _last_change(self) -> int:

@@ -141,3 +141,36 @@ def test_an_entry_written_by_the_other_keeps_its_terms_and_filters(tmp_path):
     assert [i for i, _ in a.search("t1", v[1], IndexFilter(agent_id="a2", tools=("email.send",)), 5)] == ["x0"]
     assert a.lexical_search("t1", "refund", IndexFilter(agent_id="a2"), 5) == []
     assert [i for i, _ in a.lexical_search("t1", "billing", IndexFilter(agent_id="a2"), 5)] == ["x0"]
+
+
+def test_an_idle_partition_is_let_go_and_loaded_again_as_the_files_hold_it(tmp_path):
+    now = [0.0]
+    path = str(tmp_path / "vectors.db")
+    server = NumpyVectorIndex(SqliteDatabase(path), DIM)
+    reviews = NumpyVectorIndex(SqliteDatabase(path), DIM, idle_seconds=600, clock=lambda: now[0])
+    rng, nrng = random.Random(8), np.random.default_rng(8)
+    live = {"t1": {f"x{i}": random_entry(rng, nrng, f"x{i}") for i in range(6)},
+            "t2": {f"y{i}": random_entry(rng, nrng, f"y{i}") for i in range(4)}}
+    for tenant_id, entries in live.items():
+        reviews.upsert(tenant_id, list(entries.values()))
+    assert set(reviews._parts) == {"t1", "t2"}
+    now[0] = 400.0
+    reviews.count("t2")  # t2 used again; t1 not
+    now[0] = 700.0
+    reviews.count("t2")
+    assert set(reviews._parts) == {"t2"}  # t1 idle 700 s: let go
+    e = random_entry(rng, nrng, "x9")
+    server.upsert("t1", [e])  # written while the review process holds no copy
+    live["t1"]["x9"] = e
+    check(reviews, live, rng, nrng, queries=3)  # t1 loaded again, with what the files hold
+    check(server, live, rng, nrng, queries=3)
+    assert set(reviews._parts) == {"t1", "t2"}
+
+
+def test_a_partition_is_kept_for_the_process_life_by_default(tmp_path):
+    now = [0.0]
+    index = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "vectors.db")), DIM, clock=lambda: now[0])
+    index.upsert("t1", [random_entry(random.Random(1), np.random.default_rng(1), "x0")])
+    now[0] = 1e9
+    index.count("t2")
+    assert set(index._parts) == {"t1", "t2"}
