@@ -61,7 +61,8 @@ class ReviewProcess:
         self.env.update({"HINDSIGHT_INGEST_PROCESSES": "0", "HINDSIGHT_REVIEW_PROCESS": "false"})
         self.fallback = fallback
         self.proc: subprocess.Popen | None = None
-        self._fd = -1
+        self._fd = -1  # the child's stdin; written and closed under _fd_lock (a closed number is reused)
+        self._fd_lock = threading.Lock()
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self.started_at = 0.0
@@ -78,8 +79,15 @@ class ReviewProcess:
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, env=self.env, cwd=os.getcwd())
         assert self.proc.stdin is not None
-        self._fd = self.proc.stdin.fileno()
-        os.set_blocking(self._fd, False)  # a full pipe means a wake-up is pending already
+        os.set_blocking(self.proc.stdin.fileno(), False)  # a full pipe means a wake-up is pending already
+        with self._fd_lock:
+            self._fd = self.proc.stdin.fileno()
+
+    def _close_stdin(self, proc: subprocess.Popen) -> None:
+        with self._fd_lock:
+            self._fd = -1
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # type: ignore[union-attr]
 
     @property
     def pid(self) -> int | None:
@@ -90,8 +98,9 @@ class ReviewProcess:
         if self.instead is not None:
             self.instead.notify()
             return
-        with contextlib.suppress(OSError):  # full (a wake-up is pending), or the child is gone
-            os.write(self._fd, b"!")
+        with self._fd_lock, contextlib.suppress(OSError):  # full (a wake-up is pending), or the child is gone
+            if self._fd >= 0:
+                os.write(self._fd, b"!")
 
     def wait(self, timeout: float) -> bool:  # the port's other half: the child's worker waits, not the server
         time.sleep(timeout)
@@ -113,11 +122,11 @@ class ReviewProcess:
             early = self.early_exits = self.early_exits + 1 if now - self.started_at < EARLY_EXIT_SECONDS else 0
             if early >= EARLY_EXITS:
                 self.given_up = True
+                self._close_stdin(self.proc)
                 log.error("review process exited at start %d times (last: %s); reviews run in the server", early, code)
             else:
                 log.warning("review process %s exited (%s); starting another", self.proc.pid, code)
-                with contextlib.suppress(OSError):
-                    self.proc.stdin.close()  # type: ignore[union-attr]
+                self._close_stdin(self.proc)
                 try:
                     self._spawn()
                     return
@@ -134,8 +143,7 @@ class ReviewProcess:
             proc, self.proc = self.proc, None
         if proc is None:
             return
-        with contextlib.suppress(OSError):
-            proc.stdin.close()  # type: ignore[union-attr]
+        self._close_stdin(proc)  # the child's signal to leave
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
