@@ -131,7 +131,22 @@ def test_a_lesson_indexed_again_with_a_new_text_has_its_token_vectors_made_again
     embedder.passes.clear()
     index_experiences(deps, "t1", [replace(changed, experience_id="z-bulb-2", user_id="u2")], cache)
     assert embedder.passes == []
-    # another tenant's lesson of the same id is not read with t1's
+    # another tenant's lesson (the same id, the same text) is never given t1's
     embedder.passes.clear()
     index_experiences(deps, "t2", [replace(lamp, tenant_id="t2")], cache)
     assert embedder.passes == [[lamp.embedding_text()]]
+
+
+def test_a_reindex_makes_every_token_vector_again(tmp_path):
+    from chalicelib.services.maintenance import reindex_tenant
+
+    embedder = PassCountingEmbedder()
+    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    active = [e.experience_id for e in deps.experiences.list("t1", limit=100).items]
+    embedder.passes.clear()
+    assert reindex_tenant(deps, "t1") == len(active)
+    # the index keeps every lesson's token vectors from the same texts: a reindex (after the
+    # embedder changed, say) makes them again all the same
+    made = [t for p in embedder.passes for t in p]
+    lessons_texts = {e.embedding_text() for e in deps.experiences.list("t1", limit=100).items}
+    assert lessons_texts <= set(made)
