@@ -339,6 +339,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"hindsight is serving {url} (backend: {settings.backend}, {where})", flush=True)
     print(f"embedder: {describe_embedder(settings)}; reviewer: {describe_reviewer(settings)}", flush=True)
     print(f"admin key: {key_src}", flush=True)
+    if reviews is not None:
+        print(f"reviews: a child process (pid {reviews.pid})", flush=True)
     ingest = start_ingest_processes(deps, ingest_count, shared_dir)
     server = create_server(make_wsgi_app(chalice_app, settings.max_body_bytes, ingest), settings)
     # SIGTERM ends the server as Ctrl-C does: through the finally below, which stops its children
@@ -376,7 +378,6 @@ def start_review_worker(deps: Any, settings: Any) -> Any:
 
     child = ReviewProcess(fallback=in_process).start()  # given up on: the worker runs here after all
     deps.review_notifier = child
-    print(f"reviews: a child process (pid {child.pid})", flush=True)
     return child
 
 
