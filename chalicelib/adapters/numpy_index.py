@@ -216,7 +216,6 @@ class _Partition:
         self.live = 0
         # a tenant's searches and writes take its partition's lock: another tenant's never wait on it
         self.lock = threading.RLock()
-        self.synced = 0  # the last ``index_changes`` seq this partition holds (``NumpyVectorIndex._sync``)
         self.used = 0.0  # when a search or write last took it (``NumpyVectorIndex.idle_seconds``)
 
     def code(self, value: str | None, create: bool) -> int:
@@ -458,7 +457,9 @@ class NumpyVectorIndex:
         self.bm25 = bm25
         self._pool: ThreadPoolExecutor | None = None
         self._sync_lock = threading.Lock()
-        self._seen = self._last_change()  # before any partition loads: what loads after holds it
+        # every loaded partition holds each change up to this seq of ``index_changes`` (``_sync``);
+        # read before any partition loads: what loads after holds it
+        self._seen = self._last_change()
         self.idle_seconds = idle_seconds
         self._clock = clock
         self._swept = clock()
@@ -484,12 +485,13 @@ class NumpyVectorIndex:
             with loading:
                 part = self._parts.get(tenant_id)
                 if part is None:
+                    synced = self._last_change()  # before its rows are read: any change after it is read again
                     part = self._load(tenant_id)
                     with self._lock:
                         self._parts[tenant_id] = part
                         del self._loading[tenant_id]
-                    with self._sync_lock:  # changes made while it loaded are read again for it
-                        self._seen = min(self._seen, part.synced)
+                    with self._sync_lock:  # changes made while it loaded are read again (for every partition)
+                        self._seen = min(self._seen, synced)
         part.used = now
         return part
 
@@ -519,18 +521,15 @@ class NumpyVectorIndex:
             with self._lock:
                 parts = dict(self._parts)
             by_tenant: dict[str, dict[str, None]] = {}
-            for seq, tenant_id, experience_id in changes:
-                part = parts.get(tenant_id)
-                if part is not None and seq > part.synced:
+            for _, tenant_id, experience_id in changes:
+                if tenant_id in parts:  # one not loaded reads them all when it loads
                     by_tenant.setdefault(tenant_id, {})[experience_id] = None
-            last = changes[-1][0]
             for tenant_id, ids in by_tenant.items():
-                self._reread(conn, parts[tenant_id], tenant_id, list(ids), last)
-            for part in parts.values():
-                part.synced = max(part.synced, last)
-            self._seen = last
+                self._reread(conn, parts[tenant_id], tenant_id, list(ids))
+            self._seen = changes[-1][0]
 
-    def _reread(self, conn, part: _Partition, tenant_id: str, ids: list[str], last: int) -> None:
+    def _reread(self, conn, part: _Partition, tenant_id: str, ids: list[str]) -> None:
+        """The entries as the files hold them now (a row read again twice is the same row)."""
         sql = "SELECT experience_id, vec, meta, terms FROM vectors WHERE tenant_id=? AND experience_id IN ({marks})"
         found = {r["experience_id"]: r for r in rows_in(conn, sql, (tenant_id,), ids)}
         key = terms_key(self.bm25.stemmer)
@@ -544,7 +543,6 @@ class NumpyVectorIndex:
                 kept, _, words = (r["terms"] or "").partition("\t")
                 counts = Counter(words.split()) if kept == key else None
                 part.put(entry, np.frombuffer(r["vec"], dtype=np.float32), counts)
-            part.synced = max(part.synced, last)
 
     @staticmethod
     def _log_changes(conn, tenant_id: str, experience_ids: Iterable[str]) -> tuple[int, int]:
@@ -559,19 +557,17 @@ class NumpyVectorIndex:
             conn.execute("DELETE FROM index_changes WHERE seq <= ?", (last - _CHANGES_KEPT,))
         return first, last
 
-    def _wrote(self, part: _Partition, first: int, last: int) -> None:
-        """After this process applied its own write to ``part`` (not under the partition's lock:
-        ``_sync`` takes the two the other way round): when nothing else was written in between, the
-        log's entries of the write need not be read again."""
+    def _wrote(self, first: int, last: int) -> None:
+        """After this process applied its own write (seqs ``first`` to ``last``, one tenant's) to
+        that tenant's partition: when nothing else was written since what every partition holds,
+        the log's entries of the write need not be read again. Not under the partition's lock:
+        ``_sync`` takes the two the other way round."""
         with self._sync_lock:
-            if part.synced == first - 1:
-                part.synced = last
-            if self._seen == first - 1 and all(p.synced >= last for p in self._parts.values()):
+            if self._seen == first - 1:
                 self._seen = last
 
     def _load(self, tenant_id: str) -> _Partition:
         conn = self.db.read()
-        synced = self._last_change()  # before the rows are read: any change after it is read again
         (count,) = conn.execute("SELECT COUNT(*) FROM vectors WHERE tenant_id=?", (tenant_id,)).fetchone()
         missing: list[tuple[str, str | None, str]] = []
         try:
@@ -580,7 +576,6 @@ class NumpyVectorIndex:
             missing.clear()
             part = self._load_rows(tenant_id, count, False, missing)
         self._store_terms(tenant_id, missing)
-        part.synced = synced
         return part
 
     def _load_rows(self, tenant_id: str, count: int, trust: bool, missing: list) -> _Partition:
@@ -672,7 +667,7 @@ class NumpyVectorIndex:
         with part.lock:
             for e, v, w in zip(entries, vecs, words):
                 part.put(e, v, Counter(w))
-        self._wrote(part, first, last)
+        self._wrote(first, last)
 
     def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
         if not experience_ids:
@@ -687,7 +682,7 @@ class NumpyVectorIndex:
         with part.lock:
             for i in experience_ids:
                 part.remove(i)
-        self._wrote(part, first, last)
+        self._wrote(first, last)
 
     def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:

@@ -26,9 +26,9 @@ def counting_rereads(monkeypatch) -> list[tuple[int, list[str]]]:
     calls: list[tuple[int, list[str]]] = []
     original = NumpyVectorIndex._reread
 
-    def counted(self, conn, part, tenant_id, ids, last):
+    def counted(self, conn, part, tenant_id, ids):
         calls.append((id(self), list(ids)))
-        return original(self, conn, part, tenant_id, ids, last)
+        return original(self, conn, part, tenant_id, ids)
 
     monkeypatch.setattr(NumpyVectorIndex, "_reread", counted)
     return calls
