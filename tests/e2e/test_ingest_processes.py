@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench._harness import child_pids
 from tests.support.polling import wait_reviewed
 
 pytestmark = pytest.mark.e2e
@@ -20,10 +21,7 @@ ADMIN = "hsadmin_ingest_processes_test"
 
 def children(pid: int, script: str = "ingest_process.py") -> list[int]:
     """The server's child processes running ``script`` (its review process runs another)."""
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
-    return [c for c in out if script in _cmdline(c)]
+    return [c for c in child_pids(pid) if script in _cmdline(c)]
 
 
 def _cmdline(pid: int) -> str:
