@@ -52,13 +52,11 @@ class ReviewProcess:
     when the child is given up on: it starts the worker in the server and gives the notifier that
     wakes it, which ``notify`` then calls."""
 
-    def __init__(
-        self, fallback: Callable[[], "ReviewNotifier"], env: dict[str, str] | None = None, argv: list[str] | None = None
-    ) -> None:
-        """``argv``: the child's command (tests); this file's ``serve`` by default."""
+    def __init__(self, fallback: Callable[[], "ReviewNotifier"], argv: list[str] | None = None) -> None:
+        """``argv``: the child's command (tests); this file's ``serve`` by default, in the server's
+        environment (it starts neither ingest processes nor another review process: ``serve``
+        reads no setting about them)."""
         self.argv = argv or [sys.executable, os.path.abspath(__file__)]
-        self.env = dict(os.environ if env is None else env)
-        self.env.update({"HINDSIGHT_INGEST_PROCESSES": "0", "HINDSIGHT_REVIEW_PROCESS": "false"})
         self.fallback = fallback
         self.proc: subprocess.Popen | None = None
         self._fd = -1  # the child's stdin; written and closed under _fd_lock (a closed number is reused)
@@ -77,7 +75,7 @@ class ReviewProcess:
 
     def _spawn(self) -> None:
         self.started_at = time.monotonic()
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, env=self.env, cwd=os.getcwd())
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, cwd=os.getcwd())
         assert self.proc.stdin is not None
         os.set_blocking(self.proc.stdin.fileno(), False)  # a full pipe means a wake-up is pending already
         with self._fd_lock:
