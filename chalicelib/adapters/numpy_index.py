@@ -529,7 +529,8 @@ class NumpyVectorIndex:
             self._seen = changes[-1][0]
 
     def _reread(self, conn, part: _Partition, tenant_id: str, ids: list[str]) -> None:
-        """The entries as the files hold them now (a row read again twice is the same row)."""
+        """The entries as the files hold them now: reading one again that the partition holds already
+        changes nothing."""
         sql = "SELECT experience_id, vec, meta, terms FROM vectors WHERE tenant_id=? AND experience_id IN ({marks})"
         found = {r["experience_id"]: r for r in rows_in(conn, sql, (tenant_id,), ids)}
         key = terms_key(self.bm25.stemmer)
