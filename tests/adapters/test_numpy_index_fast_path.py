@@ -123,12 +123,18 @@ def check(index: NumpyVectorIndex, tenants: dict[str, dict[str, IndexEntry]], rn
 
 # each term's BM25 shares kept between writes: for every term, or for some (a budget of 40 postings);
 # those of the terms many rows hold as a vector over every row (all of them: a share of 0)
-@pytest.mark.parametrize("seed, term_cache, dense_share", [
-    (1, numpy_index._TERM_CACHE_POSTINGS, numpy_index._DENSE_SHARE), (2, 40, numpy_index._DENSE_SHARE),
-    (3, numpy_index._TERM_CACHE_POSTINGS, 0.0),
+# int8: every search ranks its rows by the 8-bit product first (``int8_product``), then scores the
+# best few in float32 (at least 8 of them, so that the first pass leaves rows out)
+@pytest.mark.parametrize("seed, term_cache, dense_share, int8", [
+    (1, numpy_index._TERM_CACHE_POSTINGS, numpy_index._DENSE_SHARE, False), (2, 40, numpy_index._DENSE_SHARE, False),
+    (3, numpy_index._TERM_CACHE_POSTINGS, 0.0, False),
+    (4, numpy_index._TERM_CACHE_POSTINGS, numpy_index._DENSE_SHARE, True),
 ])
 def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_path, monkeypatch, seed, term_cache,
-                                                                           dense_share):
+                                                                           dense_share, int8):
+    products = counted_int8_products(monkeypatch)
+    monkeypatch.setattr(numpy_index, "_RERANK_MIN", 8)
+    monkeypatch.setattr(numpy_index, "_INT8_MIN_ROWS", 1 if int8 else 10**9)
     monkeypatch.setattr(numpy_index, "_TERM_CACHE_POSTINGS", term_cache)
     monkeypatch.setattr(numpy_index, "_DENSE_SHARE", dense_share)
     monkeypatch.setattr(numpy_index._Postings, "REBUILD_MIN", 16)  # rebuilds, stale and recent rows all happen
@@ -153,6 +159,22 @@ def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_
     check(reloaded, tenants, rng, nrng)
     check(index, tenants, rng, nrng)
     assert index.count("t3") == 0 and index.search("t3", np.ones(DIM, np.float32), IndexFilter(), 5) == []
+    assert (len(products) > 0) == int8
+
+
+def counted_int8_products(monkeypatch) -> list[int]:
+    """The rows of each 8-bit product the index runs, as it runs them."""
+    from chalicelib.adapters import int8_product
+
+    calls: list[int] = []
+    original = int8_product.product
+
+    def counted(rows, column, out):
+        calls.append(len(rows))
+        return original(rows, column, out)
+
+    monkeypatch.setattr(int8_product, "product", counted)
+    return calls
 
 
 def test_bulk_load_refuses_a_partition_that_holds_rows():

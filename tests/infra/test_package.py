@@ -55,7 +55,8 @@ def test_every_requirement_is_in_the_package(package):
 
 
 # the embedded backend's modules: never imported with HINDSIGHT_BACKEND=aws
-EMBEDDED_ONLY = {"chalicelib.adapters.numpy_index", "chalicelib.adapters.onnx_embedder",
+EMBEDDED_ONLY = {"chalicelib.adapters.numpy_index", "chalicelib.adapters.int8_product",
+                 "chalicelib.adapters.onnx_embedder",
                  "chalicelib.adapters.hash_embedder", "chalicelib.adapters.sqlite_db", "chalicelib.adapters.sqlite_stores"}
 
 
