@@ -14,9 +14,12 @@ more rows than they return, then score those in float32.
 """
 from __future__ import annotations
 
+import logging
 import threading
 
 import numpy as np
+
+log = logging.getLogger("hindsight.index")
 
 # onnx TensorProto.DataType
 _UINT8, _INT8, _INT32 = 2, 3, 6
@@ -67,28 +70,40 @@ _unavailable = False
 
 
 def _get_session():
-    """The process's session (thread-safe to run from many threads), or None without onnxruntime."""
+    """The process's session (thread-safe to run from many threads), or None without onnxruntime
+    (or once a product failed)."""
     global _session, _unavailable
-    if _session is None and not _unavailable:
+    if _unavailable:
+        return None
+    if _session is None:
         with _session_lock:
             if _session is None and not _unavailable:
                 try:
                     import onnxruntime as ort
-                except ImportError:
-                    _unavailable = True
+
+                    options = ort.SessionOptions()
+                    # one thread per call: the index splits a product into blocks on its own threads
+                    options.intra_op_num_threads = 1
+                    options.inter_op_num_threads = 1
+                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                    options.log_severity_level = 3
+                    _session = ort.InferenceSession(model_bytes(), options, providers=["CPUExecutionProvider"])
+                except Exception as exc:  # no onnxruntime, or one that refuses the graph: float32 alone
+                    disable(exc)
                     return None
-                options = ort.SessionOptions()
-                # one thread per call: the index splits a product into blocks on its own threads
-                options.intra_op_num_threads = 1
-                options.inter_op_num_threads = 1
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                options.log_severity_level = 3
-                _session = ort.InferenceSession(model_bytes(), options, providers=["CPUExecutionProvider"])
     return _session
 
 
 def available() -> bool:
     return _get_session() is not None
+
+
+def disable(exc: BaseException) -> None:
+    """A product failed: the process's searches go back to float32 alone (logged once)."""
+    global _unavailable
+    if not _unavailable:
+        _unavailable = True
+        log.error("8-bit product failed, searches use float32 alone from now on: %r", exc)
 
 
 def quantized_query(q: np.ndarray) -> np.ndarray:
@@ -123,7 +138,7 @@ class Int8Rows:
         return (np.clip(np.rint(x * self.scale), -127, 127) + 128).astype(np.uint8)
 
     def fits(self, vec: np.ndarray) -> bool:
-        return not vec.size or float(np.abs(vec).max()) <= self.limit
+        return not vec.size or not float(np.abs(vec).max()) > self.limit  # NaN: nothing to rescale for
 
     def grow(self, capacity: int) -> None:
         if capacity > len(self.codes):

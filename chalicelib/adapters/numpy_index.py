@@ -726,12 +726,16 @@ class NumpyVectorIndex:
         count = part.n if candidates is None else candidates.size
         if count > pick and part.n >= self.int8_min_rows and int8_product.available():
             # every row ranked in 8 bits, the best few times k scored in float32
-            approx = self._int8_scores(part, q)
-            if candidates is not None:
-                approx = approx[candidates]
-            top = np.argpartition(-approx, pick - 1)[:pick]
-            rows = top if candidates is None else candidates[top]
-            return _top(part.ids, rows, part.vecs[rows] @ q, k)
+            try:
+                approx = self._int8_scores(part, q)
+            except Exception as exc:  # the runtime failed: float32 alone from now on, in this process
+                int8_product.disable(exc)
+            else:
+                if candidates is not None:
+                    approx = approx[candidates]
+                top = np.argpartition(-approx, pick - 1)[:pick]
+                rows = top if candidates is None else candidates[top]
+                return _top(part.ids, rows, part.vecs[rows] @ q, k)
         if candidates is None:
             return _top(part.ids, None, self._cosines(part, q), k)
         return _top(part.ids, candidates, self._cosines(part, q)[candidates], k)

@@ -102,3 +102,31 @@ def test_a_row_beyond_the_scale_makes_a_new_copy(tmp_path, monkeypatch):
     assert part.int8 is None
     assert index.search("t1", spike, IndexFilter(), 1)[0][0] == "spike"
     assert part.int8 is not None and part.int8 is not first and part.int8.fits(spike)
+
+
+def test_a_failing_runtime_leaves_float32_answering(tmp_path, monkeypatch, caplog):
+    """The 8-bit product raising (a runtime that refuses the graph, memory) never fails a search:
+    that search and every later one in the process rank in float32 alone."""
+    monkeypatch.setattr(numpy_index, "_INT8_MIN_ROWS", 1)
+    monkeypatch.setattr(numpy_index, "_RERANK_MIN", 2)
+    monkeypatch.setattr(int8_product, "_unavailable", False)  # restored after the test
+    calls: list[int] = []
+
+    def broken(rows, column, out):
+        calls.append(len(rows))
+        raise RuntimeError("onnxruntime: out of memory")
+
+    monkeypatch.setattr(int8_product, "product", broken)
+    dim = 32
+    rng = np.random.default_rng(8)
+    vecs = rng.standard_normal((300, dim)).astype(np.float32)
+    index = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "vectors.db")), dim)
+    index.upsert("t1", [IndexEntry(f"x{i}", vecs[i], text="") for i in range(300)])
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    for j in range(3):
+        q = vecs[j * 50]
+        got = index.search("t1", q, IndexFilter(), 5)
+        want = np.argsort(-(unit @ (q / np.linalg.norm(q))))[:5]
+        assert [i for i, _ in got] == [f"x{i}" for i in want]
+    assert len(calls) == 1 and not int8_product.available()
+    assert "8-bit product failed" in caplog.text
