@@ -1,5 +1,5 @@
-"""The embedded experience index: exact cosine k-NN in numpy plus BM25 over an inverted index,
-persisted in SQLite.
+"""The embedded experience index: cosine k-NN in numpy (exact, or an 8-bit first pass then float32)
+plus BM25 over an inverted index, persisted in SQLite.
 
 Exact search is the floor that approximate indexes are measured against, and at the scale of one
 tenant on one machine (1e5 x 384 floats = 150 MB) one matrix-vector product takes milliseconds.
