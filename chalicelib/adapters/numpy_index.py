@@ -839,12 +839,13 @@ class NumpyVectorIndex:
         return {i: _unpacked(blob, self.dim) for i, key, blob in rows if keys[i] == key}
 
     def token_vectors_of_texts(self, tenant_id: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
-        sql = "SELECT text_key, vecs FROM token_vectors WHERE tenant_id=? AND text_key IN ({marks})"
-        out: dict[str, np.ndarray] = {}
-        for key, blob in rows_in(self.db.read(), sql, (tenant_id,), keys):
-            if key not in out:
-                out[key] = _unpacked(blob, self.dim)
-        return out
+        # one row of each text, chosen on the (tenant_id, text_key) index alone: a text that many of
+        # the tenant's entries hold (a lesson in several scopes) has one blob read, not each entry's
+        sql = (
+            "SELECT text_key, vecs FROM token_vectors WHERE rowid IN (SELECT MIN(rowid) FROM token_vectors"
+            " WHERE tenant_id=? AND text_key IN ({marks}) GROUP BY text_key)"
+        )
+        return {key: _unpacked(blob, self.dim) for key, blob in rows_in(self.db.read(), sql, (tenant_id,), keys)}
 
     def count(self, tenant_id: str) -> int:
         self._sync()

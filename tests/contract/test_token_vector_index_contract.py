@@ -92,3 +92,18 @@ def test_the_token_vectors_of_a_text_are_read_from_any_entry_of_the_tenant(token
     token_index.delete("t1", ["a"])
     assert token_index.token_vectors_of_texts("t1", [text_key(LAMP)]) == {}
     assert token_index.token_vectors_of_texts("t3", [text_key(LAMP)]) == {}
+
+
+def test_a_text_many_entries_hold_is_read_while_any_of_them_is_left(token_index):
+    """A lesson learned in several scopes: each entry keeps the same text's token vectors; the text's
+    are found until the last entry holding it is gone, and never from another tenant's entries."""
+    token_index.upsert("t1", [entry(f"s{i}") for i in range(4)] + [entry("other", CHAMBER, n=2, seed=2)])
+    token_index.upsert("t2", [entry("t2-copy")])
+    for gone in ("s0", "s2", "s1"):
+        token_index.delete("t1", [gone])
+        got = token_index.token_vectors_of_texts("t1", [text_key(LAMP), text_key(CHAMBER)])
+        assert set(got) == {text_key(LAMP), text_key(CHAMBER)}
+        assert cosines(got[text_key(LAMP)], tokens(3)).min() > 0.999
+    token_index.delete("t1", ["s3"])
+    assert set(token_index.token_vectors_of_texts("t1", [text_key(LAMP), text_key(CHAMBER)])) == {text_key(CHAMBER)}
+    assert set(token_index.token_vectors_of_texts("t2", [text_key(LAMP)])) == {text_key(LAMP)}
