@@ -118,77 +118,27 @@ def product(rows: np.ndarray, column: np.ndarray, out: np.ndarray) -> None:
     out[:] = _get_session().run(None, {"A": rows, "B": column})[0].reshape(-1)
 
 
-def projected_dims(dim: int) -> int | None:
-    """How many dimensions ``Int8Rows`` keeps of ``dim`` (two thirds, in 32s), or None for all of them
-    (below 256: the saving would not pay for the projection)."""
-    return dim * 2 // 3 // 32 * 32 if dim >= 256 else None
-
-
 class Int8Rows:
-    """A float32 matrix's rows in uint8, kept beside it row by row: each row projected on the
-    ``dims`` directions the rows' energy is most in (the top eigenvectors of their second moment,
-    from a sample), then ``round(p * scale) + 128``.
+    """A float32 matrix's rows in uint8 (``round(x * scale) + 128``), kept beside it row by row.
 
-    Sentence embeddings are far from isotropic: MiniLM's keep ~97% of their energy in 256 of their
-    384 dimensions, so the pass reads a third fewer bytes and still orders the rows as float32 does
-    once a few times k of them are scored in float32 (``numpy_index._knn``). ``scale`` comes from the
-    sample's largest value, with headroom.
-
-    A row the copy renders badly is listed in ``loose``, and every search scores those in float32
-    whatever their 8-bit score: one beyond the scale (clipped), or one the directions miss, i.e. whose
-    projection keeps less of its energy than ``loose_below``: the sample's 0.1% quantile less 0.05, at
-    most ``LOOSE_MAX`` (a kind of lesson the sample did not have). When they pass 1/64 of the rows the
-    copy asks to be made again, from a new sample (``put``). Measured: MiniLM's LoCoMo turns keep 0.98
-    of their energy at the median, 0.87 at the 0.1% quantile; the recall bench's perturbed lessons 0.88
-    and 0.75."""
+    ``scale`` is set when the copy is made, from its largest absolute value with some headroom; a
+    later row beyond it (which would be clipped) asks for a new copy (``fits``)."""
 
     HEADROOM = 1.25
-    LOOSE_MAX = 0.85
-    SAMPLE = 16384  # rows the directions and the scale are computed from, evenly spread
-    CHUNK = 8192  # rows projected at a time: a few MB of float32 temporaries
 
-    def __init__(self, vecs: np.ndarray, n: int, dims: int | None = None) -> None:
-        sample = vecs[: n : max(1, n // self.SAMPLE)]
-        self.basis: np.ndarray | None = None
-        self.loose_below = 0.0
-        if dims is not None and dims < vecs.shape[1] and n >= 4 * dims:
-            _, vectors = np.linalg.eigh(sample.T.astype(np.float64) @ sample)  # ascending eigenvalues
-            self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :dims], dtype=np.float32)
-            projected = sample @ self.basis
-            energy = np.einsum("ij,ij->i", sample, sample)
-            kept = np.einsum("ij,ij->i", projected, projected)[energy > 0] / energy[energy > 0]
-            if kept.size:
-                self.loose_below = min(self.LOOSE_MAX, float(np.quantile(kept, 0.001)) - 0.05)
-        top = float(np.abs(self._projected(sample)).max()) if n else 0.0
+    def __init__(self, vecs: np.ndarray, n: int) -> None:
+        top = float(np.abs(vecs[:n]).max()) if n else 0.0
         self.scale = 127.0 / (top * self.HEADROOM) if top > 0 else 127.0
         self.limit = 127.0 / self.scale
-        width = vecs.shape[1] if self.basis is None else self.basis.shape[1]
-        self.codes = np.empty((len(vecs), width), dtype=np.uint8)
-        self.loose: dict[int, None] = {}
-        for start in range(0, n, self.CHUNK):
-            rows = vecs[start : min(n, start + self.CHUNK)]
-            projected = self._projected(rows)
-            self.codes[start : start + len(rows)] = self._quantized(projected)
-            for row in np.flatnonzero(self._rendered_badly(rows, projected)).tolist():
-                self.loose[start + row] = None
-
-    def _projected(self, x: np.ndarray) -> np.ndarray:
-        return x if self.basis is None else x @ self.basis
+        self.codes = np.empty(vecs.shape, dtype=np.uint8)
+        for start in range(0, n, 8192):  # a few MB of float32 temporaries at a time
+            self.codes[start : min(n, start + 8192)] = self._quantized(vecs[start : min(n, start + 8192)])
 
     def _quantized(self, x: np.ndarray) -> np.ndarray:
         return (np.clip(np.rint(x * self.scale), -127, 127) + 128).astype(np.uint8)
 
-    def _rendered_badly(self, rows: np.ndarray, projected: np.ndarray) -> np.ndarray:
-        """Per row: clipped by the scale, or (projected) less than ``LOOSE`` of its energy kept."""
-        bad = np.abs(projected).max(axis=-1) > self.limit
-        if self.basis is not None:
-            kept = np.einsum("...j,...j->...", projected, projected)
-            bad |= kept < self.loose_below * np.einsum("...j,...j->...", rows, rows)
-        return bad
-
-    def column(self, q: np.ndarray) -> np.ndarray:
-        """The query as the product's int8 column (projected as the rows are)."""
-        return quantized_query(self._projected(q))
+    def fits(self, vec: np.ndarray) -> bool:
+        return not vec.size or not float(np.abs(vec).max()) > self.limit  # NaN: nothing to rescale for
 
     def grow(self, capacity: int) -> None:
         if capacity > len(self.codes):
@@ -196,16 +146,5 @@ class Int8Rows:
             codes[: len(self.codes)] = self.codes
             self.codes = codes
 
-    def put(self, row: int, vec: np.ndarray, n: int) -> bool:
-        """Keep the row's codes; False when the copy should be made again instead (more than 1/64 of
-        its ``n`` rows rendered badly)."""
-        projected = self._projected(vec)
-        self.codes[row] = self._quantized(projected)
-        if bool(self._rendered_badly(vec, projected)):
-            self.loose[row] = None
-            return len(self.loose) <= max(64, n // 64)
-        self.loose.pop(row, None)
-        return True
-
-    def loose_rows(self) -> np.ndarray:
-        return np.fromiter(self.loose, dtype=np.int64, count=len(self.loose))
+    def set(self, row: int, vec: np.ndarray) -> None:
+        self.codes[row] = self._quantized(vec)

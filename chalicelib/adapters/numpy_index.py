@@ -4,9 +4,8 @@ plus BM25 over an inverted index, persisted in SQLite.
 Exact search is the floor that approximate indexes are measured against, and at the scale of one
 tenant on one machine (1e5 x 384 floats = 150 MB) one matrix-vector product takes milliseconds.
 That product is bound by memory: from ``_INT8_MIN_ROWS`` rows a search first ranks every row on a
-uint8 copy of the matrix (projected on the directions its rows' energy is in: a sixth of the bytes at
-384 dimensions, ``int8_product``), then scores the best eight times k rows in float32, and the rows
-the projection misses; the scores returned are the float32 ones.
+uint8 copy of the matrix (a quarter of the bytes, ``int8_product``), then scores the best four times
+k rows in float32; the scores returned are the float32 ones.
 Filters are boolean masks over per-row codes, applied before ranking, so a selective filter never
 starves the result. Each tenant is its own partition, loaded from disk on first use.
 """
@@ -32,9 +31,9 @@ from .sqlite_db import SqliteDatabase, dumps, rows_in
 _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking for a block
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
 # from this many rows a k-NN search first ranks every row by an 8-bit product (``int8_product``: a
-# sixth of the memory float32 reads at 384 dimensions), then scores the best ``_RERANK`` x k of them in float32
+# quarter of the memory float32 reads), then scores the best ``_RERANK`` x k of them in float32
 _INT8_MIN_ROWS = 16384
-_RERANK, _RERANK_MIN = 8, 256
+_RERANK, _RERANK_MIN = 4, 256
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float32)
 # postings whose BM25 shares a partition keeps between writes, for the terms queries used first; a
@@ -228,12 +227,6 @@ class _Partition:
         self.lock = threading.RLock()
         self.used = 0.0  # when a search or write last took it (``NumpyVectorIndex.idle_seconds``)
 
-    def int8_rows(self) -> int8_product.Int8Rows:
-        """The rows' uint8 copy (``int8_product``), made now if there is none."""
-        if self.int8 is None:
-            self.int8 = int8_product.Int8Rows(self.vecs, self.n, int8_product.projected_dims(self.dim))
-        return self.int8
-
     def code(self, value: str | None, create: bool) -> int:
         if value is None:
             return 0
@@ -292,8 +285,11 @@ class _Partition:
         row = self._place(entry)
         if vec is not None:
             self.vecs[row] = vec
-            if self.int8 is not None and not self.int8.put(row, vec, self.n):
-                self.int8 = None  # a new copy (new scale, new directions) when next wanted
+            if self.int8 is not None:
+                if self.int8.fits(vec):
+                    self.int8.set(row, vec)
+                else:  # beyond the copy's scale: a new copy, with a scale of its own, when next wanted
+                    self.int8 = None
         if counts is None:
             counts = Counter(terms(entry.text, self.bm25_params.stemmer))
         self._set_len(row, sum(counts.values()))
@@ -606,7 +602,7 @@ class NumpyVectorIndex:
         part._grow(count)
         part.put_bulk(self._stream(tenant_id, part, count, trust, missing))
         if part.n >= self.int8_min_rows and int8_product.available():  # made now, not in a first search
-            part.int8_rows()
+            part.int8 = int8_product.Int8Rows(part.vecs, part.n)
         return part
 
     def _stream(
@@ -739,9 +735,6 @@ class NumpyVectorIndex:
                     approx = approx[candidates]
                 top = np.argpartition(-approx, pick - 1)[:pick]
                 rows = top if candidates is None else candidates[top]
-                loose = part.int8_rows().loose_rows()  # rows the copy's directions miss: always scored
-                if loose.size:
-                    rows = np.union1d(rows, loose[mask[loose]])
                 return _top(part.ids, rows, part.vecs[rows] @ q, k)
         if candidates is None:
             return _top(part.ids, None, self._cosines(part, q), k)
@@ -750,8 +743,9 @@ class NumpyVectorIndex:
     def _int8_scores(self, part: _Partition, q: np.ndarray) -> np.ndarray:
         """Every row's 8-bit product with ``q`` (``int8_product``): the order of their cosines, up
         to rounding. The partition's uint8 copy is made on first use (its caller holds the lock)."""
-        rows = part.int8_rows()
-        codes, column = rows.codes, rows.column(q)
+        if part.int8 is None:
+            part.int8 = int8_product.Int8Rows(part.vecs, part.n)
+        codes, column = part.int8.codes, int8_product.quantized_query(q)
         out = np.empty(part.n, dtype=np.int32)
         self._in_blocks(part.n, lambda lo, hi: int8_product.product(codes[lo:hi], column, out[lo:hi]))
         return out

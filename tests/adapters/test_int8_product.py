@@ -44,38 +44,16 @@ def test_quantized_rows_keep_the_order_of_the_cosines_up_to_rounding():
     assert int(np.argmax(out)) == int(np.argmax(exact)) == 7
 
 
-def test_rows_beyond_the_scale_are_loose_and_growing_keeps_the_rows():
+def test_rows_beyond_the_scale_do_not_fit_and_growing_keeps_the_rows():
     vecs = np.zeros((4, 8), dtype=np.float32)
     vecs[0, 0], vecs[1, 1] = 0.5, -0.4
     rows = Int8Rows(vecs, 2)
-    assert rows.basis is None and rows.loose == {} and rows.limit == pytest.approx(0.625)
+    assert rows.fits(np.full(8, 0.6, np.float32)) and not rows.fits(np.full(8, 0.7, np.float32))
     before = rows.codes[:2].copy()
     rows.grow(100)
     assert rows.codes.shape == (100, 8) and np.array_equal(rows.codes[:2], before)
-    assert rows.put(50, np.full(8, -0.25, np.float32), 100)
-    assert rows.codes[50].tolist() == [128 - round(0.25 * rows.scale)] * 8 and rows.loose == {}
-    assert rows.put(51, np.full(8, 0.7, np.float32), 100)  # clipped: scored in float32 at every search
-    assert rows.loose_rows().tolist() == [51]
-    assert rows.put(51, np.full(8, 0.1, np.float32), 100) and rows.loose == {}  # written again, within the scale
-
-
-def test_the_projection_keeps_the_directions_the_rows_are_in():
-    """Rows in a 40-dimension subspace of 384: the copy keeps 256 directions, which hold all of it;
-    a row outside the subspace is loose, and so many of them ask for a new copy."""
-    rng = np.random.default_rng(4)
-    span = np.linalg.qr(rng.standard_normal((384, 40)))[0].astype(np.float32)  # orthonormal columns
-    vecs = (rng.standard_normal((3000, 40)).astype(np.float32) @ span.T)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    rows = Int8Rows(np.concatenate([vecs, np.zeros((1000, 384), np.float32)]), 3000, dims=256)
-    assert rows.basis.shape == (384, 256) and rows.codes.shape == (4000, 256) and rows.loose == {}
-    assert np.allclose(np.linalg.norm(vecs @ rows.basis, axis=1), 1, atol=1e-4)  # nothing of the rows lost
-    outside = rng.standard_normal(384).astype(np.float32)
-    outside -= span @ (span.T @ outside)  # in none of the rows' directions...
-    outside /= np.linalg.norm(outside)
-    assert np.linalg.norm(outside @ rows.basis) < 0.95  # ...so (mostly) in none the copy keeps
-    assert rows.put(3000, outside, 3001) and rows.loose_rows().tolist() == [3000]
-    kept = [rows.put(3001 + i, outside, 3002 + i) for i in range(64)]
-    assert all(kept[:63]) and not kept[63]  # 65 loose rows of 3,065: past 64, a new copy
+    rows.set(50, np.full(8, -0.25, np.float32))
+    assert rows.codes[50].tolist() == [128 - round(0.25 * rows.scale)] * 8
 
 
 def test_a_large_partition_answers_the_float32_top_k(tmp_path):
@@ -107,41 +85,23 @@ def test_a_large_partition_answers_the_float32_top_k(tmp_path):
     assert checked == 40 and index._partition("t1").int8 is not None
 
 
-@pytest.mark.parametrize("dim", [64, 384])  # 384: projected on 256 directions
-def test_loose_rows_are_found_and_many_make_a_new_copy(tmp_path, monkeypatch, dim):
-    """A row the copy renders badly (beyond its scale, or outside its directions) is still ranked on its
-    float32 score; past 1/64 of the rows (at least 64), the copy is made again from the rows as they are."""
+def test_a_row_beyond_the_scale_makes_a_new_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(numpy_index, "_INT8_MIN_ROWS", 1)
     monkeypatch.setattr(numpy_index, "_RERANK_MIN", 2)
-    rng = np.random.default_rng(5)
+    dim = 64  # random unit rows: the largest value about 0.4, the scale's limit about 0.5
     index = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "vectors.db")), dim)
-    base = rng.standard_normal((8, dim)).astype(np.float32)  # the rows are mixes of 8 directions
-    index.upsert("t1", [IndexEntry(f"x{i}", rng.standard_normal(8).astype(np.float32) @ base, text="")
-                        for i in range(2000)])
-    index.search("t1", base[0], IndexFilter(), 1)
+    rng = np.random.default_rng(5)
+    index.upsert("t1", [IndexEntry(f"x{i}", rng.standard_normal(dim).astype(np.float32), text="") for i in range(50)])
+    index.search("t1", np.ones(dim, np.float32), IndexFilter(), 1)
     part = index._partition("t1")
     first = part.int8
-    assert first is not None and not first.loose and (first.basis is not None) == (dim == 384)
-
-    def badly_rendered(j: int) -> np.ndarray:
-        if first.basis is None:  # all in one dimension: beyond the scale
-            assert first.limit < 1
-            return np.eye(dim, dtype=np.float32)[j % dim]
-        v = rng.standard_normal(dim).astype(np.float32)  # in none of the copy's directions
-        v -= first.basis @ (first.basis.T @ v)
-        return v / np.linalg.norm(v)
-
-    odd = [badly_rendered(j) for j in range(65)]
-    for j in range(3):
-        index.upsert("t1", [IndexEntry(f"odd{j}", odd[j], text="")])
-        assert index.search("t1", odd[j], IndexFilter(), 1)[0][0] == f"odd{j}"
-    assert part.int8 is first and len(first.loose) == 3
-    index.upsert("t1", [IndexEntry(f"odd{j}", odd[j], text="") for j in range(3, 64)])
-    assert part.int8 is first and len(first.loose) == 64
-    index.upsert("t1", [IndexEntry("odd64", odd[64], text="")])
-    assert part.int8 is None  # 65 of 2,065 rows
-    assert index.search("t1", odd[1], IndexFilter(), 1)[0][0] == "odd1"
-    assert part.int8 is not None and part.int8 is not first
+    assert first is not None
+    spike = np.zeros(dim, np.float32)
+    spike[3] = 1.0  # a unit row all in one dimension: beyond every random row's largest value
+    index.upsert("t1", [IndexEntry("spike", spike, text="")])
+    assert part.int8 is None
+    assert index.search("t1", spike, IndexFilter(), 1)[0][0] == "spike"
+    assert part.int8 is not None and part.int8 is not first and part.int8.fits(spike)
 
 
 def test_a_failing_runtime_leaves_float32_answering(tmp_path, monkeypatch, caplog):
