@@ -132,7 +132,8 @@ class Int8Rows:
         self.limit = 127.0 / self.scale
         self.codes = np.empty(vecs.shape, dtype=np.uint8)
         for start in range(0, n, 8192):  # a few MB of float32 temporaries at a time
-            self.codes[start : min(n, start + 8192)] = self._quantized(vecs[start : min(n, start + 8192)])
+            end = min(n, start + 8192)
+            self.codes[start:end] = self._quantized(vecs[start:end])
 
     def _quantized(self, x: np.ndarray) -> np.ndarray:
         return (np.clip(np.rint(x * self.scale), -127, 127) + 128).astype(np.uint8)

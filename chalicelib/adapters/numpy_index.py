@@ -227,6 +227,12 @@ class _Partition:
         self.lock = threading.RLock()
         self.used = 0.0  # when a search or write last took it (``NumpyVectorIndex.idle_seconds``)
 
+    def int8_rows(self) -> int8_product.Int8Rows:
+        """The rows' uint8 copy (``int8_product``), made now if there is none."""
+        if self.int8 is None:
+            self.int8 = int8_product.Int8Rows(self.vecs, self.n)
+        return self.int8
+
     def code(self, value: str | None, create: bool) -> int:
         if value is None:
             return 0
@@ -479,8 +485,6 @@ class NumpyVectorIndex:
         self.idle_seconds = idle_seconds
         self._clock = clock
         self._swept = clock()
-        # from this many rows in a partition a k-NN search ranks on the 8-bit product first (``_knn``)
-        self.int8_min_rows = _INT8_MIN_ROWS
 
     def _sweep(self, now: float) -> None:
         """Let go of the partitions idle for ``idle_seconds`` (looked for at most every tenth of it)."""
@@ -601,8 +605,8 @@ class NumpyVectorIndex:
         part = _Partition(self.dim, self.bm25)
         part._grow(count)
         part.put_bulk(self._stream(tenant_id, part, count, trust, missing))
-        if part.n >= self.int8_min_rows and int8_product.available():  # made now, not in a first search
-            part.int8 = int8_product.Int8Rows(part.vecs, part.n)
+        if part.n >= _INT8_MIN_ROWS and int8_product.available():  # made now, not in a first search
+            part.int8_rows()
         return part
 
     def _stream(
@@ -724,7 +728,7 @@ class NumpyVectorIndex:
             return _top(part.ids, candidates, self._cosines(part, q, candidates), k)
         pick = max(k * _RERANK, _RERANK_MIN)
         count = part.n if candidates is None else candidates.size
-        if count > pick and part.n >= self.int8_min_rows and int8_product.available():
+        if count > pick and part.n >= _INT8_MIN_ROWS and int8_product.available():
             # every row ranked in 8 bits, the best few times k scored in float32
             try:
                 approx = self._int8_scores(part, q)
@@ -743,9 +747,7 @@ class NumpyVectorIndex:
     def _int8_scores(self, part: _Partition, q: np.ndarray) -> np.ndarray:
         """Every row's 8-bit product with ``q`` (``int8_product``): the order of their cosines, up
         to rounding. The partition's uint8 copy is made on first use (its caller holds the lock)."""
-        if part.int8 is None:
-            part.int8 = int8_product.Int8Rows(part.vecs, part.n)
-        codes, column = part.int8.codes, int8_product.quantized_query(q)
+        codes, column = part.int8_rows().codes, int8_product.quantized_query(q)
         out = np.empty(part.n, dtype=np.int32)
         self._in_blocks(part.n, lambda lo, hi: int8_product.product(codes[lo:hi], column, out[lo:hi]))
         return out

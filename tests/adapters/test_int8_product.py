@@ -68,7 +68,7 @@ def test_a_large_partition_answers_the_float32_top_k(tmp_path):
     entries = [IndexEntry(f"x{i}", vecs[i], agent_id=agents[i % 3], text="") for i in range(n)]
     for start in range(0, n, 5000):
         index.upsert("t1", entries[start : start + 5000])
-    assert index.int8_min_rows <= n
+    assert numpy_index._INT8_MIN_ROWS <= n
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     checked = 0
     for j in range(40):
