@@ -1,11 +1,12 @@
-"""The embedded experience index: cosine k-NN in numpy (exact, or an 8-bit first pass then float32)
+"""The embedded experience index: cosine k-NN in numpy (exact, or a 1-bit first pass then float32)
 plus BM25 over an inverted index, persisted in SQLite.
 
 Exact search is the floor that approximate indexes are measured against, and at the scale of one
 tenant on one machine (1e5 x 384 floats = 150 MB) one matrix-vector product takes milliseconds.
-That product is bound by memory: from ``_INT8_MIN_ROWS`` rows a search first ranks every row on a
-uint8 copy of the matrix (a quarter of the bytes, ``int8_product``), then scores the best four times
-k rows in float32; the scores returned are the float32 ones.
+That product is bound by memory: from ``_SIGNS_MIN_ROWS`` rows a search first ranks the rows its
+filter leaves by their sign codes (``sign_codes``: 48 bytes a row, a 32nd of the float32 bytes),
+then scores the nearest in float32, at least 40 times k of them and a 25th of the rows; the scores
+returned are the float32 ones.
 Filters are boolean masks over per-row codes, applied before ranking, so a selective filter never
 starves the result. Each tenant is its own partition, loaded from disk on first use.
 """
@@ -24,16 +25,17 @@ import numpy as np
 from ..domain.lexical import Bm25Params, idf, terms, terms_key
 from ..domain.models import match_key, match_keys
 from ..ports import IndexEntry, IndexFilter
-from . import int8_product
+from .sign_codes import SignCodes
 from .sqlite_db import SqliteDatabase, dumps, rows_in
 
 
 _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking for a block
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
-# from this many rows a k-NN search first ranks every row by an 8-bit product (``int8_product``: a
-# quarter of the memory float32 reads), then scores the best ``_RERANK`` x k of them in float32
-_INT8_MIN_ROWS = 16384
-_RERANK, _RERANK_MIN = 4, 256
+# from this many rows a k-NN search first ranks every row by its sign code (``sign_codes``: 1 bit a
+# dimension, a 32nd of the bytes float32 reads), then scores the nearest in float32: at least
+# ``_RESCORE`` x k of them and 1/``_RESCORE_SHARE`` of the rows the filter leaves
+_SIGNS_MIN_ROWS = 16384
+_RESCORE, _RESCORE_SHARE = 40, 25
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 _NO_TFS = np.zeros(0, dtype=np.float32)
 # postings whose BM25 shares a partition keeps between writes, for the terms queries used first; a
@@ -202,7 +204,7 @@ class _Partition:
         self.ids = np.zeros(0, dtype=object)  # the experience id of each row, None once removed
         self.pos: dict[str, int] = {}
         self.vecs = np.zeros((0, dim), dtype=np.float32)
-        self.int8: int8_product.Int8Rows | None = None  # the rows in uint8, once a search wanted them
+        self.signs: SignCodes | None = None  # the rows' sign codes, once a search wanted them
         self.alive = np.zeros(0, dtype=bool)
         self.agent = np.zeros(0, dtype=np.int32)  # 0 = shared (no agent)
         self.user = np.zeros(0, dtype=np.int32)
@@ -227,11 +229,11 @@ class _Partition:
         self.lock = threading.RLock()
         self.used = 0.0  # when a search or write last took it (``NumpyVectorIndex.idle_seconds``)
 
-    def int8_rows(self) -> int8_product.Int8Rows:
-        """The rows' uint8 copy (``int8_product``), made now if there is none."""
-        if self.int8 is None:
-            self.int8 = int8_product.Int8Rows(self.vecs, self.n)
-        return self.int8
+    def sign_codes(self) -> SignCodes:
+        """The rows' sign codes (``sign_codes``), made now if there are none."""
+        if self.signs is None:
+            self.signs = SignCodes(self.vecs, self.n)
+        return self.signs
 
     def code(self, value: str | None, create: bool) -> int:
         if value is None:
@@ -251,8 +253,8 @@ class _Partition:
         vecs = np.zeros((new, self.dim), np.float32)
         vecs[:cap] = self.vecs
         self.vecs = vecs
-        if self.int8 is not None:
-            self.int8.grow(new)
+        if self.signs is not None:
+            self.signs.grow(new)
         for name, dtype in (("alive", bool), ("agent", np.int32), ("user", np.int32), ("task", np.int32),
                             ("intent", np.int32), ("doc_len", np.float32), ("has_tools", bool), ("ids", object),
                             ("row_tools", object)):
@@ -291,11 +293,8 @@ class _Partition:
         row = self._place(entry)
         if vec is not None:
             self.vecs[row] = vec
-            if self.int8 is not None:
-                if self.int8.fits(vec):
-                    self.int8.set(row, vec)
-                else:  # beyond the copy's scale: a new copy, with a scale of its own, when next wanted
-                    self.int8 = None
+            if self.signs is not None:
+                self.signs.set(row, vec)
         if counts is None:
             counts = Counter(terms(entry.text, self.bm25_params.stemmer))
         self._set_len(row, sum(counts.values()))
@@ -605,8 +604,8 @@ class NumpyVectorIndex:
         part = _Partition(self.dim, self.bm25)
         part._grow(count)
         part.put_bulk(self._stream(tenant_id, part, count, trust, missing))
-        if part.n >= _INT8_MIN_ROWS and int8_product.available():  # made now, not in a first search
-            part.int8_rows()
+        if part.n >= _SIGNS_MIN_ROWS:  # made now, not in a first search
+            part.sign_codes()
         return part
 
     def _stream(
@@ -723,34 +722,19 @@ class NumpyVectorIndex:
     def _knn(self, part: _Partition, q: np.ndarray, mask: np.ndarray, k: int) -> list[tuple[str, float]]:
         # None: no row filtered out, every row's score as the product gives it, no list of rows
         candidates = None if mask.all() else np.flatnonzero(mask)
-        if candidates is not None and candidates.size * 4 < part.n:
+        count = part.n if candidates is None else candidates.size
+        keep = max(k * _RESCORE, count // _RESCORE_SHARE)
+        if part.n >= _SIGNS_MIN_ROWS and count > 2 * keep:
+            # every row the filter leaves ranked by its sign code, the nearest few scored in float32
+            rows = part.sign_codes().nearest(q, part.n, candidates, keep)
+            if rows.size * 2 <= count:  # not when codes too alike to tell rows apart tie past half
+                return _top(part.ids, rows, self._cosines(part, q, rows), k)
+        if candidates is not None and count * 4 < part.n:
             # the candidates' rows alone when they are few enough to be cheaper than every row
             return _top(part.ids, candidates, self._cosines(part, q, candidates), k)
-        pick = max(k * _RERANK, _RERANK_MIN)
-        count = part.n if candidates is None else candidates.size
-        if count > pick and part.n >= _INT8_MIN_ROWS and int8_product.available():
-            # every row ranked in 8 bits, the best few times k scored in float32
-            try:
-                approx = self._int8_scores(part, q)
-            except Exception as exc:  # the runtime failed: float32 alone from now on, in this process
-                int8_product.disable(exc)
-            else:
-                if candidates is not None:
-                    approx = approx[candidates]
-                top = np.argpartition(-approx, pick - 1)[:pick]
-                rows = top if candidates is None else candidates[top]
-                return _top(part.ids, rows, part.vecs[rows] @ q, k)
         if candidates is None:
             return _top(part.ids, None, self._cosines(part, q), k)
         return _top(part.ids, candidates, self._cosines(part, q)[candidates], k)
-
-    def _int8_scores(self, part: _Partition, q: np.ndarray) -> np.ndarray:
-        """Every row's 8-bit product with ``q`` (``int8_product``): the order of their cosines, up
-        to rounding. The partition's uint8 copy is made on first use (its caller holds the lock)."""
-        codes, column = part.int8_rows().codes, int8_product.quantized_query(q)
-        out = np.empty(part.n, dtype=np.int32)
-        self._in_blocks(part.n, lambda lo, hi: int8_product.product(codes[lo:hi], column, out[lo:hi]))
-        return out
 
     @staticmethod
     def _bm25_top(part: _Partition, text: str, mask: np.ndarray, k: int) -> list[tuple[str, float]]:

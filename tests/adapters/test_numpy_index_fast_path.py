@@ -101,6 +101,23 @@ def assert_top(got: list[tuple[str, float]], want: dict[str, float], k: int, exa
     assert scores == (best if exact else pytest.approx(best, rel=1e-6, abs=1e-6))
 
 
+def nearest_by_code(index: NumpyVectorIndex, tenant_id: str, live: dict[str, IndexEntry], q: np.ndarray,
+                    cos: dict[str, float], k: int) -> dict[str, float]:
+    """Of ``cos`` (the rows the filter leaves), those a search of ``k`` scores in float32: all of
+    them, or when the partition ranks by sign codes first (``sign_codes``) and that pass leaves rows
+    out, the rows as near the query by code as the ``keep``-th nearest, each code made here sign by
+    sign from the entry's own vector about the partition's centre."""
+    signs = index._partition(tenant_id).signs
+    keep = max(k * numpy_index._RESCORE, len(cos) // numpy_index._RESCORE_SHARE)
+    if signs is None or len(live) < numpy_index._SIGNS_MIN_ROWS or len(cos) <= 2 * keep:
+        return cos
+    side = unit(q) > signs.centre
+    dist = {i: int(((unit(live[i].vector) > signs.centre) != side).sum()) for i in cos}
+    cutoff = sorted(dist.values())[keep - 1]
+    near = {i: c for i, c in cos.items() if dist[i] <= cutoff}
+    return near if len(near) * 2 <= len(cos) else cos
+
+
 def check(index: NumpyVectorIndex, tenants: dict[str, dict[str, IndexEntry]], rng: random.Random,
           nrng: np.random.Generator, queries: int = 25) -> None:
     for tenant_id, live in tenants.items():
@@ -111,7 +128,8 @@ def check(index: NumpyVectorIndex, tenants: dict[str, dict[str, IndexEntry]], rn
             text = " ".join(rng.choices(WORDS, k=rng.randint(1, 6)))
             cos, lex = plain_cosines(live, q, f), plain_bm25(live, text, f)
             for k in (1, 5, 1000):
-                assert_top(index.search(tenant_id, q, f, k), cos, k, exact=False)
+                got = index.search(tenant_id, q, f, k)
+                assert_top(got, nearest_by_code(index, tenant_id, live, q, cos, k), k, exact=False)
                 assert_top(index.lexical_search(tenant_id, text, f, k), lex, k, exact=True)
             semantic, lexical = index.hybrid_search(tenant_id, q, text, f, 5)
             assert lexical == dict(index.lexical_search(tenant_id, text, f, 5))
@@ -123,18 +141,20 @@ def check(index: NumpyVectorIndex, tenants: dict[str, dict[str, IndexEntry]], rn
 
 # each term's BM25 shares kept between writes: for every term, or for some (a budget of 40 postings);
 # those of the terms many rows hold as a vector over every row (all of them: a share of 0)
-# int8: every search ranks its rows by the 8-bit product first (``int8_product``), then scores the
-# best few in float32 (at least 8 of them, so that the first pass leaves rows out)
-@pytest.mark.parametrize("seed, term_cache, dense_share, int8", [
+# signs: every search ranks the rows its filter leaves by their sign codes first (``sign_codes``),
+# then scores the nearest in float32, at least 2 k and a quarter of them: the first pass leaves rows
+# out, and ``nearest_by_code`` makes the same choice from the entries' own vectors
+@pytest.mark.parametrize("seed, term_cache, dense_share, signs", [
     (1, numpy_index._TERM_CACHE_POSTINGS, numpy_index._DENSE_SHARE, False), (2, 40, numpy_index._DENSE_SHARE, False),
     (3, numpy_index._TERM_CACHE_POSTINGS, 0.0, False),
     (4, numpy_index._TERM_CACHE_POSTINGS, numpy_index._DENSE_SHARE, True),
 ])
 def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_path, monkeypatch, seed, term_cache,
-                                                                           dense_share, int8):
-    products = counted_int8_products(monkeypatch)
-    monkeypatch.setattr(numpy_index, "_RERANK_MIN", 8)
-    monkeypatch.setattr(numpy_index, "_INT8_MIN_ROWS", 1 if int8 else 10**9)
+                                                                           dense_share, signs):
+    passes_run = counted_sign_passes(monkeypatch)
+    monkeypatch.setattr(numpy_index, "_RESCORE", 2)
+    monkeypatch.setattr(numpy_index, "_RESCORE_SHARE", 4)
+    monkeypatch.setattr(numpy_index, "_SIGNS_MIN_ROWS", 1 if signs else 10**9)
     monkeypatch.setattr(numpy_index, "_TERM_CACHE_POSTINGS", term_cache)
     monkeypatch.setattr(numpy_index, "_DENSE_SHARE", dense_share)
     monkeypatch.setattr(numpy_index._Postings, "REBUILD_MIN", 16)  # rebuilds, stale and recent rows all happen
@@ -159,21 +179,23 @@ def test_index_answers_as_the_plain_computation_through_writes_and_a_reload(tmp_
     check(reloaded, tenants, rng, nrng)
     check(index, tenants, rng, nrng)
     assert index.count("t3") == 0 and index.search("t3", np.ones(DIM, np.float32), IndexFilter(), 5) == []
-    assert (len(products) > 0) == int8
+    # rows the sign pass kept, against the rows the filter left it
+    assert (sum(kept < of for kept, of in passes_run) > 20) == signs
 
 
-def counted_int8_products(monkeypatch) -> list[int]:
-    """The rows of each 8-bit product the index runs, as it runs them."""
-    from chalicelib.adapters import int8_product
+def counted_sign_passes(monkeypatch) -> list[tuple[int, int]]:
+    """(rows kept, rows ranked) of each sign pass the index runs, as it runs them."""
+    from chalicelib.adapters.sign_codes import SignCodes
 
-    calls: list[int] = []
-    original = int8_product.product
+    calls: list[tuple[int, int]] = []
+    original = SignCodes.nearest
 
-    def counted(rows, column, out):
-        calls.append(len(rows))
-        return original(rows, column, out)
+    def counted(self, q, n, rows, count):
+        kept = original(self, q, n, rows, count)
+        calls.append((kept.size, n if rows is None else rows.size))
+        return kept
 
-    monkeypatch.setattr(int8_product, "product", counted)
+    monkeypatch.setattr(SignCodes, "nearest", counted)
     return calls
 
 

@@ -55,7 +55,7 @@ def test_every_requirement_is_in_the_package(package):
 
 
 # the embedded backend's modules: never imported with HINDSIGHT_BACKEND=aws
-EMBEDDED_ONLY = {"chalicelib.adapters.numpy_index", "chalicelib.adapters.int8_product",
+EMBEDDED_ONLY = {"chalicelib.adapters.numpy_index", "chalicelib.adapters.sign_codes",
                  "chalicelib.adapters.onnx_embedder",
                  "chalicelib.adapters.hash_embedder", "chalicelib.adapters.sqlite_db", "chalicelib.adapters.sqlite_stores"}
 
