@@ -31,9 +31,9 @@ from .sqlite_db import SqliteDatabase, dumps, rows_in
 
 _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking for a block
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
-# from this many rows a k-NN search first ranks every row by its sign code (``sign_codes``: 1 bit a
-# dimension, a 32nd of the bytes float32 reads), then scores the nearest in float32: at least
-# ``_RESCORE`` x k of them and 1/``_RESCORE_SHARE`` of the rows the filter leaves
+# from this many rows a k-NN search first ranks the rows its filter leaves by their sign codes
+# (``sign_codes``: 1 bit a dimension, a 32nd of the bytes float32 reads), then scores the nearest in
+# float32: at least ``_RESCORE`` x k of them and 1/``_RESCORE_SHARE`` of the rows ranked
 _SIGNS_MIN_ROWS = 16384
 _RESCORE, _RESCORE_SHARE = 40, 25
 _NO_ROWS = np.zeros(0, dtype=np.int32)
