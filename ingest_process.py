@@ -47,16 +47,13 @@ import time
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Callable, Sequence
 
+import child_process
+
 log = logging.getLogger("hindsight.ingest_process")
 
 AUTHKEY_ENV = "HINDSIGHT_INGEST_AUTHKEY"
 # after a failed connection, requests for that child run in the server for this long before it tries again
 RETRY_SECONDS = 1.0
-# how often the server looks for a child that has exited, to start it again; and at most how often
-# it starts one child (a child that cannot start, say its data directory unreadable, is not restarted
-# in a loop)
-WATCH_SECONDS = 0.5
-RESTART_SECONDS = 5.0
 # the requests a child runs: POST /v1/trajectories, /v1/trajectories/{id}/events and .../finalize
 FORWARDED = re.compile(r"^/v1/trajectories(?:/[^/?]+/(?:events|finalize))?$")
 
@@ -133,11 +130,9 @@ class Child:
 
     def revive(self) -> None:
         """Start the child again if it has exited (killed, out of memory), at most once per
-        ``RESTART_SECONDS``; its requests run in the server meanwhile."""
+        ``child_process.RESTART_SECONDS``; its requests run in the server meanwhile."""
         with self._free:
-            if self.closed or self.proc is None or self.proc.poll() is None:
-                return
-            if time.monotonic() - self.started_at < RESTART_SECONDS:  # one that fails at start: not in a loop
+            if self.closed or not child_process.restart_due(self.proc, self.started_at):
                 return
             log.warning("ingest process %s exited (%s); starting another", self.proc.pid, self.proc.returncode)
             idle, self._idle = self._idle, []  # connections to the dead one
@@ -157,15 +152,8 @@ class Child:
         for conn in idle:
             conn.close()
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()  # the child's signal to leave
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            child_process.stop(proc, timeout, proc.stdin.close if proc.stdin is not None else lambda: None)
 
 
 class IngestProcesses:
@@ -196,7 +184,7 @@ class IngestProcesses:
         return self
 
     def _watch(self) -> None:
-        while not self._closed.wait(WATCH_SECONDS):
+        while not self._closed.wait(child_process.WATCH_SECONDS):
             for child in self.children:
                 child.revive()
 

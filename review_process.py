@@ -35,13 +35,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Callable
 
+import child_process
+
 if TYPE_CHECKING:
     from chalicelib.ports import ReviewNotifier
 
 log = logging.getLogger("hindsight.review_process")
 
-WATCH_SECONDS = 0.5  # how often the server looks for a child that has exited
-RESTART_SECONDS = 5.0  # at most how often it starts the child
 # a child that exits this soon after its start, this many times in a row, is not started again
 EARLY_EXIT_SECONDS = 10.0
 EARLY_EXITS = 3
@@ -105,17 +105,15 @@ class ReviewProcess:
         return False
 
     def _watch(self) -> None:
-        while not self._closed.wait(WATCH_SECONDS):
+        while not self._closed.wait(child_process.WATCH_SECONDS):
             self.revive()
 
     def revive(self) -> None:
         """Start the child again if it has exited; give up on one that keeps failing at start."""
         with self._lock:
-            if self._closed.is_set() or self.given_up or self.proc is None or self.proc.poll() is None:
+            if self._closed.is_set() or self.given_up or not child_process.restart_due(self.proc, self.started_at):
                 return
             now = time.monotonic()
-            if now - self.started_at < RESTART_SECONDS:
-                return
             code = self.proc.returncode
             early = self.early_exits = self.early_exits + 1 if now - self.started_at < EARLY_EXIT_SECONDS else 0
             if early >= EARLY_EXITS:
@@ -139,14 +137,8 @@ class ReviewProcess:
         self._closed.set()
         with self._lock:
             proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        self._close_stdin(proc)  # the child's signal to leave
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            child_process.stop(proc, timeout, lambda: self._close_stdin(proc))
 
 
 # --- the child ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import child_process
 import review_process
 from review_process import ReviewProcess
 
@@ -32,8 +33,8 @@ def wait_until(condition, timeout: float = 10.0) -> bool:
 
 @pytest.fixture()
 def quick(monkeypatch):
-    monkeypatch.setattr(review_process, "WATCH_SECONDS", 0.02)
-    monkeypatch.setattr(review_process, "RESTART_SECONDS", 0.05)
+    monkeypatch.setattr(child_process, "WATCH_SECONDS", 0.02)
+    monkeypatch.setattr(child_process, "RESTART_SECONDS", 0.05)
 
 
 def test_a_wake_up_never_blocks_when_the_child_does_not_read(quick):
