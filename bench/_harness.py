@@ -23,7 +23,7 @@ from devtools.process import terminate  # noqa: E402,F401 -- re-exported to the 
 
 
 # what runs the embedded server (a ref from before one of the processes' files has fewer)
-SERVER_CODE = ("app.py", "server.py", "worker.py", "ingest_process.py", "review_process.py", "chalicelib")
+SERVER_CODE = ("app.py", "server.py", "worker.py", "ingest_process.py", "review_process.py", "child_process.py", "chalicelib")
 
 
 def export_ref(ref: str, dest: Path, paths: tuple[str, ...] = SERVER_CODE) -> str:
