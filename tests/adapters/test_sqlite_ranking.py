@@ -48,3 +48,17 @@ def test_a_database_made_before_the_column_gets_it_and_its_rows_read_from_their_
     assert candidate(store, "x1") == Candidate.of(RICH, keep_whole=False)
     store.put(replace(RICH, experience_id="x2"))
     assert candidate(store, "x2") == Candidate.of(replace(RICH, experience_id="x2"), keep_whole=False)
+
+
+def test_rows_with_and_without_the_column_read_together(tmp_path):
+    db = SqliteDatabase(str(tmp_path / "hindsight.db"))
+    store = SqliteExperienceStore(db)
+    lessons = [replace(RICH, experience_id=f"x{i}", utility=i / 10, advice=f"advice {i}") for i in range(6)]
+    for lesson in lessons:
+        store.put(lesson)
+    with db.write() as conn:
+        conn.execute("UPDATE experiences SET ranking=NULL WHERE experience_id IN ('x1', 'x4')")
+    got = store.recall_candidates("t1", [f"x{i}" for i in range(6)] + ["missing", "x1"])
+    assert got == {lesson.experience_id: Candidate.of(lesson, keep_whole=False) for lesson in lessons}
+    assert store.recall_candidates("other", ["x1"]) == {}
+
