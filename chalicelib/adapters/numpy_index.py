@@ -758,15 +758,10 @@ class NumpyVectorIndex:
                 end = min(start + _GATHER_ROWS, hi)
                 np.matmul(vecs[rows[start:end]], q, out=out[start:end])
 
-        self._in_blocks(n, block)
-        return out
-
-    def _in_blocks(self, n: int, block: Callable[[int, int], None]) -> None:
-        """``block(lo, hi)`` over rows 0..n in contiguous blocks, one per thread (this one's included)."""
         blocks = min(self._threads, n // _ROWS_PER_THREAD)
         if blocks < 2:
             block(0, n)
-            return
+            return out
         if self._pool is None:
             with self._lock:
                 if self._pool is None:
@@ -776,6 +771,7 @@ class NumpyVectorIndex:
         block(0, edges[1])
         for done in pending:
             done.result()
+        return out
 
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:

@@ -1,12 +1,11 @@
 """Sign codes: each row of a matrix as one bit per dimension, the sign of its difference from the
-rows' mean, for a first pass that ranks every row before the float32 product scores a few.
+rows' mean, for a first pass that ranks rows before the float32 product scores the nearest few.
 
 The number of bits two codes differ in (their Hamming distance) tracks the angle between the two
 vectors (random hyperplanes would make it an unbiased estimate; the coordinate axes, about the
 mean, keep most of that for sentence embeddings). It is coarse: the rows it puts first are a
-superset to rescore, not an answer. At 384 dimensions a code is 48 bytes, an eighth of the uint8
-row and a 32nd of the float32 one, so every row's distance is a few passes of XOR and popcount
-over 5 MB per 100k rows.
+superset to rescore, not an answer. At 384 dimensions a code is 48 bytes, a 32nd of the float32
+row, so every row's distance is a few passes of XOR and popcount over 5 MB per 100k rows.
 
 The codes are kept word-major (``bits[w, row]``): each of the ``dim / 64`` words of every row is
 one contiguous uint64 array, so a query's distances are ``dim / 64`` vector XORs and popcounts, with
