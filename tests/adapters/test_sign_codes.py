@@ -63,6 +63,20 @@ def test_set_and_grow_keep_each_rows_code():
     assert np.array_equal(codes.bits[:, 33], codes.pack(row[None])[:, 0])
 
 
+def counted_float32_scores(monkeypatch) -> list[int | None]:
+    """What each float32 scoring of the index scores, as it runs: the number of rows listed, or
+    None for every row of the partition."""
+    scored: list[int | None] = []
+    cosines = NumpyVectorIndex._cosines
+
+    def counted(self, part, q, rows=None):
+        scored.append(None if rows is None else len(rows))
+        return cosines(self, part, q, rows)
+
+    monkeypatch.setattr(NumpyVectorIndex, "_cosines", counted)
+    return scored
+
+
 def test_a_large_partition_finds_the_float32_top_k(tmp_path, monkeypatch):
     """20k lessons in clusters of look-alikes (near-ties), a third shared and a third for each of
     two agents, queried by one agent or the other (two thirds of the rows): after the sign pass and float32 on the nearest rows, the ten best are the
@@ -79,14 +93,7 @@ def test_a_large_partition_finds_the_float32_top_k(tmp_path, monkeypatch):
     for start in range(0, n, 5000):
         index.upsert("t1", entries[start : start + 5000])
     assert numpy_index._SIGNS_MIN_ROWS <= n
-    scored: list[int] = []
-    cosines = NumpyVectorIndex._cosines
-
-    def counted(self, part, q, rows=None):
-        scored.append(part.n if rows is None else len(rows))
-        return cosines(self, part, q, rows)
-
-    monkeypatch.setattr(NumpyVectorIndex, "_cosines", counted)
+    scored = counted_float32_scores(monkeypatch)
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     found = 0
     for j in range(40):
@@ -104,7 +111,7 @@ def test_a_large_partition_finds_the_float32_top_k(tmp_path, monkeypatch):
         assert all(exact[int(i[1:])] < 0.2 for i in missed)  # the tail's noise, never the cluster's rows
         found += 90 - len(missed)
     assert found / (40 * 90) >= 0.98
-    assert len(scored) == 40 and max(scored) * 2 <= keep.sum()
+    assert len(scored) == 40 and None not in scored and max(scored) * 2 <= keep.sum()
     assert index._partition("t1").signs is not None
 
 
@@ -119,11 +126,7 @@ def test_codes_too_alike_leave_the_float32_product_to_answer(tmp_path, monkeypat
     vecs = np.where((np.arange(n) % 10 < 7)[:, None], a, b)
     index = NumpyVectorIndex(SqliteDatabase(str(tmp_path / "vectors.db")), dim)
     index.upsert("t1", [IndexEntry(f"x{i}", vecs[i], text="") for i in range(n)])
-    scored: list[int | None] = []
-    cosines = NumpyVectorIndex._cosines
-    monkeypatch.setattr(NumpyVectorIndex, "_cosines",
-                        lambda self, part, q, rows=None: scored.append(rows if rows is None else len(rows))
-                        or cosines(self, part, q, rows))
+    scored = counted_float32_scores(monkeypatch)
     q = a + 0.1 * rng.standard_normal(dim).astype(np.float32)
     exact = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)) @ (q / np.linalg.norm(q))
     got = index.search("t1", q, IndexFilter(), 5)  # ties: the best five scores, each its row's
