@@ -817,7 +817,7 @@ class NumpyVectorIndex:
 
     def token_vectors(self, tenant_id: str, keys: Mapping[str, str]) -> dict[str, np.ndarray]:
         sql = "SELECT experience_id, text_key, vecs FROM token_vectors WHERE tenant_id=? AND experience_id IN ({marks})"
-        rows = rows_in(self.db.read(), sql, (tenant_id,), keys)
+        rows = self.db.read_in(sql, (tenant_id,), keys)
         return {i: _unpacked(blob, self.dim) for i, key, blob in rows if keys[i] == key}
 
     def token_vectors_of_texts(self, tenant_id: str, keys: Iterable[str]) -> dict[str, np.ndarray]:

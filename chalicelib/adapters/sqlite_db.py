@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -106,6 +107,8 @@ def fast_dumps(obj: Any) -> str:
 
 
 IDS_PER_QUERY = 500  # ids of one IN list: under SQLite's bound-parameter limit
+# ``read_in``: connections that read one list of ids at once, and the fewest ids each reads
+READ_WAYS, IDS_PER_WAY = 4, 4
 
 
 def rows_in(conn: sqlite3.Connection, sql: str, args: tuple, ids: Iterable[str]) -> Iterator[sqlite3.Row]:
@@ -158,6 +161,8 @@ class SqliteDatabase:
         self._soon: list[Callable[[sqlite3.Connection], Any]] = []  # write_soon's queue
         self._soon_ready = threading.Condition(threading.Lock())
         self._flusher: threading.Thread | None = None
+        self._readers: ThreadPoolExecutor | None = None  # read_in's, made on its first split read
+        self._readers_lock = threading.Lock()
         conn = self.connection()
         self._migrate(conn)
         conn.executescript(SCHEMA)  # executescript manages its own transaction
@@ -411,6 +416,34 @@ class SqliteDatabase:
 
     def read(self) -> sqlite3.Connection:
         return self.connection()
+
+    def read_in(self, sql: str, args: tuple, ids: Iterable[str]) -> list[sqlite3.Row]:
+        """``rows_in``'s rows, the ids split over up to ``READ_WAYS`` connections that read at once
+        (this thread's and those of a few reader threads). Rows out of the OS's page cache are read
+        from the disk one after another by one connection; several overlap those waits: 100 random
+        lessons' rows read in 18.7 ms by one connection and in 7.4 by four once the file was out of
+        the cache (a recall reads its 50-100 candidates and its leading 20's token vectors). The
+        rows come in no particular order, each read by one statement (no common snapshot)."""
+        ids = list(dict.fromkeys(ids))
+        ways = min(READ_WAYS, len(ids) // IDS_PER_WAY)
+        conn = self.read()
+        # not from inside a transaction (other connections would miss its writes), nor from a private
+        # in-memory database (another connection would open another, empty)
+        if ways < 2 or conn.in_transaction or self.path == ":memory:":
+            return list(rows_in(conn, sql, args, ids))
+        if self._readers is None:
+            with self._readers_lock:
+                if self._readers is None:
+                    self._readers = ThreadPoolExecutor(READ_WAYS - 1, thread_name_prefix="hindsight-sqlite-read")
+        parts = [ids[i::ways] for i in range(ways)]
+        pending = [self._readers.submit(self._read_part, sql, args, part) for part in parts[1:]]
+        rows = self._read_part(sql, args, parts[0])
+        for done in pending:
+            rows.extend(done.result())
+        return rows
+
+    def _read_part(self, sql: str, args: tuple, ids: list[str]) -> list[sqlite3.Row]:
+        return list(rows_in(self.read(), sql, args, ids))
 
 
 class _Job:

@@ -337,7 +337,7 @@ class SqliteExperienceStore:
         # outside the embedding and the search
         out: dict[str, Candidate] = {}
         sql = f"SELECT {_CANDIDATE_FIELDS} FROM experiences WHERE tenant_id=? AND experience_id IN ({{marks}})"
-        for row in rows_in(self.db.read(), sql, (tenant_id,), ids):
+        for row in self.db.read_in(sql, (tenant_id,), ids):
             c = _candidate(tenant_id, json.loads(row[0]))
             out[c.experience_id] = c
         return out
