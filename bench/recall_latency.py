@@ -27,7 +27,8 @@ capacity (recalls/s); then recalls arrive open loop, a Poisson process at each `
 of that capacity, latency counted from each request's scheduled send time (``open_loop``).
 
 ``--before REF``: a second server runs REF's code (app.py, server.py, worker.py and chalicelib/
-exported by ``git archive``) on the same data directory; its HTTP recalls are timed beside this
+exported by ``git archive``) on the same data directory (``--before-data copy``: on a copy of its
+databases, so that neither reads a row the other has just brought into the page cache); its HTTP recalls are timed beside this
 checkout's, query by query (alternating which goes first), in every load phase, and their hits
 compared.
 
@@ -322,7 +323,8 @@ def hit_ids(response) -> list[str]:
 
 def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], data_dir: str, warmup: int,
                  max_seconds: float, clients: int = 0, seconds: float = 0.0, loads: tuple[float, ...] = (),
-                 load_seconds: float = 0.0, before: Path | None = None, late: float = 0.0) -> dict:
+                 load_seconds: float = 0.0, before: Path | None = None, late: float = 0.0,
+                 before_copy: bool = False, cold: bool = False) -> dict:
     import httpx
 
     from chalicelib.ports import IndexFilter
@@ -356,7 +358,8 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
     env = {"HINDSIGHT_EMBEDDER": get_settings().embedder, "HINDSIGHT_RECALL_LATE_WEIGHT": str(late)}
     headers = {"content-type": "application/json", **auth}
     # the code before runs with its own defaults (late interaction included)
-    old_server = Server(data_dir, {"HINDSIGHT_EMBEDDER": get_settings().embedder},
+    old_server = Server(copy_data(data_dir, deps) if before and before_copy else data_dir,
+                        {"HINDSIGHT_EMBEDDER": get_settings().embedder},
                         os.path.join(data_dir, "server-before.log"), root=before) if before else nullcontext()
     with Server(data_dir, env) as server, old_server as old, \
             httpx.Client(base_url=server.url, trust_env=False, timeout=900.0, headers=headers) as client, \
@@ -381,6 +384,15 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
             floor_search(matrix, qvecs[j], k)
         pids = [server.proc.pid] + ([old.proc.pid] if old else [])
         settle(pids, max_wait=2.0)
+        files = [os.path.join(d, f) for d in {data_dir, old.data_dir if old else data_dir}
+                 for f in ("hindsight.db", "vectors.db")]
+
+        def idle() -> None:
+            settle(pids)
+            if cold:
+                drop_page_cache(files)
+
+        idle()
         cpu0 = proc_cpu_seconds(server.proc.pid)
         deadline = time.monotonic() + max_seconds
         pc = time.perf_counter
@@ -390,14 +402,14 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
                 break
             if old_client is not None and j % 2:  # which server goes first alternates
                 t = pc(); r_old = old_client.post("/v1/recall", content=bodies[j]); times[BEFORE].append((pc() - t) * 1000)
-                settle(pids)
+                idle()
             t = pc(); r = client.post("/v1/recall", content=bodies[j]); times["http"].append((pc() - t) * 1000)
             if r.status_code != 200:
                 raise RuntimeError(f"recall answered {r.status_code}: {r.text[:300]}")
-            settle(pids)  # let spinning onnxruntime/OpenBLAS threads (server's and ours) go idle first
+            idle()  # let spinning onnxruntime/OpenBLAS threads (server's and ours) go idle first
             if old_client is not None and not j % 2:
                 t = pc(); r_old = old_client.post("/v1/recall", content=bodies[j]); times[BEFORE].append((pc() - t) * 1000)
-                settle(pids)
+                idle()
             if old_client is not None:
                 if r_old.status_code != 200:
                     raise RuntimeError(f"the --before server's recall answered {r_old.status_code}: {r_old.text[:300]}")
@@ -405,20 +417,20 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
             t = pc(); status, _ = wsgi("POST", "/v1/recall", auth, bodies[j]); times["wsgi"].append((pc() - t) * 1000)
             if status != 200:
                 raise RuntimeError(f"in-process WSGI recall answered {status}")
-            settle(pids)
+            idle()
             t = pc(); hits, _ = recall_svc.recall(deps, **qargs[j]); times["service"].append((pc() - t) * 1000)
-            settle(pids)
+            idle()
             t = pc(); recall_svc.recall(deps_noemb, **qargs[j]); times["svc-noemb"].append((pc() - t) * 1000)
-            settle(pids)
+            idle()
             t = pc(); deps.index.search(tenant_id, qvecs[j], filters[j], k); times["search"].append((pc() - t) * 1000)
-            settle(pids)
+            idle()
             t = pc(); floor_search(matrix, qvecs[j], k); times["floor"].append((pc() - t) * 1000)
-            settle(pids)
+            idle()
             t = pc(); deps.embedder.embed([qtexts[j]], query=True); times["embed"].append((pc() - t) * 1000)
-            settle(pids)
+            idle()
             t = pc(); floor_search(matrix, deps.embedder.embed([qtexts[j]], query=True)[0], k)
             times["emb+floor"].append((pc() - t) * 1000)
-            settle(pids)
+            idle()
             http_ids = hit_ids(r)
             svc_ids = [h.experience.experience_id for h in hits]
             compared += 1
@@ -611,6 +623,32 @@ def open_loop(url: str, auth: dict, bodies: list[bytes], deps, qtexts: list[str]
     return out
 
 
+def drop_page_cache(paths: list[str]) -> None:
+    """The files' pages out of the OS's cache (those not written back yet stay)."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def copy_data(data_dir: str, deps) -> str:
+    """A copy of the data directory's databases, each checkpointed first, for the --before server:
+    on one directory the server that answers a query second finds the rows the first one read in
+    the OS's page cache."""
+    dest = os.path.join(data_dir, "before-data")
+    os.makedirs(dest, exist_ok=True)
+    for db in {deps.experiences.db, deps.index.db}:
+        db.read().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for name in ("hindsight.db", "vectors.db"):
+        for stale in (name + "-wal", name + "-shm"):
+            if os.path.exists(os.path.join(dest, stale)):
+                os.remove(os.path.join(dest, stale))
+        shutil.copyfile(os.path.join(data_dir, name), os.path.join(dest, name))
+    return dest
+
+
 def index_memory(data_dir: str, tenant_id: str, dim: int) -> tuple[float, float, float] | None:
     """RSS of a fresh process before and after it loads the tenant into a NumpyVectorIndex, and the
     seconds the load took: the index's own memory, apart from the server's model and caches."""
@@ -717,6 +755,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--before", default="none",
                         help="a git ref whose server runs beside this checkout's on the same data ('none': no second server)")
+    parser.add_argument("--before-data", choices=("same", "copy"), default="same",
+                        help="the --before server's data: the same directory, or a copy of its databases made before"
+                             " each measure (its own pages in the OS's cache: neither server reads a row the other"
+                             " has just read)")
+    parser.add_argument("--cold", action="store_true",
+                        help="sparse phase: the databases' files dropped from the OS's page cache before each timed"
+                             " call (rows read from the disk, as after the host reclaimed them)")
     parser.add_argument("--embedder", choices=("minilm", "e5"), default="minilm",
                         help="the server's and the in-process embedder (the lessons' vectors too)")
     args = parser.parse_args()
@@ -782,7 +827,8 @@ def main() -> None:
             for late in lates:
                 t0 = time.perf_counter()
                 res = measure_size(n, deps, tenant.tenant_id, key, queries, tmp, args.warmup, args.max_seconds,
-                                   args.clients, args.seconds, loads, args.load_seconds, before, late)
+                                   args.clients, args.seconds, loads, args.load_seconds, before, late,
+                                   args.before_data == "copy", args.cold)
                 res["index_memory"] = memory
                 # the in-process embedder's cache of token vectors made at recall: 0 when every lesson's were read
                 made = len(getattr(deps.embedder, "_tokens", ()))
