@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--queries 200] [--embedder minilm|e5]
        [--clients 4] [--seconds 20] [--loads 0.5,0.8] [--load-seconds 20] [--late 0,0.4] [--before main]
+       [--before-data same|copy] [--cold]
 
 For each size the data directory is seeded directly through the adapters (SQLite experience
 store + NumpyVectorIndex; vectors are real embeddings of a few hundred lesson texts, perturbed,
@@ -28,9 +29,12 @@ of that capacity, latency counted from each request's scheduled send time (``ope
 
 ``--before REF``: a second server runs REF's code (app.py, server.py, worker.py and chalicelib/
 exported by ``git archive``) on the same data directory (``--before-data copy``: on a copy of its
-databases, so that neither reads a row the other has just brought into the page cache); its HTTP recalls are timed beside this
-checkout's, query by query (alternating which goes first), in every load phase, and their hits
-compared.
+databases, so that neither reads a row the other has just brought into the page cache); its HTTP
+recalls are timed beside this checkout's, query by query (alternating which goes first), in every
+load phase, and their hits compared.
+
+``--cold``: in the sparse phase, the databases' files are dropped from the OS's page cache before each
+timed call, so that a recall reads its rows from the disk (as after the host reclaimed the cache).
 
 ``--late``: the late-interaction weights to measure, one after the other on the same data, each
 with a server of its own (``HINDSIGHT_RECALL_LATE_WEIGHT``) and the same weight in this process;

@@ -107,8 +107,10 @@ def fast_dumps(obj: Any) -> str:
 
 
 IDS_PER_QUERY = 500  # ids of one IN list: under SQLite's bound-parameter limit
-# ``read_in``: connections that read one list of ids at once, and the fewest ids each reads
+# ``read_in``: connections that read one list of ids at once, and the fewest ids each reads; and how
+# long no other thread of the process may have read for a read to be split
 READ_WAYS, IDS_PER_WAY = 4, 4
+READ_SPLIT_QUIET_SECONDS = 0.05
 
 
 def rows_in(conn: sqlite3.Connection, sql: str, args: tuple, ids: Iterable[str]) -> Iterator[sqlite3.Row]:
@@ -163,6 +165,8 @@ class SqliteDatabase:
         self._flusher: threading.Thread | None = None
         self._readers: ThreadPoolExecutor | None = None  # read_in's, made on its first split read
         self._readers_lock = threading.Lock()
+        # read_in's latest start or end: (monotonic time, thread); a race only blurs it
+        self._last_read: tuple[float, int | None] = (0.0, None)
         conn = self.connection()
         self._migrate(conn)
         conn.executescript(SCHEMA)  # executescript manages its own transaction
@@ -418,29 +422,42 @@ class SqliteDatabase:
         return self.connection()
 
     def read_in(self, sql: str, args: tuple, ids: Iterable[str]) -> list[sqlite3.Row]:
-        """``rows_in``'s rows, the ids split over up to ``READ_WAYS`` connections that read at once
-        (this thread's and those of a few reader threads). Rows out of the OS's page cache are read
-        from the disk one after another by one connection; several overlap those waits: 100 random
-        lessons' rows read in 18.7 ms by one connection and in 7.4 by four once the file was out of
-        the cache (a recall reads its 50-100 candidates and its leading 20's token vectors). The
-        rows come in no particular order, each read by one statement (no common snapshot)."""
+        """``rows_in``'s rows; after a pause (nothing read by ``read_in`` in another thread of the process
+        for ``READ_SPLIT_QUIET_SECONDS``), the ids split over up to ``READ_WAYS`` connections that read at
+        once (this thread's and those of a few reader threads). Rows out of the OS's page cache are
+        read from the disk one after another by one connection; several overlap those waits: 100
+        random lessons' rows read in 18.7 ms by one connection and in 7.4 by four once the file was
+        out of the cache (a recall reads its 50-100 candidates and its leading 20's token vectors).
+        Rows are likeliest out of the cache after a pause; and a split costs its hand-offs between
+        threads (0.34 -> 1.18 ms of CPU for 100 rows in the cache), which under load, where the
+        requests' own waits overlap anyway, cost 12% of recalls/s. The rows come in no particular
+        order, each read by one statement (no common snapshot)."""
         ids = list(dict.fromkeys(ids))
         ways = min(READ_WAYS, len(ids) // IDS_PER_WAY)
         conn = self.read()
+        me, (last, reader) = threading.get_ident(), self._last_read
+        started = time.monotonic()
+        quiet, self._last_read = reader == me or started - last >= READ_SPLIT_QUIET_SECONDS, (started, me)
         # not from inside a transaction (other connections would miss its writes), nor from a private
         # in-memory database (another connection would open another, empty)
-        if ways < 2 or conn.in_transaction or self.path == ":memory:":
-            return list(rows_in(conn, sql, args, ids))
+        if not quiet or ways < 2 or conn.in_transaction or self.path == ":memory:":
+            try:
+                return list(rows_in(conn, sql, args, ids))
+            finally:
+                self._last_read = time.monotonic(), me
         if self._readers is None:
             with self._readers_lock:
                 if self._readers is None:
                     self._readers = ThreadPoolExecutor(READ_WAYS - 1, thread_name_prefix="hindsight-sqlite-read")
         parts = [ids[i::ways] for i in range(ways)]
-        pending = [self._readers.submit(self._read_part, sql, args, part) for part in parts[1:]]
-        rows = self._read_part(sql, args, parts[0])
-        for done in pending:
-            rows.extend(done.result())
-        return rows
+        try:
+            pending = [self._readers.submit(self._read_part, sql, args, part) for part in parts[1:]]
+            rows = self._read_part(sql, args, parts[0])
+            for done in pending:
+                rows.extend(done.result())
+            return rows
+        finally:
+            self._last_read = time.monotonic(), me
 
     def _read_part(self, sql: str, args: tuple, ids: list[str]) -> list[sqlite3.Row]:
         return list(rows_in(self.read(), sql, args, ids))

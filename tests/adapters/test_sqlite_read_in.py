@@ -1,8 +1,9 @@
-"""``SqliteDatabase.read_in``: a list of ids read by several connections at once (a recall's
-candidates and token vectors), with the rows one connection's ``rows_in`` gives."""
+"""``SqliteDatabase.read_in``: a list of ids read by several connections at once after a pause (a
+recall's candidates and token vectors), with the rows one connection's ``rows_in`` gives."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -13,7 +14,8 @@ SQL = "SELECT k, v FROM kv WHERE t=? AND k IN ({marks})"
 
 
 @pytest.fixture()
-def db(tmp_path):
+def db(tmp_path, monkeypatch):
+    monkeypatch.setattr(sqlite_db, "READ_SPLIT_QUIET_SECONDS", 0.0)  # every read splits (see the last test)
     db = SqliteDatabase(str(tmp_path / "read.db"))
     with db.write() as c:
         c.execute("CREATE TABLE kv (t TEXT, k TEXT, v TEXT, PRIMARY KEY (t, k))")
@@ -73,3 +75,30 @@ def test_inside_a_transaction_the_read_sees_its_writes(db, monkeypatch):
     with db.write() as c:
         c.execute("UPDATE kv SET v='mine' WHERE t='t1'")
         assert {v for _, v in pairs(db.read_in(SQL, ("t1",), ids))} == {"mine"}  # on this connection alone
+
+
+def test_a_read_is_split_unless_another_thread_has_just_read(db, monkeypatch):
+    parts: list[int] = []
+    part = db._read_part
+
+    def spied(sql, args, ids):
+        parts.append(len(ids))
+        return part(sql, args, ids)
+
+    monkeypatch.setattr(db, "_read_part", spied)
+    monkeypatch.setattr(sqlite_db, "READ_SPLIT_QUIET_SECONDS", 0.2)
+    ids = [f"k{i:04d}" for i in range(100)]
+    time.sleep(0.25)
+    assert len(db.read_in(SQL, ("t1",), ids)) == 100
+    assert len(parts) == sqlite_db.READ_WAYS  # no other thread had read for 0.25 s
+    parts.clear()
+    db.read_in(SQL, ("t1",), ids)
+    assert len(parts) == sqlite_db.READ_WAYS  # the same thread's second read (a recall's token vectors)
+    parts.clear()
+    other = threading.Thread(target=db.read_in, args=(SQL, ("t1",), ids))
+    other.start()
+    other.join()
+    assert parts == []  # its read follows this thread's at once (concurrent requests overlap their waits anyway)
+    time.sleep(0.25)
+    db.read_in(SQL, ("t1",), ids)
+    assert len(parts) == sqlite_db.READ_WAYS
