@@ -70,7 +70,7 @@ def test_a_reader_thread_sees_what_was_committed_after_its_connection_was_opened
     assert {v for _, v in pairs(db.read_in(SQL, ("t1",), ids))} == {"new"}
 
 
-def test_inside_a_transaction_the_read_sees_its_writes(db, monkeypatch):
+def test_inside_a_transaction_the_read_sees_its_writes(db):
     ids = [f"k{i:04d}" for i in range(40)]
     with db.write() as c:
         c.execute("UPDATE kv SET v='mine' WHERE t='t1'")
