@@ -438,19 +438,16 @@ class SqliteDatabase:
         me, (last, reader) = threading.get_ident(), self._last_read
         started = time.monotonic()
         quiet, self._last_read = reader == me or started - last >= READ_SPLIT_QUIET_SECONDS, (started, me)
-        # not from inside a transaction (other connections would miss its writes), nor from a private
-        # in-memory database (another connection would open another, empty)
-        if not quiet or ways < 2 or conn.in_transaction or self.path == ":memory:":
-            try:
-                return list(rows_in(conn, sql, args, ids))
-            finally:
-                self._last_read = time.monotonic(), me
-        if self._readers is None:
-            with self._readers_lock:
-                if self._readers is None:
-                    self._readers = ThreadPoolExecutor(READ_WAYS - 1, thread_name_prefix="hindsight-sqlite-read")
-        parts = [ids[i::ways] for i in range(ways)]
         try:
+            # not from inside a transaction (other connections would miss its writes), nor from a private
+            # in-memory database (another connection would open another, empty)
+            if not quiet or ways < 2 or conn.in_transaction or self.path == ":memory:":
+                return list(rows_in(conn, sql, args, ids))
+            if self._readers is None:
+                with self._readers_lock:
+                    if self._readers is None:
+                        self._readers = ThreadPoolExecutor(READ_WAYS - 1, thread_name_prefix="hindsight-sqlite-read")
+            parts = [ids[i::ways] for i in range(ways)]
             pending = [self._readers.submit(self._read_part, sql, args, part) for part in parts[1:]]
             rows = self._read_part(sql, args, parts[0])
             for done in pending:

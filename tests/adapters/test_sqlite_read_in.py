@@ -36,15 +36,21 @@ def test_the_rows_of_one_connection_for_any_number_of_ids(db, count):
     assert all(v.startswith("t1-") for _, v in pairs(got))  # the leading args apply to every part
 
 
-def test_a_long_list_is_read_by_several_threads_and_a_short_one_by_the_caller(db, monkeypatch):
-    threads: list[str] = []
+@pytest.fixture()
+def threads(db, monkeypatch) -> list[str]:
+    """The thread that read each part of a split read (none for a read on one connection)."""
+    read: list[str] = []
     part = db._read_part
 
     def spied(sql, args, ids):
-        threads.append(threading.current_thread().name)
+        read.append(threading.current_thread().name)
         return part(sql, args, ids)
 
     monkeypatch.setattr(db, "_read_part", spied)
+    return read
+
+
+def test_a_long_list_is_read_by_several_threads_and_a_short_one_by_the_caller(db, threads):
     db.read_in(SQL, ("t1",), [f"k{i:04d}" for i in range(100)])
     # one part on the caller's connection, the others on reader threads' (an idle one may take two)
     assert len(threads) == sqlite_db.READ_WAYS
@@ -77,28 +83,20 @@ def test_inside_a_transaction_the_read_sees_its_writes(db):
         assert {v for _, v in pairs(db.read_in(SQL, ("t1",), ids))} == {"mine"}  # on this connection alone
 
 
-def test_a_read_is_split_unless_another_thread_has_just_read(db, monkeypatch):
-    parts: list[int] = []
-    part = db._read_part
-
-    def spied(sql, args, ids):
-        parts.append(len(ids))
-        return part(sql, args, ids)
-
-    monkeypatch.setattr(db, "_read_part", spied)
+def test_a_read_is_split_unless_another_thread_has_just_read(db, threads, monkeypatch):
     monkeypatch.setattr(sqlite_db, "READ_SPLIT_QUIET_SECONDS", 0.2)
     ids = [f"k{i:04d}" for i in range(100)]
     time.sleep(0.25)
     assert len(db.read_in(SQL, ("t1",), ids)) == 100
-    assert len(parts) == sqlite_db.READ_WAYS  # no other thread had read for 0.25 s
-    parts.clear()
+    assert len(threads) == sqlite_db.READ_WAYS  # no other thread had read for 0.25 s
+    threads.clear()
     db.read_in(SQL, ("t1",), ids)
-    assert len(parts) == sqlite_db.READ_WAYS  # the same thread's second read (a recall's token vectors)
-    parts.clear()
+    assert len(threads) == sqlite_db.READ_WAYS  # the same thread's second read (a recall's token vectors)
+    threads.clear()
     other = threading.Thread(target=db.read_in, args=(SQL, ("t1",), ids))
     other.start()
     other.join()
-    assert parts == []  # its read follows this thread's at once (concurrent requests overlap their waits anyway)
+    assert threads == []  # its read follows this thread's at once (concurrent requests overlap their waits anyway)
     time.sleep(0.25)
     db.read_in(SQL, ("t1",), ids)
-    assert len(parts) == sqlite_db.READ_WAYS
+    assert len(threads) == sqlite_db.READ_WAYS
