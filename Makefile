@@ -8,20 +8,20 @@ PY := $(VENV)/bin/python
 # `make test` adds the test and infra tools on top, so a venv made by `make run` is upgraded,
 # not rebuilt. pip prints what it fetches and installs, so a first run shows its progress; the
 # run install skips byte-compiling (the server compiles the few modules it imports as it starts).
-$(VENV)/.run-installed: requirements-local.txt requirements-local-nodeps.txt requirements-sdk.txt sdk/python/pyproject.toml
+$(VENV)/.run-installed: requirements/local.txt requirements/local-nodeps.txt requirements/sdk.txt sdk/python/pyproject.toml
 	@echo "==> [1/3] virtualenv $(VENV)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "==> [2/3] what the server, the SDK and its CLI need: requirements-local.txt, requirements-sdk.txt"
-	$(PY) -m pip install --progress-bar on --no-compile -r requirements-local.txt -r requirements-sdk.txt
-	@echo "==> [3/3] without their deployment and download tools: requirements-local-nodeps.txt"
-	$(PY) -m pip install --progress-bar on --no-compile --no-deps -r requirements-local-nodeps.txt
+	@echo "==> [2/3] what the server, the SDK and its CLI need: requirements/local.txt, requirements/sdk.txt"
+	$(PY) -m pip install --progress-bar on --no-compile -r requirements/local.txt -r requirements/sdk.txt
+	@echo "==> [3/3] without their deployment and download tools: requirements/local-nodeps.txt"
+	$(PY) -m pip install --progress-bar on --no-compile --no-deps -r requirements/local-nodeps.txt
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.run-installed requirements-dev.txt requirements-aws.txt requirements.txt requirements-nodeps.txt
-	@echo "==> the aws backend, test and infra tools: requirements-dev.txt"
-	$(PY) -m pip install --progress-bar on -r requirements-dev.txt
-	@echo "==> without their declared dependencies: requirements-nodeps.txt"
-	$(PY) -m pip install --progress-bar on --no-deps -r requirements-nodeps.txt
+$(VENV)/.installed: $(VENV)/.run-installed requirements/dev.txt requirements/aws.txt requirements.txt requirements/nodeps.txt
+	@echo "==> the aws backend, test and infra tools: requirements/dev.txt"
+	$(PY) -m pip install --progress-bar on -r requirements/dev.txt
+	@echo "==> without their declared dependencies: requirements/nodeps.txt"
+	$(PY) -m pip install --progress-bar on --no-deps -r requirements/nodeps.txt
 	touch $@
 
 install: $(VENV)/.installed
@@ -30,10 +30,10 @@ install-run: $(VENV)/.run-installed
 
 run: install-run
 	@echo "==> starting the server (the CLI is $(VENV)/bin/hindsight)"
-	$(PY) server.py
+	$(PY) -m local.server
 
 test: install
-	scripts/browser/install.sh
+	devtools/install-browser.sh
 	$(PY) -m pytest
 
 bench: install
@@ -49,10 +49,10 @@ eval: install
 
 # A local OpenSearch 2.19.1 node with k-NN on 127.0.0.1:$${OPENSEARCH_PORT:-9200} (fetched from Maven Central)
 opensearch:
-	scripts/opensearch/start.sh
+	devtools/opensearch/start.sh
 
 opensearch-stop:
-	scripts/opensearch/stop.sh
+	devtools/opensearch/stop.sh
 
 # CloudFormation template(s) of a stage, offline (CDK v2, needs Node.js): make synth [SYNTH_ARGS="--stack prod --package full"]
 synth: install

@@ -297,7 +297,7 @@ from chalicelib.console import console  # noqa: E402
 app.register_blueprint(console)
 
 
-# --- background work in the cloud (locally, worker.py does the same in a thread) ---------
+# --- background work in the cloud (locally, local/worker.py does the same in a thread) ---------
 
 JOBS_STREAM_ARN = os.environ.get(
     "HINDSIGHT_JOBS_STREAM_ARN", "arn:aws:dynamodb:us-east-1:000000000000:table/hindsight-dev-review-jobs/stream/local"

@@ -20,10 +20,11 @@ if str(ROOT) not in sys.path:
 
 from devtools.net import HOST, free_port  # noqa: E402,F401 -- re-exported to the benchmarks
 from devtools.process import terminate  # noqa: E402,F401 -- re-exported to the benchmarks
+from devtools.server_process import server_command  # noqa: E402
 
 
 # what runs the embedded server (a ref from before one of the processes' files has fewer)
-SERVER_CODE = ("app.py", "server.py", "worker.py", "ingest_process.py", "review_process.py", "child_process.py", "chalicelib")
+SERVER_CODE = ("app.py", "local", "server.py", "worker.py", "ingest_process.py", "review_process.py", "child_process.py", "chalicelib")
 
 
 def export_ref(ref: str, dest: Path, paths: tuple[str, ...] = SERVER_CODE) -> str:
@@ -96,11 +97,11 @@ def proc_rss_mb(pid: int, children: bool = False) -> float | None:
 
 
 class Server:
-    """``python server.py`` on a free 127.0.0.1 port; a context manager that always kills it."""
+    """The embedded server (``python -m local.server``) on a free 127.0.0.1 port; a context manager that always kills it."""
 
     def __init__(self, data_dir: str, env: dict[str, str] | None = None, log_path: str | None = None,
                  root: Path | None = None) -> None:
-        """``root``: the checkout whose server.py runs (default: this one; a benchmark may run a
+        """``root``: the checkout whose server runs (default: this one; a benchmark may run a
         git ref's code exported elsewhere beside it)."""
         self.data_dir = data_dir
         self.root = root or ROOT
@@ -135,7 +136,7 @@ class Server:
         env.update(self.extra_env)
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "server.py"],
+            server_command(Path(self.root)),
             cwd=str(self.root),
             env=env,
             stdout=self._log,
@@ -182,7 +183,7 @@ def make_inprocess_wsgi(deps: Any, settings: Any) -> Callable[[str, str, dict[st
     Installs ``deps`` as the container's dependencies of this process.
     """
     from chalicelib import container
-    from server import make_wsgi_app
+    from local.wsgi import make_wsgi_app
 
     container.set_deps(deps, settings)
     from app import app as chalice_app

@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/aws_recall_latency.py [--sizes 10000,100000] [--qu
        [--seed-budget 600] [--max-seconds 600]
 
 The OpenSearch node is ``OPENSEARCH_URL`` when that is set and reachable, else a private node that
-``devtools.opensearch_node.node_url`` starts (scripts/opensearch/start.sh, a free 127.0.0.1 port,
+``devtools.opensearch_node.node_url`` starts (devtools/opensearch/start.sh, a free 127.0.0.1 port,
 heap ``--heap``) and stops when this script exits. The index is lucene (the local node cannot run
 faiss) and is deleted at the end (``--keep-index`` keeps it).
 
@@ -419,8 +419,8 @@ def main() -> None:
         parser.error("sizes and queries must be positive")
 
     os.environ.setdefault("OPENSEARCH_HEAP", args.heap)
-    from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex, build_client
-    from chalicelib.adapters.opensearch_queries import IndexSpec
+    from chalicelib.adapters.opensearch.index import OpenSearchVectorIndex, build_client
+    from chalicelib.adapters.opensearch.queries import IndexSpec
     from chalicelib.container import build_embedded
     from chalicelib.services.recall import embedded_texts
     from chalicelib.services.tenants import create_tenant

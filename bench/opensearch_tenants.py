@@ -4,7 +4,7 @@ Usage: .venv/bin/python bench/opensearch_tenants.py [--measured 10000] [--others
        [--tenants 100,1000] [--queries 200] [--routed-shards 2] [--keep-index]
 
 The node is ``OPENSEARCH_URL`` when that is set and reachable, else a private one that
-``devtools.opensearch_node.node_url`` starts (scripts/opensearch/start.sh) and stops at exit.
+``devtools.opensearch_node.node_url`` starts (devtools/opensearch/start.sh) and stops at exit.
 
 Two indexes: the baseline holds the measured tenant alone (``--measured`` lessons); the shared one
 holds the same tenant and grows, tenant by tenant of ``--others-size`` lessons, to each count of
@@ -119,7 +119,7 @@ class RoutedClient:
 
 
 def new_index(client, spec):
-    from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex
+    from chalicelib.adapters.opensearch.index import OpenSearchVectorIndex
 
     if client.indices.exists(index=spec.name):
         client.indices.delete(index=spec.name)
@@ -132,7 +132,7 @@ def add_tenants(client, index, world: World, tenant_nos: range, sizes, routed: b
     """Bulk-write the adapter's documents of these tenants (refresh off meanwhile), then refresh."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from chalicelib.adapters import opensearch_queries as q
+    from chalicelib.adapters.opensearch import queries as q
 
     name = index.spec.name
     client.indices.put_settings(index=name, body={"index": {"refresh_interval": "-1"}})
@@ -211,8 +211,8 @@ def main() -> None:
     counts = sorted(int(x) for x in args.tenants.split(","))
 
     os.environ.setdefault("OPENSEARCH_HEAP", args.heap)
-    from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex, build_client
-    from chalicelib.adapters.opensearch_queries import IndexSpec
+    from chalicelib.adapters.opensearch.index import OpenSearchVectorIndex, build_client
+    from chalicelib.adapters.opensearch.queries import IndexSpec
     from devtools.opensearch_node import node_url
 
     url = node_url()

@@ -662,8 +662,8 @@ def index_memory(data_dir: str, tenant_id: str, dim: int) -> tuple[float, float,
     code = (
         "import json, os, sys, time\n"
         "from bench._harness import proc_rss_mb\n"
-        "from chalicelib.adapters.numpy_index import NumpyVectorIndex\n"
-        "from chalicelib.adapters.sqlite_db import SqliteDatabase\n"
+        "from chalicelib.adapters.embedded.index import NumpyVectorIndex\n"
+        "from chalicelib.adapters.embedded.db import SqliteDatabase\n"
         "index = NumpyVectorIndex(SqliteDatabase(sys.argv[1]), int(sys.argv[3]))\n"
         "before = proc_rss_mb(os.getpid()); t = time.perf_counter()\n"
         "index.count(sys.argv[2])\n"

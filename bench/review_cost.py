@@ -22,11 +22,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from chalicelib.adapters.clock import SystemClock  # noqa: E402
-from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer  # noqa: E402
-from chalicelib.adapters.hash_embedder import HashEmbedder  # noqa: E402
-from chalicelib.adapters.numpy_index import NumpyVectorIndex  # noqa: E402
-from chalicelib.adapters.sqlite_db import SqliteDatabase  # noqa: E402
-from chalicelib.adapters.sqlite_stores import (  # noqa: E402
+from chalicelib.adapters.reviewers.rules import DeterministicReviewer  # noqa: E402
+from chalicelib.adapters.embedders.hash import HashEmbedder  # noqa: E402
+from chalicelib.adapters.embedded.index import NumpyVectorIndex  # noqa: E402
+from chalicelib.adapters.embedded.db import SqliteDatabase  # noqa: E402
+from chalicelib.adapters.embedded.stores import (  # noqa: E402
     SqliteExperienceStore, SqliteReviewQueue, SqliteTenantStore, SqliteTrajectoryStore,
 )
 from chalicelib.domain.models import FULL_REVIEW  # noqa: E402

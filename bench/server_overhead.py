@@ -43,7 +43,8 @@ def serve(stage: str) -> None:
     """The embedded server as ``server.main`` builds it, the append route cut short at ``stage``."""
     import logging
 
-    import server as srv
+    from local import server as srv
+    from local import wsgi
     from chalicelib import redaction
     from chalicelib.container import get_deps, get_settings
 
@@ -84,9 +85,9 @@ def serve(stage: str) -> None:
                 return json_response({"accepted": accepted, "duplicates": 0}, 202)
 
             entry.view_function = endpoint(append)
-        wsgi = srv.make_wsgi_app(chalice_app, settings.max_body_bytes)
+        wsgi = wsgi.make_wsgi_app(chalice_app, settings.max_body_bytes)
     srv.tune_gc()
-    server = srv.create_server(wsgi, settings)
+    server = wsgi.create_server(wsgi, settings)
     try:
         server.run()
     finally:

@@ -9,7 +9,7 @@ Each backend gets what it needs, started here and always stopped here:
             embedder, the review worker on (reviews run in the server while the load goes on)
   aws       a moto server subprocess as DynamoDB (``HINDSIGHT_CREATE_TABLES=true``, tables under a
             fresh prefix), the OpenSearch node at ``OPENSEARCH_URL`` (else a private node started
-            by scripts/opensearch/start.sh) with an index of our own, deleted at the end, and the
+            by devtools/opensearch/start.sh) with an index of our own, deleted at the end, and the
             same server with ``HINDSIGHT_BACKEND=aws`` (MiniLM embedder; the server's worker
             claims the review jobs from the DynamoDB queue, as the stream's Lambda would).
             ``--moto atomic`` serves one request at a time, as tests/contract does: moto does

@@ -45,7 +45,7 @@ def counting(self, cafile=None, capath=None, cadata=None):
     return real(self, cafile, capath, cadata)
 ssl.SSLContext.load_verify_locations = counting
 from chalicelib.adapters.openai_http import OpenAICompatibleClient
-from chalicelib.adapters.opensearch_http import OpenSearchHttp
+from chalicelib.adapters.opensearch.http import OpenSearchHttp
 url, bundle = os.environ["BENCH_URL"], os.environ["BENCH_BUNDLE"]
 c0, t0 = time.process_time(), time.perf_counter()
 index = OpenSearchHttp(url, ca_certs=bundle, max_retries=0)

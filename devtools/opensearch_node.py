@@ -1,7 +1,7 @@
 """A real OpenSearch node for the tests (marker ``opensearch``) and benchmarks that need one.
 
 ``node_url()`` answers with ``OPENSEARCH_URL`` when it is set and reachable; otherwise it starts a
-node of its own with ``scripts/opensearch/start.sh`` on a free port, in a private cache directory
+node of its own with ``devtools/opensearch/start.sh`` on a free port, in a private cache directory
 (its own data, logs and pid file, the distribution hard-linked from the shared one), so it neither
 meets nor stops a node someone else runs. That node is stopped and removed when the test process
 exits. A node that cannot start raises with the tail of its log (the tests' fixture turns that
@@ -21,7 +21,7 @@ from pathlib import Path
 from devtools.net import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPTS = REPO / "scripts" / "opensearch"
+SCRIPTS = REPO / "devtools" / "opensearch"
 
 
 def reachable(url: str, timeout: float = 3.0) -> bool:
@@ -57,7 +57,7 @@ class LocalNode:
         cache = Path(os.environ.get("OPENSEARCH_HOME") or REPO / ".opensearch")
         fetched = subprocess.run([str(SCRIPTS / "fetch.sh")], capture_output=True, text=True)
         if fetched.returncode != 0:
-            raise RuntimeError(f"scripts/opensearch/fetch.sh failed:\n{fetched.stdout}\n{fetched.stderr}")
+            raise RuntimeError(f"devtools/opensearch/fetch.sh failed:\n{fetched.stdout}\n{fetched.stderr}")
         dist = sorted(cache.glob("opensearch-*/.fetched-knn-*"))[-1].parent
         # run as the opensearch user when root: every parent of the cache must be enterable
         self.home = Path(tempfile.mkdtemp(prefix="hindsight-opensearch-"))

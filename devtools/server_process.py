@@ -1,4 +1,4 @@
-"""The real server, ``python server.py`` as ``make run`` starts it, on a free port.
+"""The real server, ``python -m local.server`` as ``make run`` starts it, on a free port.
 
 Tests and benchmarks drive it over HTTP only. The child gets the caller's environment without its
 ``HINDSIGHT_*`` variables (a developer's settings must not leak into a run), then ``env``.
@@ -16,6 +16,12 @@ from devtools.net import HOST, free_port, wait_http
 from devtools.process import terminate
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def server_command(root: Path = ROOT) -> list[str]:
+    """What starts the embedded server of the checkout at ``root`` (a benchmark's git ref exported
+    elsewhere may be from before the server became the ``local`` package)."""
+    return [sys.executable, "-m", "local.server"] if (root / "local" / "server.py").exists() else [sys.executable, "server.py"]
 
 
 class ServerProcess:
@@ -38,7 +44,7 @@ class ServerProcess:
     def start(self, timeout: float = 60.0) -> "ServerProcess":
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=self.environment(),
+        self.proc = subprocess.Popen(server_command(), cwd=ROOT, env=self.environment(),
                                      stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
         try:
             wait_http(f"{self.url}/v1/health", self.proc, timeout, self.log_path)

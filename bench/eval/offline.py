@@ -68,7 +68,7 @@ def rrf(rankings: Iterable[Sequence[int]], k: int, c: int = RRF_K) -> list[int]:
 
 def minilm() -> Callable[[list[str]], np.ndarray]:
     """The service's own offline MiniLM embedder, batched (unit vectors, float32)."""
-    from chalicelib.adapters.onnx_embedder import OnnxMiniLMEmbedder
+    from chalicelib.adapters.embedders.onnx import OnnxMiniLMEmbedder
 
     model = OnnxMiniLMEmbedder()
 

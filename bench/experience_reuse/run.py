@@ -499,7 +499,7 @@ def run(api: Api, fams, by_id, nonce, agent_id, args, timings, t_all, server_des
 
     t0 = time.monotonic()
     log("baselines (in-process MiniLM)...")
-    from chalicelib.adapters.onnx_embedder import OnnxMiniLMEmbedder
+    from chalicelib.adapters.embedders.onnx import OnnxMiniLMEmbedder
 
     embedder = OnnxMiniLMEmbedder()
     raw = [{"id": d["id"], "families": [d["family"]], "text": d["text"]} for d in raw_docs]

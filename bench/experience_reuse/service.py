@@ -17,12 +17,13 @@ import httpx
 
 from devtools.net import HOST, free_port
 from devtools.process import terminate
+from devtools.server_process import server_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class LocalServer:
-    """``python server.py`` on a free port with a temporary data directory.
+    """``python -m local.server`` on a free port with a temporary data directory.
 
     The environment is inherited (so engine options such as a reviewer choice pass through), except
     the data dir, port and admin key; the embedder is a real model: MiniLM, or e5 when
@@ -49,7 +50,7 @@ class LocalServer:
                 "HINDSIGHT_WORKER": "true"}
         self.passed_env = {k: v for k, v in env.items() if k.startswith("HINDSIGHT_") and "KEY" not in k and "SECRET" not in k}
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "server.py"], cwd=ROOT, env=env,
+        self.proc = subprocess.Popen(server_command(ROOT), cwd=ROOT, env=env,
                                      stdout=self._log, stderr=self._log, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

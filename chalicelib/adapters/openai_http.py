@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from .tls import verified_context
+from chalicelib.adapters.tls import verified_context
 
 log = logging.getLogger(__name__)
 

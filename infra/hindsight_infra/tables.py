@@ -1,6 +1,6 @@
 """The DynamoDB tables of a stage, read from the application's own pynamodb models.
 
-``chalicelib.adapters.dynamo_models`` is the specification of every table (keys, GSIs and their
+``chalicelib.adapters.dynamo.models`` is the specification of every table (keys, GSIs and their
 projections, streams). Nothing here restates it: ``app_tables`` asks ``DynamoTables`` which tables
 it binds (name, model, stream or not) without connecting anywhere, and each model's pynamodb
 schema gives the keys and indexes. A table or index added to the models reaches the stack on the
@@ -74,7 +74,7 @@ def _spec(table: str, model: Any, stream: bool) -> TableSpec:
 
 def app_tables() -> list[TableSpec]:
     """Every table the application binds, in ``DynamoTables`` order, read without any AWS call."""
-    from chalicelib.adapters.dynamo_models import DynamoConfig, DynamoTables, _bind
+    from chalicelib.adapters.dynamo.models import DynamoConfig, DynamoTables, _bind
 
     class _Recorder(DynamoTables):
         """``DynamoTables`` that records what it binds instead of attaching a connection."""

@@ -11,7 +11,7 @@ import pytest
 
 from chalicelib.adapters import tls
 from chalicelib.adapters.openai_http import APIConnectionError, OpenAICompatibleClient
-from chalicelib.adapters.opensearch_http import ConnectionFailed, OpenSearchHttp
+from chalicelib.adapters.opensearch.http import ConnectionFailed, OpenSearchHttp
 from devtools.tls_server import TlsServer
 
 

@@ -1,5 +1,5 @@
 """Browser tests: the console in Debian's headless Chromium (through chromedriver), against the real
-embedded server process. scripts/browser/install.sh installs the browser; screenshots go to
+embedded server process. devtools/install-browser.sh installs the browser; screenshots go to
 $HINDSIGHT_TEST_ARTIFACTS (default: <tmp>/hindsight-browser-artifacts)."""
 from __future__ import annotations
 

@@ -16,17 +16,17 @@ from typing import Callable
 
 import pytest
 
-from chalicelib.adapters.numpy_index import NumpyVectorIndex
-from chalicelib.adapters.sqlite_db import SqliteDatabase
-from chalicelib.adapters.sqlite_stores import (
+from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.db import SqliteDatabase
+from chalicelib.adapters.embedded.stores import (
     SqliteExperienceStore,
     SqliteReviewQueue,
     SqliteTenantStore,
     SqliteTrajectoryStore,
 )
-from chalicelib.adapters.memory_rate_limiter import InProcessRateLimiter
-from chalicelib.adapters.shared_rate_limiter import SharedFileRateLimiter
-from chalicelib.adapters.sqlite_recalls import SqliteRecallLedger
+from chalicelib.adapters.embedded.memory_rate_limiter import InProcessRateLimiter
+from chalicelib.adapters.embedded.rate_limiter import SharedFileRateLimiter
+from chalicelib.adapters.embedded.recalls import SqliteRecallLedger
 from chalicelib.domain.ratelimit import RatePolicy
 from chalicelib.ports import (
     ExperienceStore,

@@ -37,41 +37,41 @@ class DynamoBackend:
         self._owner = shared is None
 
     def tenants(self):
-        from chalicelib.adapters.dynamo_stores import DynamoTenantStore
+        from chalicelib.adapters.dynamo.stores import DynamoTenantStore
 
         return DynamoTenantStore(self._shared.ensure("tenants"))
 
     def trajectories(self):
-        from chalicelib.adapters.dynamo_stores import DynamoTrajectoryStore
+        from chalicelib.adapters.dynamo.stores import DynamoTrajectoryStore
 
         return DynamoTrajectoryStore(self._shared.ensure("trajectories"))
 
     def experiences(self):
-        from chalicelib.adapters.dynamo_stores import DynamoExperienceStore
+        from chalicelib.adapters.dynamo.stores import DynamoExperienceStore
 
         return DynamoExperienceStore(self._shared.ensure("experiences"))
 
     def queue(self):
-        from chalicelib.adapters.dynamo_stores import DynamoReviewQueue
+        from chalicelib.adapters.dynamo.stores import DynamoReviewQueue
 
         return DynamoReviewQueue(self._shared.ensure("queue"))
 
     def recalls(self):
-        from chalicelib.adapters.dynamo_stores import DynamoRecallLedger
+        from chalicelib.adapters.dynamo.stores import DynamoRecallLedger
 
         return DynamoRecallLedger(self._shared.ensure("recalls"))
 
     @cached_property
     def _vectors_db(self) -> Any:
         # no DynamoDB vector index: recall runs on the numpy index beside it, as in the embedded build
-        from chalicelib.adapters.sqlite_db import SqliteDatabase
+        from chalicelib.adapters.embedded.db import SqliteDatabase
 
         db = SqliteDatabase(str(self._shared.tmp_path / "vectors.db"))
         self._shared.vector_dbs.append(db)
         return db
 
     def index(self, dim: int = 8):
-        from chalicelib.adapters.numpy_index import NumpyVectorIndex
+        from chalicelib.adapters.embedded.index import NumpyVectorIndex
 
         return NumpyVectorIndex(self._vectors_db, dim)
 
@@ -100,7 +100,7 @@ class DynamoRateLimiters:
         self.tables.create("rate_limits")
 
     def limiter(self, policy: Any):
-        from chalicelib.adapters.dynamo_rate_limiter import DynamoRateLimiter
+        from chalicelib.adapters.dynamo.rate_limiter import DynamoRateLimiter
 
         return DynamoRateLimiter(self.tables, policy)
 

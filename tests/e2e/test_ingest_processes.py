@@ -1,4 +1,4 @@
-"""The embedded server's ingest processes (``ingest_process.py``), through the real server over HTTP:
+"""The embedded server's ingest processes (``local.ingest``), through the real server over HTTP:
 recording a task in them is the same as in the server, a tenant's rate limit is one across them, a
 child that dies costs nothing but its core, and none outlives the server."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 ADMIN = "hsadmin_ingest_processes_test"
 
 
-def children(pid: int, script: str = "ingest_process.py") -> list[int]:
+def children(pid: int, script: str = "local.ingest") -> list[int]:
     """The server's child processes running ``script`` (its review process runs another)."""
     return [c for c in child_pids(pid) if script in _cmdline(c)]
 
@@ -127,7 +127,7 @@ def test_a_killed_child_costs_no_request_is_started_again_and_none_outlives_the_
 
 def test_children_leave_with_the_server_even_when_it_is_killed(server):
     kids = wait_for_children(server, 2)
-    reviews = children(server.proc.pid, "review_process.py")
+    reviews = children(server.proc.pid, "local.review")
     assert len(reviews) == 1  # the review process leaves too
     kids += reviews
     server.stop(signal.SIGKILL)

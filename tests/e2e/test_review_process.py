@@ -1,4 +1,4 @@
-"""The embedded server's review worker in a process of its own (``review_process.py``), through the
+"""The embedded server's review worker in a process of its own (``local.review``), through the
 real server over HTTP: it reviews what the server queues, the server recalls what it learned at
 once, a killed one is replaced without losing a review, and the setting keeps it in the server."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ def tenant(server, name: str) -> httpx.Client:
 def review_child(server, timeout: float = 20.0, other_than: int | None = None) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = [c for c in children(server.proc.pid, "review_process.py") if c != other_than]
+        found = [c for c in children(server.proc.pid, "local.review") if c != other_than]
         if found:
             return found[0]
         time.sleep(0.05)
@@ -91,4 +91,4 @@ def test_the_setting_keeps_reviews_in_the_server(start_server):
         traj = wait_reviewed(client, "t1", timeout=15)
         assert traj["status"] == "reviewed"
         assert set(traj["experience_ids"]) & set(recalled(client, "update the sales table"))
-        assert children(server.proc.pid, "review_process.py") == []
+        assert children(server.proc.pid, "local.review") == []

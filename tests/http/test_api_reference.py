@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def reference_module():
-    spec = importlib.util.spec_from_file_location("api_reference", ROOT / "scripts" / "api_reference.py")
+    spec = importlib.util.spec_from_file_location("api_reference", ROOT / "devtools" / "api_reference.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -16,7 +16,7 @@ def reference_module():
 
 def test_docs_api_md_is_up_to_date_with_the_openapi_document():
     ref = reference_module()
-    assert (ROOT / "docs" / "api.md").read_text() == ref.render(ref.document()), "run scripts/api_reference.py"
+    assert (ROOT / "docs" / "api.md").read_text() == ref.render(ref.document()), "run devtools/api_reference.py"
 
 
 def test_the_reference_names_every_operation_and_schema_of_the_document():

@@ -30,7 +30,7 @@ def test_a_missing_key_gets_401_in_the_contracts_shape_from_the_server(api):
     import httpx
 
     import app as app_module
-    from server import make_wsgi_app
+    from local.wsgi import make_wsgi_app
 
     assert api.client.http.post("/v1/recall", headers={}, body=b"{}").status_code == 401
     with httpx.Client(transport=httpx.WSGITransport(app=make_wsgi_app(app_module.app, 1_048_576)), base_url="http://hs") as c:
@@ -202,7 +202,7 @@ def served(method: str, raw_uri: str, key: str | None = None, body: bytes = b"")
     from urllib.parse import unquote
 
     import app as app_module
-    from server import make_wsgi_app
+    from local.wsgi import make_wsgi_app
 
     path, _, query = raw_uri.partition("?")
     environ = {

@@ -15,7 +15,7 @@ def subclasses(cls):
 
 def test_every_error_class_maps_to_a_client_or_dependency_status():
     # an adapter's own subclass (the DynamoDB store's StoreUnavailable) takes its parent's status
-    import chalicelib.adapters.dynamo_errors  # noqa: F401
+    import chalicelib.adapters.dynamo.errors  # noqa: F401
 
     for cls in subclasses(errors.HindsightError):
         assert any(issubclass(cls, mapped) for mapped in STATUS), f"{cls.__name__} has no HTTP status in api/http.py"

@@ -553,7 +553,7 @@ def world(request, tmp_path, monkeypatch, use_deps):
         deps = container.build_embedded(cfg)
         cleanup = lambda: None  # noqa: E731 -- tmp_path goes with the test
     else:
-        from chalicelib.adapters.opensearch_index import OpenSearchVectorIndex
+        from chalicelib.adapters.opensearch.index import OpenSearchVectorIndex
         from tests.support.opensearch import node_url
         from tests.support.dynamo import CREDENTIALS, moto_endpoint
 

@@ -13,7 +13,7 @@ from chalice.local import LocalGateway, LocalGatewayAuthorizer, RouteMatcher
 from hypothesis import given, settings, strategies as st
 
 import app as app_module
-from server import DecodingRouteMatcher, LeanAuthorizer, LeanGateway
+from local.gateway import DecodingRouteMatcher, LeanAuthorizer, LeanGateway
 
 ROUTES = sorted(app_module.app.routes)
 SEGMENTS = sorted({seg for route in ROUTES for seg in route.split("/") if seg and not seg.startswith("{")})

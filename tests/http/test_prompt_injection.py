@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from chalicelib.adapters.llm_reviewer import SYSTEM_PROMPT
+from chalicelib.adapters.reviewers.llm import SYSTEM_PROMPT
 from devtools.openai_stub import review_from_trajectory
 
 from tests.support.http_api import ADMIN

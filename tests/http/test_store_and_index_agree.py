@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from chalicelib.adapters.sqlite_db import DatabaseBusy
+from chalicelib.adapters.embedded.db import DatabaseBusy
 
 
 

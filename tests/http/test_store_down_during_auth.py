@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 
 import app as app_module
-from chalicelib.adapters.dynamo_errors import StoreUnavailable
-from server import make_wsgi_app
+from chalicelib.adapters.dynamo.errors import StoreUnavailable
+from local.wsgi import make_wsgi_app
 
 
 def test_a_store_failing_during_the_key_lookup_answers_503_with_retry_after(api, monkeypatch):

@@ -1,4 +1,4 @@
-"""docker-compose.yml (no Docker here: read as data) and the stage parameters' loader.
+"""infra/docker/compose.yml and its Dockerfile (no Docker here: read as data) and the stage parameters' loader.
 
 The compose file is for people with Docker; CI cannot run it. These tests keep it consistent
 with the code: every HINDSIGHT_* variable is a setting, the endpoints name the services, the
@@ -15,11 +15,12 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "infra" / "docker" / "compose.yml"
 
 
 @pytest.fixture(scope="module")
 def compose() -> dict:
-    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return yaml.safe_load((COMPOSE).read_text())
 
 
 def setting_env_names() -> set[str]:
@@ -70,7 +71,7 @@ def test_opensearch_is_2_19_single_node_without_security(compose):
     env = svc["environment"]
     assert env["discovery.type"] == "single-node"
     assert env["DISABLE_SECURITY_PLUGIN"] == "true"
-    env_sh = (ROOT / "scripts" / "opensearch" / "env.sh")
+    env_sh = (ROOT / "devtools" / "opensearch" / "env.sh")
     if env_sh.exists():  # the node the tests start locally: same version
         assert tag in env_sh.read_text()
 
@@ -80,18 +81,101 @@ def test_moto_image_is_the_pinned_moto(compose):
     assert tag == importlib.metadata.version("moto")
 
 
-def test_the_image_copies_files_that_exist(compose):
+def dockerfile_of(compose: dict) -> tuple[Path, Path]:
+    """The image's Dockerfile and its build context, as compose resolves them."""
     build = compose["services"]["hindsight"]["build"]
-    dockerfile = ROOT / build["context"] / build["dockerfile"]
+    context = (COMPOSE.parent / build["context"]).resolve()
+    return context / build["dockerfile"], context
+
+
+def copied_paths(dockerfile: Path) -> list[str]:
+    """The sources of the Dockerfile's COPY lines, relative to the build context."""
+    out = []
+    for line in dockerfile.read_text().splitlines():
+        if line.startswith("COPY ") and "--from" not in line:
+            out += [src.rstrip("/") for src in line.split()[1:-1]]
+    return out
+
+
+def in_context(rel: str, ignore: list[str]) -> bool:
+    """Whether a .dockerignore of ``*`` then ``!path`` lines (the last matching line wins, as in
+    BuildKit) keeps ``rel`` in the build context."""
+    import fnmatch
+
+    kept = True
+    for raw in ignore:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate, pattern = line.startswith("!"), line.lstrip("!").rstrip("/")
+        if fnmatch.fnmatch(rel, pattern) or rel.startswith(pattern + "/") or fnmatch.fnmatch(rel, pattern.replace("**/", "*")):
+            kept = negate
+    return kept
+
+
+def local_imports(start: list[Path], root: Path) -> set[Path]:
+    """Every file of this repository that ``start`` imports, directly or through each other, at any
+    depth of the code (imports inside functions included: the server imports lazily)."""
+    import ast
+
+    seen: set[Path] = set()
+    todo = list(start)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                parts = name.split(".")
+                for i in range(1, len(parts) + 1):
+                    base = root.joinpath(*parts[:i])
+                    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                        if candidate.is_file():
+                            todo.append(candidate)
+    return seen
+
+
+def test_the_image_copies_every_module_the_server_imports(compose):
+    dockerfile, context = dockerfile_of(compose)
+    assert context == ROOT
+    assert 'CMD ["python", "-m", "local.server"]' in dockerfile.read_text()
+    copied = copied_paths(dockerfile)
+    for src in copied:
+        assert (ROOT / src).exists(), f"{dockerfile.name}: COPY {src}"
+    ignore = Path(str(dockerfile) + ".dockerignore").read_text().splitlines()
+    assert "*" in ignore  # the context excludes everything but what the image copies
+    needed = local_imports(sorted((ROOT / "local").glob("*.py")) + [ROOT / "app.py"], ROOT)
+    for path in sorted(needed):
+        rel = path.relative_to(ROOT).as_posix()
+        assert any(rel == src or rel.startswith(src + "/") for src in copied), f"the image leaves out {rel}"
+        assert in_context(rel, ignore), f"{dockerfile.name}.dockerignore leaves {rel} out of the build context"
+
+
+def test_the_image_installs_the_requirements_it_copies(compose):
+    dockerfile, _ = dockerfile_of(compose)
     text = dockerfile.read_text()
-    for line in text.splitlines():
-        if line.startswith("COPY "):
-            for src in line.split()[1:-1]:
-                assert (ROOT / src).exists(), f"{dockerfile.name}: COPY {src}"
-    assert 'CMD ["python", "server.py"]' in text
-    assert (ROOT / "server.py").exists() and not (ROOT / "chalicelib" / "server.py").exists()
-    ignore = Path(str(dockerfile) + ".dockerignore").read_text()
-    assert "*" in ignore.splitlines()  # the context excludes everything but what the image copies
+    ignore = Path(str(dockerfile) + ".dockerignore").read_text().splitlines()
+    for src in copied_paths(dockerfile):
+        assert in_context(src, ignore), f"{dockerfile.name}.dockerignore excludes COPY {src}"
+    installed = re.findall(r"-r (\S+)", text)
+    assert installed and all(name in copied_paths(dockerfile) for name in installed)
+    assert "requirements.txt" in copied_paths(dockerfile)  # requirements/aws.txt includes it
+
+
+def test_the_import_walk_sees_a_module_the_image_would_leave_out(tmp_path):
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "server.py").write_text("def main():\n    from extra import thing\n")
+    (tmp_path / "extra.py").write_text("thing = 1\n")
+    found = {p.relative_to(tmp_path).as_posix() for p in local_imports([tmp_path / "local" / "server.py"], tmp_path)}
+    assert "extra.py" in found
+    assert not in_context("extra.py", ["*", "!local/", "!chalicelib/"])
+    assert in_context("local/server.py", ["*", "!local/", "!chalicelib/"])
 
 
 # --- infra/ helpers that need no synthesis ------------------------------------------------------

@@ -55,9 +55,9 @@ def test_every_requirement_is_in_the_package(package):
 
 
 # the embedded backend's modules: never imported with HINDSIGHT_BACKEND=aws
-EMBEDDED_ONLY = {"chalicelib.adapters.numpy_index", "chalicelib.adapters.sign_codes",
-                 "chalicelib.adapters.onnx_embedder",
-                 "chalicelib.adapters.hash_embedder", "chalicelib.adapters.sqlite_db", "chalicelib.adapters.sqlite_stores"}
+EMBEDDED_ONLY = {"chalicelib.adapters.embedded.index", "chalicelib.adapters.embedded.sign_codes",
+                 "chalicelib.adapters.embedders.onnx",
+                 "chalicelib.adapters.embedders.hash", "chalicelib.adapters.embedded.db", "chalicelib.adapters.embedded.stores"}
 
 
 def test_the_functions_import_from_the_package_alone(package):
@@ -101,7 +101,7 @@ def test_every_module_has_bytecode_the_runtime_uses_without_checking_or_writing_
     assert not [p for p in target.rglob("*.opt-*.pyc")]  # the runtime runs without -O: it would not read them
     code = (
         "import os, sys\n"
-        "import app, chalicelib.adapters.dynamo_models, pynamodb.models, botocore.session, pydantic\n"
+        "import app, chalicelib.adapters.dynamo.models, pynamodb.models, botocore.session, pydantic\n"
         "flags = set()\n"
         "ours = [m for m in sys.modules.values() if (getattr(m, '__cached__', None) or '').startswith(os.getcwd())]\n"
         "assert len(ours) > 100, len(ours)\n"

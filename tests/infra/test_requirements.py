@@ -10,16 +10,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_embedded_server_pins_what_lambda_runs_at_the_same_versions():
     lambda_pins = pinned_requirements(ROOT / "requirements.txt")
-    for other in ("requirements-local.txt", "requirements-aws.txt", "requirements-sdk.txt", "requirements-dev.txt"):
+    for other in ("requirements/local.txt", "requirements/aws.txt", "requirements/sdk.txt", "requirements/dev.txt"):
         pins = pinned_requirements(ROOT / other)
         assert {n: v for n, v in pins.items() if n in lambda_pins} == {n: lambda_pins[n] for n in pins if n in lambda_pins}, other
 
 
 def test_make_run_installs_no_aws_or_test_tooling():
     # `make run` installs these two files alone: the aws backend and the test tools come with `make test`
-    run = pinned_requirements(ROOT / "requirements-local.txt") | pinned_requirements(ROOT / "requirements-sdk.txt")
+    run = pinned_requirements(ROOT / "requirements/local.txt") | pinned_requirements(ROOT / "requirements/sdk.txt")
     assert not {"pynamodb", "opensearch-py", "boto3", "moto", "aws-cdk-lib", "pytest", "schemathesis"} & set(run)
-    for name in ("requirements-local.txt", "requirements-sdk.txt"):
+    for name in ("requirements/local.txt", "requirements/sdk.txt"):
         assert not [l for l in (ROOT / name).read_text().splitlines() if l.startswith("-r ")], name
 
 
@@ -33,7 +33,7 @@ os.environ.update(HINDSIGHT_DATA_DIR=tempfile.mkdtemp(), HINDSIGHT_EMBEDDER="min
 from chalicelib.container import get_deps
 get_deps().embedder.embed(["warm up"])
 assert type(get_deps().reviewer).__name__ == "LLMReviewer" and get_deps().reviewer.client.timeout
-import app, server, waitress, worker
+import app, local.server, local.worker, local.ingest, local.review, waitress
 import hindsight_client.cli, hindsight_client.mcp_server, hindsight_client.testing, openai
 loaded = {name.split(".")[0] for name in sys.modules}
 print(json.dumps(sorted({d for top in loaded for d in md.packages_distributions().get(top, [])})))
@@ -74,9 +74,9 @@ def test_make_run_installs_everything_the_first_hour_imports():
     out = subprocess.run([sys.executable, "-c", FIRST_HOUR], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     imported = {_norm(d) for d in json.loads(out.stdout.splitlines()[-1])}
-    with_deps = set(pinned_requirements(ROOT / "requirements-local.txt")) | set(pinned_requirements(ROOT / "requirements-sdk.txt"))
-    with_deps |= {"hindsight-client"}  # the SDK, installed editable by requirements-sdk.txt
-    without_deps = set(pinned_requirements(ROOT / "requirements-local-nodeps.txt"))
+    with_deps = set(pinned_requirements(ROOT / "requirements/local.txt")) | set(pinned_requirements(ROOT / "requirements/sdk.txt"))
+    with_deps |= {"hindsight-client"}  # the SDK, installed editable by requirements/sdk.txt
+    without_deps = set(pinned_requirements(ROOT / "requirements/local-nodeps.txt"))
     installed = _closure(with_deps) | without_deps | {"pip", "setuptools"}  # the last two come with every venv
     optional = {"zstandard"}  # httpx decodes zstd when it happens to be installed: used if there, not needed
     assert imported - installed - optional == set()

@@ -1,6 +1,6 @@
 """The synthesized stack (infra/) against what the application declares and needs.
 
-Tables are compared with what pynamodb itself creates from ``chalicelib.adapters.dynamo_models``
+Tables are compared with what pynamodb itself creates from ``chalicelib.adapters.dynamo.models``
 (on moto, in process), so a table, key, index, projection or stream added to the models and
 missing from the stack fails here. The review stream's event source mapping, IAM, alarms and the
 OpenSearch choice are read from the template, after the SAM transform where it matters.
@@ -88,7 +88,7 @@ def pynamodb_tables(monkeypatch_module):
     """What pynamodb creates from the models (DynamoTables.create) under moto, as DescribeTable shows it."""
     boto3 = pytest.importorskip("boto3")
     moto = pytest.importorskip("moto")
-    from chalicelib.adapters.dynamo_models import DynamoConfig, DynamoTables
+    from chalicelib.adapters.dynamo.models import DynamoConfig, DynamoTables
 
     for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
                        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}.items():
@@ -178,7 +178,7 @@ def test_the_idempotency_table_is_the_one_powertools_uses(serverless):
 
 
 def test_the_rate_limit_table_expires_idle_buckets_with_the_models_ttl_attribute(serverless):
-    from chalicelib.adapters.dynamo_models import RateLimitItem
+    from chalicelib.adapters.dynamo.models import RateLimitItem
 
     props = tables_by_name(serverless)[table_name(serverless, "rate-limits")]
     assert props["KeySchema"] == [{"AttributeName": "bucket", "KeyType": "HASH"}]
@@ -570,7 +570,7 @@ def test_api_gateways_own_refusals_keep_the_contracts_error_shape(translated):
 
 
 def test_the_recalls_table_expires_served_recalls_and_credit_markers_with_the_models_ttl(serverless):
-    from chalicelib.adapters.dynamo_models import RecallItem
+    from chalicelib.adapters.dynamo.models import RecallItem
 
     props = tables_by_name(serverless)[table_name(serverless, "recalls")]
     assert props["KeySchema"] == [{"AttributeName": "tenant_id", "KeyType": "HASH"}, {"AttributeName": "key", "KeyType": "RANGE"}]

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import httpx
 import pytest
 
-from chalicelib.adapters.llm_reviewer import DROPPED, DUPLICATE, QUALITY_GATE, WEAKER_THAN_RULES
+from chalicelib.adapters.reviewers.llm import DROPPED, DUPLICATE, QUALITY_GATE, WEAKER_THAN_RULES
 from chalicelib.domain import grounding
 from chalicelib.domain.models import Event, Trajectory
 from chalicelib.domain.review import review_by_rules

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from chalicelib.adapters.numpy_index import NumpyVectorIndex
-from chalicelib.adapters.sqlite_db import SqliteDatabase
+from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.db import SqliteDatabase
 from chalicelib.services import recall
 from chalicelib.services.experiences import forget
 from chalicelib.services.indexing import Embedded, VectorCache, embed_texts, index_experiences

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from chalicelib.adapters.hash_embedder import HashEmbedder
-from chalicelib.adapters.sqlite_db import SqliteDatabase
-from chalicelib.adapters.sqlite_stores import SqliteExperienceStore
+from chalicelib.adapters.embedders.hash import HashEmbedder
+from chalicelib.adapters.embedded.db import SqliteDatabase
+from chalicelib.adapters.embedded.stores import SqliteExperienceStore
 from chalicelib.domain.models import Experience, ExperienceStatus
 from chalicelib.services import recall
 from chalicelib.services.indexing import index_experiences

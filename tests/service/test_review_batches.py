@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer
-from chalicelib.adapters.hash_embedder import HashEmbedder
-from chalicelib.adapters.numpy_index import NumpyVectorIndex
-from chalicelib.adapters.sqlite_db import SqliteDatabase
-from chalicelib.adapters.sqlite_stores import (
+from chalicelib.adapters.reviewers.rules import DeterministicReviewer
+from chalicelib.adapters.embedders.hash import HashEmbedder
+from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.db import SqliteDatabase
+from chalicelib.adapters.embedded.stores import (
     SqliteExperienceStore, SqliteReviewQueue, SqliteTenantStore, SqliteTrajectoryStore,
 )
 from chalicelib.adapters.clock import SystemClock

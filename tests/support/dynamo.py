@@ -31,7 +31,7 @@ def dynamo_tables(prefix: str | None = None, **config: Any):
     Tables of the same config share one connection: a botocore client costs ~0.1 s to build.
     """
     pytest.importorskip("pynamodb", reason="pynamodb is not installed")
-    from chalicelib.adapters.dynamo_models import DynamoConfig, DynamoTables, connect
+    from chalicelib.adapters.dynamo.models import DynamoConfig, DynamoTables, connect
 
     prefix = prefix or f"t{uuid.uuid4().hex[:12]}-"
     cfg = DynamoConfig(prefix=prefix, region=REGION, host=moto_endpoint(), **CREDENTIALS, **config)

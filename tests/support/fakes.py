@@ -16,8 +16,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from chalicelib.adapters.deterministic_reviewer import DeterministicReviewer
-from chalicelib.adapters.hash_embedder import HashEmbedder
+from chalicelib.adapters.reviewers.rules import DeterministicReviewer
+from chalicelib.adapters.embedders.hash import HashEmbedder
 from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from chalicelib.adapters.cursors import decode_parts, encode_cursor

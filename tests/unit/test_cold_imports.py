@@ -66,8 +66,8 @@ def test_a_request_that_touches_no_store_loads_none_of_them_either():
 
 def test_the_aws_wiring_imports_the_index_client_and_the_reviewer_on_first_use():
     code = ("import sys; from chalicelib import container; deps = container.get_deps(); "
-            "print(*(m in sys.modules for m in ('opensearchpy', 'openai', 'numpy', 'chalicelib.adapters.llm_reviewer'))); "
-            "deps.index.spec; print('chalicelib.adapters.opensearch_http' in sys.modules, 'opensearchpy' in sys.modules, "
+            "print(*(m in sys.modules for m in ('opensearchpy', 'openai', 'numpy', 'chalicelib.adapters.reviewers.llm'))); "
+            "deps.index.spec; print('chalicelib.adapters.opensearch.http' in sys.modules, 'opensearchpy' in sys.modules, "
             "type(deps.index._target()).__name__); "
             "deps.reviewer.review; print(type(deps.reviewer._target()).__name__); "
             "print(deps.reviewer.client.base_url, deps.embedder.client.timeout, "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from chalicelib.adapters.event_tails import EventTails
+from chalicelib.adapters.embedded.event_tails import EventTails
 from chalicelib.domain.models import Event
 
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)

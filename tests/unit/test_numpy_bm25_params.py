@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chalicelib.adapters.numpy_index import NumpyVectorIndex
-from chalicelib.adapters.sqlite_db import SqliteDatabase
+from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.db import SqliteDatabase
 from chalicelib.domain.lexical import Bm25Params
 from chalicelib.ports import IndexEntry, IndexFilter
 from tests.support.fakes import term_score

@@ -1,0 +1,87 @@
+"""``ports.RecallLedger`` on DynamoDB: one item per served recall and per credit marker.
+
+Both live in the ``recalls`` table under the tenant's partition; the table's TTL drops them after
+``expires``. TTL deletes lazily (up to days late), so readers compare ``expires_us`` themselves.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Sequence
+
+from pynamodb.exceptions import PutError
+
+from chalicelib.domain.ratelimit import epoch_us
+from chalicelib.ports import ServedRecall
+from chalicelib.adapters.dynamo.errors import boundary, failed_condition
+from chalicelib.adapters.dynamo.items import dumps
+from chalicelib.adapters.dynamo.models import DynamoTables
+
+
+def _from_us(us: int) -> datetime:
+    return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+
+
+def recall_key(recall_id: str) -> str:
+    return f"recall#{recall_id}"
+
+
+def credit_key(trajectory_id: str, experience_id: str) -> str:
+    # ids may hold '#': the JSON list keeps the two parts apart whatever they contain
+    return "credit#" + json.dumps([trajectory_id, experience_id], separators=(",", ":"))
+
+
+class DynamoRecallLedger:
+    def __init__(self, tables: DynamoTables) -> None:
+        self.Item = tables.recalls
+
+    def record(self, served: ServedRecall) -> None:
+        doc = {"experience_ids": list(served.experience_ids), "created_us": epoch_us(served.created_at),
+               "kind": served.kind, "tool": served.tool}
+        item = self.Item(served.tenant_id, recall_key(served.recall_id), doc=dumps(doc),
+                         expires_us=epoch_us(served.expires_at), expires=served.expires_at)
+        with boundary("record recall"):
+            try:
+                item.save(condition=self.Item.key.does_not_exist())
+            except PutError as exc:
+                if not failed_condition(exc):
+                    raise
+
+    def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
+        keys = [(tenant_id, recall_key(i)) for i in dict.fromkeys(recall_ids)]
+        if not keys:
+            return {}
+        now_us = epoch_us(now)
+        out: dict[str, ServedRecall] = {}
+        with boundary("get recalls"):
+            for item in self.Item.batch_get(keys, consistent_read=True):
+                if item.expires_us <= now_us or not item.doc:
+                    continue
+                doc = json.loads(item.doc)
+                rid = item.key.removeprefix("recall#")
+                out[rid] = ServedRecall(tenant_id, rid, tuple(doc["experience_ids"]), _from_us(doc["created_us"]),
+                                        _from_us(int(item.expires_us)), doc.get("kind", "recall"), doc.get("tool"))
+        return out
+
+    def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
+        item = self.Item(tenant_id, credit_key(trajectory_id, experience_id), expires_us=epoch_us(expires_at),
+                         expires=expires_at)
+        with boundary("mark credited"):
+            try:
+                item.save(condition=self.Item.key.does_not_exist())
+            except PutError as exc:
+                if failed_condition(exc):
+                    return False
+                raise
+        return True
+
+    def is_credited(self, tenant_id: str, trajectory_id: str, experience_id: str) -> bool:
+        with boundary("is credited"):
+            try:
+                self.Item.get(tenant_id, credit_key(trajectory_id, experience_id), consistent_read=True)
+            except self.Item.DoesNotExist:
+                return False
+        return True
+
+    def purge_expired(self, now: datetime) -> int:
+        return 0  # the table's TTL deletes expired items; readers already skip them

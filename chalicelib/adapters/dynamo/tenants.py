@@ -1,0 +1,125 @@
+"""``ports.TenantStore`` on DynamoDB: a tenant item, a name item that reserves its name, and per
+API key a lookup item and a reference."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pynamodb.exceptions import TransactWriteError, UpdateError
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
+from chalicelib.domain.models import Tenant
+from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, boundary, cancellation_codes, failed_condition
+from chalicelib.adapters.dynamo.items import time_key
+from chalicelib.adapters.dynamo.models import DynamoTables
+
+TENANT_SK = "tenant"
+KEY_SK = "key"
+LISTING = "tenant"
+
+
+def tenant_pk(tenant_id: str) -> str:
+    return f"tenant#{tenant_id}"
+
+
+def key_pk(key_hash: str) -> str:
+    return f"key#{key_hash}"
+
+
+def name_pk(name: str) -> str:
+    return f"name#{name}"
+
+
+NAME_SK = "name"
+
+
+class DynamoTenantStore:
+    def __init__(self, tables: DynamoTables) -> None:
+        self.tables = tables
+        self.Item = tables.tenants
+
+    def _key_items(self, tenant_id: str, key_hash: str, now: datetime) -> list:
+        """The lookup item (partition key: the hash) and the tenant's reference to it."""
+        lookup = self.Item(key_pk(key_hash), KEY_SK, tenant_id=tenant_id, created_at=now.isoformat(), revoked=False)
+        ref = self.Item(tenant_pk(tenant_id), f"key#{key_hash}", tenant_id=tenant_id, created_at=now.isoformat())
+        return [lookup, ref]
+
+    def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
+        item = self.Item(
+            tenant_pk(tenant.tenant_id),
+            TENANT_SK,
+            tenant_id=tenant.tenant_id,
+            name=tenant.name,
+            created_at=tenant.created_at.isoformat(),
+            listing=LISTING,
+            created_sk=time_key(tenant.created_at, tenant.tenant_id),
+        )
+        lookup, ref = self._key_items(tenant.tenant_id, key_hash, tenant.created_at)
+        # DynamoDB has no unique index: the name is reserved by an item keyed by the name itself,
+        # written in the same transaction, so two creates with one name cannot both succeed.
+        reserved = self.Item(name_pk(tenant.name), NAME_SK, tenant_id=tenant.tenant_id, created_at=tenant.created_at.isoformat())
+        with boundary("create_tenant"):
+            try:
+                with TransactWrite(connection=self.tables.connection) as tx:
+                    tx.save(reserved, condition=self.Item.pk.does_not_exist())
+                    tx.save(item, condition=self.Item.pk.does_not_exist())
+                    tx.save(lookup, condition=self.Item.pk.does_not_exist())
+                    tx.save(ref)
+            except TransactWriteError as exc:
+                codes = cancellation_codes(exc)
+                if codes[:1] == [CONDITION_FAILED]:
+                    owner = self.Item.get(name_pk(tenant.name), NAME_SK, consistent_read=True)
+                    raise TenantNameTaken(tenant.name, owner.tenant_id) from exc
+                if CONDITION_FAILED in codes:
+                    raise Conflict("tenant or key already exists") from exc
+                raise
+
+    def tenant_for_key(self, key_hash: str) -> str | None:
+        with boundary("tenant_for_key"):
+            try:
+                item = self.Item.get(key_pk(key_hash), KEY_SK, consistent_read=True)
+            except self.Item.DoesNotExist:
+                return None
+        return None if item.revoked else item.tenant_id
+
+    def add_key(self, tenant_id: str, key_hash: str, now: datetime) -> None:
+        lookup, ref = self._key_items(tenant_id, key_hash, now)
+        with boundary("add_key"):
+            try:
+                with TransactWrite(connection=self.tables.connection) as tx:
+                    # condition checks go first in the request: reason 0 is the tenant's
+                    tx.condition_check(self.Item, tenant_pk(tenant_id), TENANT_SK, condition=self.Item.pk.exists())
+                    tx.save(lookup, condition=self.Item.pk.does_not_exist())
+                    tx.save(ref)
+            except TransactWriteError as exc:
+                codes = cancellation_codes(exc)
+                if codes[:1] == [CONDITION_FAILED]:
+                    raise NotFound("tenant not found") from exc
+                if CONDITION_FAILED in codes:
+                    raise Conflict("key already in use") from exc
+                raise
+
+    def revoke_keys(self, tenant_id: str, keep: str | None = None) -> int:
+        revoked = 0
+        with boundary("revoke_keys"):
+            # the tenant's partition, read consistently: a key added a moment ago is revoked too
+            refs = self.Item.query(tenant_pk(tenant_id), self.Item.sk.startswith("key#"), consistent_read=True)
+            for ref in list(refs):
+                key_hash = ref.sk[len("key#") :]
+                if key_hash == keep:
+                    continue
+                try:
+                    self.Item(key_pk(key_hash), KEY_SK).update(
+                        actions=[self.Item.revoked.set(True)],
+                        condition=self.Item.pk.exists() & (self.Item.revoked == False),  # noqa: E712
+                    )
+                    revoked += 1
+                except UpdateError as exc:
+                    if not failed_condition(exc):  # already revoked: not counted again
+                        raise
+        return revoked
+
+    def list_tenants(self) -> list[Tenant]:
+        with boundary("list_tenants"):
+            items = list(self.Item.by_created.query(LISTING))
+        return [Tenant(i.tenant_id, i.name or "", datetime.fromisoformat(i.created_at)) for i in items]

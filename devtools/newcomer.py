@@ -1,0 +1,187 @@
+"""Play a new user: a fresh clone, then the README and the docs followed literally.
+
+    python3 devtools/newcomer.py                 # a fresh clone, `make run` builds its own .venv
+    python3 devtools/newcomer.py --venv .venv    # reuse a built virtualenv (CI: `make test` made it)
+
+Steps, each a block copied from the documentation as it stands (nothing here re-types a command):
+1. `make run` (README "Two commands"), in the background, until the server answers;
+2. the README's curl recipe ("From zero to a recalled lesson"), twice: the lesson must be recalled;
+3. the SDK quick start (docs/sdk.md): `.venv/bin/python examples/weather_agent.py`;
+4. the CLI examples (docs/cli.md "Examples"), twice: the recall must show the README's lesson;
+5. the MCP example (docs/mcp.md): `hindsight mcp --http`, then the Python block.
+
+It prints how long each step took and the time from the clone to the first recalled lesson.
+Standard library only: it runs before any virtualenv exists. With ``--venv`` the clone's `.venv`
+is a link to that virtualenv and make is told not to rebuild it (``make -o``), so the run takes
+seconds and needs no network; without it, the install is part of what is measured.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = "Call `ask_user` before `get_weather`"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def block(doc: Path, heading: str, lang: str = "bash") -> str:
+    """The first fenced ``lang`` block under ``heading`` in ``doc``."""
+    text = doc.read_text()
+    return re.search(rf"```{lang}\n(.*?)```", text[text.index(heading):], re.S).group(1)
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def json_documents(text: str) -> list:
+    """JSON documents printed back to back (curl adds no newline after a body)."""
+    decoder, docs, i = json.JSONDecoder(), [], 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        try:
+            doc, i = decoder.raw_decode(text, i)
+        except ValueError:
+            i = text.find("{", i + 1) if text.find("{", i + 1) > 0 else len(text)
+            continue
+        docs.append(doc)
+    return docs
+
+
+class Newcomer:
+    def __init__(self, workdir: Path, venv: Path | None, timeout: float) -> None:
+        self.workdir, self.venv, self.timeout = workdir, venv, timeout
+        self.repo = workdir / "hindsight"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("HINDSIGHT_", "VIRTUAL_ENV"))}
+        self.env |= {"HINDSIGHT_URL": self.url, "PORT": str(self.port)}
+        self.procs: list[subprocess.Popen] = []
+        self.t0 = time.monotonic()
+        self.timings: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        self.timings[name] = round(time.monotonic() - self.t0, 1)
+        print(f"[{self.timings[name]:7.1f} s] {name}", flush=True)
+
+    def sh(self, script: str, name: str, env: dict[str, str] | None = None) -> str:
+        out = subprocess.run(["bash", "-c", script], cwd=self.repo, env=env or self.env, capture_output=True,
+                             text=True, timeout=self.timeout)  # fmt: skip
+        if out.returncode != 0:
+            raise SystemExit(f"{name} failed ({out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        return out.stdout + out.stderr
+
+    def background(self, args: list[str], log: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        # its own process group: make and the server it starts are stopped together
+        proc = subprocess.Popen(args, cwd=self.repo, env=env or self.env, stdout=open(self.workdir / log, "wb"),
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        self.procs.append(proc)
+        return proc
+
+    def wait_for(self, url: str, proc: subprocess.Popen, log: str, limit: float) -> None:
+        deadline = time.monotonic() + limit
+        while not answers(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{url} never answered:\n" + (self.workdir / log).read_text()[-3000:])
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+    def run(self) -> dict[str, float]:
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(self.repo)], check=True)
+        self.mark("cloned")
+        make = ["make", "run"]
+        if self.venv is not None:
+            (self.repo / ".venv").symlink_to(self.venv.resolve())
+            make[1:1] = ["-o", ".venv/.run-installed"]
+        server = self.background(make, "make-run.log")
+        self.wait_for(f"{self.url}/v1/health", server, "make-run.log", self.timeout)
+        self.mark("make run answers")
+
+        recipe = block(self.repo / "README.md", "## From zero to a recalled lesson")
+        for n in (1, 2):
+            recalled = json_documents(self.sh(recipe, f"README recipe, run {n}"))[-1]
+            if not recalled.get("hits") or LESSON not in recalled.get("advice", ""):
+                raise SystemExit(f"README recipe, run {n}: no lesson recalled: {recalled}")
+            self.mark(f"README recipe run {n}: lesson recalled")
+
+        quick = block(self.repo / "docs" / "sdk.md", "## Five minutes from clone to a recalled lesson")
+        agent_line = next(line for line in quick.splitlines() if "examples/weather_agent.py" in line)
+        printed = self.sh(agent_line.split("#")[0], "SDK quick start")
+        if "run 2 (with hindsight): 3 steps" not in printed or LESSON not in printed:
+            raise SystemExit(f"SDK quick start: the second run did not use the lesson:\n{printed}")
+        self.mark("SDK quick start: run 2 used the lesson")
+
+        cli = block(self.repo / "docs" / "cli.md", "## Examples")
+        for n in (1, 2):
+            printed = self.sh(cli, f"CLI examples, run {n}")
+            if "ask_user" not in printed or "<hindsight>" not in printed:
+                raise SystemExit(f"CLI examples, run {n}: the README's lesson was not recalled:\n{printed}")
+            self.mark(f"CLI examples run {n}: lesson recalled")
+
+        mcp_port = free_port()
+        key = (self.repo / ".hindsight" / "acme_key").read_text().strip()
+        mcp_env = self.env | {"HINDSIGHT_MCP_URL": f"http://127.0.0.1:{mcp_port}/mcp", "HINDSIGHT_API_KEY": key}
+        mcp = self.background([".venv/bin/hindsight", "mcp", "--http", "--port", str(mcp_port)], "mcp.log", mcp_env)
+        self.wait_for(f"http://127.0.0.1:{mcp_port}/health", mcp, "mcp.log", 60)
+        snippet = self.workdir / "mcp_example.py"
+        snippet.write_text(block(self.repo / "docs" / "mcp.md", "From Python", "python"))
+        printed = self.sh(f".venv/bin/python {snippet}", "MCP example", mcp_env)
+        if LESSON not in printed:
+            raise SystemExit(f"MCP example: the lesson was not recalled:\n{printed}")
+        self.mark("MCP example: lesson recalled")
+        return self.timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--venv", type=Path, help="reuse this virtualenv instead of letting `make run` build one")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed for each step")
+    parser.add_argument("--keep", action="store_true", help="keep the clone and its logs")
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="hindsight-newcomer-"))
+    newcomer = Newcomer(workdir, args.venv, args.timeout)
+    try:
+        timings = newcomer.run()
+    finally:
+        newcomer.stop()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    first = timings["README recipe run 1: lesson recalled"]
+    print(f"clone to first recalled lesson: {first:.1f} s ({'reused virtualenv' if args.venv else 'fresh install'})")
+    print(json.dumps(timings))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
