@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-.PHONY: run test install install-run bench synth opensearch opensearch-stop clean
+.PHONY: run test lint install install-run bench synth opensearch opensearch-stop clean
 
 # Two stamps: `make run` installs what serving needs (the server and the SDK with its CLI);
 # `make test` adds the test and infra tools on top, so a venv made by `make run` is upgraded,
@@ -32,7 +32,13 @@ run: install-run
 	@echo "==> starting the server (the CLI is $(VENV)/bin/hindsight)"
 	$(PY) -m local.server
 
-test: install
+# What ruff reads: the service, the embedded server, the SDK and the tools beside them
+LINTED := app.py chalicelib local sdk/python devtools infra
+
+lint: install
+	$(PY) -m ruff check $(LINTED)
+
+test: install lint
 	devtools/install-browser.sh
 	$(PY) -m pytest
 

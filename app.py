@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from chalicelib import gc_pause
+
+if TYPE_CHECKING:
+    from chalicelib.domain.ratelimit import CostPolicy
 
 with gc_pause.loading():  # the API's imports, scanned by no collection (gc_pause)
     from chalice import AuthResponse, Chalice, Rate

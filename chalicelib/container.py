@@ -13,8 +13,8 @@ from pathlib import Path
 
 from . import redaction
 from .adapters.review_signal import ReviewSignal
-from .settings import Settings
 from .services.deps import Deps, policies
+from .settings import Settings
 
 _lock = threading.Lock()
 _deps: Deps | None = None
@@ -178,8 +178,8 @@ def rate_limiter(settings: Settings):
 
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
-    from .adapters.embedded.index import NumpyVectorIndex
     from .adapters.embedded.db import SqliteDatabase
+    from .adapters.embedded.index import NumpyVectorIndex
     from .adapters.embedded.recalls import SqliteRecallLedger
     from .adapters.embedded.stores import (
         SqliteExperienceStore,
@@ -216,6 +216,7 @@ def build_aws(settings: Settings) -> Deps:
     OpenSearch for the index. Endpoints are overridable, so the same wiring runs on moto and a
     local OpenSearch node."""
     from .adapters.clock import SystemClock
+    from .adapters.dynamo.rate_limiter import DynamoRateLimiter
     from .adapters.dynamo.stores import (
         DynamoConfig,
         DynamoExperienceStore,
@@ -225,7 +226,6 @@ def build_aws(settings: Settings) -> Deps:
         DynamoTenantStore,
         DynamoTrajectoryStore,
     )
-    from .adapters.dynamo.rate_limiter import DynamoRateLimiter
 
     tables = DynamoTables(DynamoConfig(prefix=settings.table_prefix, region=settings.aws_region, host=settings.dynamodb_endpoint))
     if settings.create_tables:

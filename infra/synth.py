@@ -73,7 +73,6 @@ def main(argv: list[str] | None = None) -> int:
     under_cli = "CDK_OUTDIR" in os.environ  # the cdk CLI runs us and owns the output directory
 
     import aws_cdk as cdk
-
     from hindsight_infra.config import load_stage
     from hindsight_infra.stack import HindsightStack
 

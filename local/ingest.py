@@ -266,11 +266,11 @@ class _QueuedFlag:
 
 def serve(address: str, authkey: bytes) -> None:
     """A child: the app on the server's data directory, a thread per connection, until stdin closes."""
+    from chalicelib import access_log
+    from chalicelib.container import build_embedded, get_settings, set_deps
     from local import gateway as gw
     from local import server as srv
     from local.wsgi import _dispatch
-    from chalicelib import access_log
-    from chalicelib.container import build_embedded, get_settings, set_deps
 
     settings = get_settings()
     srv.configure_logging(settings)

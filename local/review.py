@@ -29,7 +29,6 @@ import contextlib
 import logging
 import os
 import subprocess
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Callable
@@ -147,9 +146,9 @@ STOP_SECONDS = 8.0  # the worker's batch under way, at most, before the child le
 
 def serve() -> None:
     """The worker on the server's data directory, until stdin closes."""
-    from local import server as srv
     from chalicelib.adapters.review_signal import ReviewSignal
     from chalicelib.container import get_deps, get_settings
+    from local import server as srv
     from local.worker import BackgroundWorker
 
     settings = get_settings()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from chalicelib.adapters.review_signal import ReviewSignal
 from chalicelib.services.deps import Deps

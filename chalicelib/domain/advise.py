@@ -20,8 +20,8 @@ from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from .generalize import describe_value
-from .models import Event, Experience
 from .lesson import error_class
+from .models import Event, Experience
 
 MAX_RECENT_EVENTS = 20
 

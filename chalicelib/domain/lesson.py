@@ -17,8 +17,14 @@ from typing import Any, Collection, Mapping, Sequence, Union
 
 from .attribution import params_of
 from .generalize import (
-    LiteralValues, describe_value, generalize, literal_digest, literal_digests, literal_values,
-    rule_numbers, without_examples,
+    LiteralValues,
+    describe_value,
+    generalize,
+    literal_digest,
+    literal_digests,
+    literal_values,
+    rule_numbers,
+    without_examples,
 )
 from .inert import code, inert_line, quoted_excerpt, visible
 from .lexical import terms

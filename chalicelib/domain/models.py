@@ -10,7 +10,6 @@ from typing import Any, Iterable
 
 from .generalize import without_examples
 
-
 # json.dumps(..., sort_keys=True, default=str) builds an encoder per call; this is the same one, built once
 _CANONICAL = json.JSONEncoder(sort_keys=True, default=str)
 

@@ -22,11 +22,24 @@ from typing import Any, Sequence
 from .attribution import Attribution, Contrast, attribute, call_key, changed_keys, params_of
 from .generalize import generalize
 from .inert import code
-from .lexical import terms
 from .lesson import (
-    LessonDraft, Raw, Wording, class_words, describe_param_change, drafted, error_class, error_text, fingerprint,
-    excerpt, fix_fingerprint, goal_wording, short, situation_key, trajectory_literals,
+    LessonDraft,
+    Raw,
+    Wording,
+    class_words,
+    describe_param_change,
+    drafted,
+    error_class,
+    error_text,
+    excerpt,
+    fingerprint,
+    fix_fingerprint,
+    goal_wording,
+    short,
+    situation_key,
+    trajectory_literals,
 )
+from .lexical import terms
 from .models import FULL_SCOPE, Event, LLMLessonFigures, Trajectory
 
 

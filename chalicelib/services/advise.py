@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..domain.advice import render_advice
-from ..domain.inert import inert_line
 from ..domain.advise import MAX_RECENT_EVENTS, Situation, advise_score, call_rule, evaluate, warning_message
 from ..domain.errors import NotFound
+from ..domain.inert import inert_line
 from ..domain.lexical import saturate
 from ..domain.models import Event, ExperienceStatus, Explanation, Hit
 from ..domain.scoring import freshness_at

@@ -13,13 +13,24 @@ from typing import Any, Collection, Sequence
 
 from ..domain.anomaly import WINDOW, qualifies_for_full_review
 from ..domain.distill import (
-    draft_to_experience, literals_to_keep, merge_into, passes_quality_gate, should_supersede, specialized_experience,
+    draft_to_experience,
+    literals_to_keep,
+    merge_into,
+    passes_quality_gate,
+    should_supersede,
+    specialized_experience,
     supersede,
 )
 from ..domain.errors import NotFound
 from ..domain.lesson import task_example
 from ..domain.models import (
-    Event, Experience, ExperienceStatus, ReviewKind, ReviewSummary, Trajectory, TrajectoryStatus,
+    Event,
+    Experience,
+    ExperienceStatus,
+    ReviewKind,
+    ReviewSummary,
+    Trajectory,
+    TrajectoryStatus,
 )
 from ..domain.review import Review
 from ..domain.vectors import rebased

@@ -11,9 +11,6 @@ import json
 from itertools import islice
 from typing import Any, Sequence
 
-from chalicelib.domain.errors import NotFound, PayloadTooLarge
-from chalicelib.domain.models import Candidate, Experience, ExperienceStatus
-from chalicelib.ports import Page
 from chalicelib.adapters.codec import experience_from_doc, to_doc
 from chalicelib.adapters.cursors import encode_cursor
 from chalicelib.adapters.dynamo.errors import boundary
@@ -29,6 +26,9 @@ from chalicelib.adapters.dynamo.items import (
     time_key,
 )
 from chalicelib.adapters.dynamo.models import DynamoTables
+from chalicelib.domain.errors import NotFound, PayloadTooLarge
+from chalicelib.domain.models import Candidate, Experience, ExperienceStatus
+from chalicelib.ports import Page
 
 ACTIVE = ExperienceStatus.ACTIVE
 

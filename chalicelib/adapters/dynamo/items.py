@@ -11,8 +11,8 @@ import zlib
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from chalicelib.domain.errors import InvalidInput
 from chalicelib.adapters.cursors import decode_cursor, decode_parts
+from chalicelib.domain.errors import InvalidInput
 
 SEP = "#"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -20,9 +20,9 @@ from datetime import datetime, timedelta
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.domain.ratelimit import RatePolicy, charged, decide, epoch_us
 from chalicelib.adapters.dynamo.errors import boundary, failed_condition
 from chalicelib.adapters.dynamo.models import DynamoTables
+from chalicelib.domain.ratelimit import RatePolicy, charged, decide, epoch_us
 
 ATTEMPTS = 4  # rounds of the three steps before a request that keeps racing is refused
 KEEP = timedelta(hours=1)  # an item outlives its full-bucket moment by this, for TTL's lag

@@ -11,11 +11,11 @@ from typing import Sequence
 
 from pynamodb.exceptions import PutError
 
-from chalicelib.domain.ratelimit import epoch_us
-from chalicelib.ports import ServedRecall
 from chalicelib.adapters.dynamo.errors import boundary, failed_condition
 from chalicelib.adapters.dynamo.items import dumps
 from chalicelib.adapters.dynamo.models import DynamoTables
+from chalicelib.domain.ratelimit import epoch_us
+from chalicelib.ports import ServedRecall
 
 
 def _from_us(us: int) -> datetime:

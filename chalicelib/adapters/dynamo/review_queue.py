@@ -30,11 +30,11 @@ from typing import Any, Sequence
 
 from pynamodb.exceptions import DeleteError, DoesNotExist, UpdateError
 
-from chalicelib.ports import MAX_TRIGGERS, DeadJob, ReviewJob
-from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.adapters.dynamo.errors import boundary, failed_condition
 from chalicelib.adapters.dynamo.items import compose, micros, shard_of, us_key, us_key_bound
 from chalicelib.adapters.dynamo.models import DynamoTables
+from chalicelib.adapters.fair_claim import in_turns
+from chalicelib.ports import MAX_TRIGGERS, DeadJob, ReviewJob
 
 PENDING, LEASED, DONE, DEAD = "pending", "leased", "done", "dead"
 DEAD_SHARD = "dead#"  # prefix of the due index's partitions that hold dead jobs

@@ -7,11 +7,11 @@ from datetime import datetime
 from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
-from chalicelib.domain.models import Tenant
 from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, boundary, cancellation_codes, failed_condition
 from chalicelib.adapters.dynamo.items import time_key
 from chalicelib.adapters.dynamo.models import DynamoTables
+from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
+from chalicelib.domain.models import Tenant
 
 TENANT_SK = "tenant"
 KEY_SK = "key"

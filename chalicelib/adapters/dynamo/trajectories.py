@@ -20,10 +20,6 @@ from typing import Any, Iterator, Sequence
 from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.domain.anomaly import seq_windows
-from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull
-from chalicelib.domain.models import Event, ReviewSummary, Trajectory, TrajectoryStatus
-from chalicelib.ports import AppendResult
 from chalicelib.adapters.codec import event_from_doc, to_doc, trajectory_from_doc
 from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, StoreUnavailable, boundary, cancellation_codes, failed_condition
 from chalicelib.adapters.dynamo.items import (
@@ -39,6 +35,10 @@ from chalicelib.adapters.dynamo.items import (
     time_key,
 )
 from chalicelib.adapters.dynamo.models import DynamoTables
+from chalicelib.domain.anomaly import seq_windows
+from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull
+from chalicelib.domain.models import Event, ReviewSummary, Trajectory, TrajectoryStatus
+from chalicelib.ports import AppendResult
 
 # kept on the item as attributes of their own (conditions and updates touch them); the rest of the
 # trajectory is fixed at creation and kept as one JSON document

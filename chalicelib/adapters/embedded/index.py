@@ -22,12 +22,11 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from chalicelib.adapters.embedded.db import SqliteDatabase, dumps, rows_in
+from chalicelib.adapters.embedded.sign_codes import SignCodes
 from chalicelib.domain.lexical import Bm25Params, idf, terms, terms_key
 from chalicelib.domain.models import match_key, match_keys
 from chalicelib.ports import IndexEntry, IndexFilter
-from chalicelib.adapters.embedded.sign_codes import SignCodes
-from chalicelib.adapters.embedded.db import SqliteDatabase, dumps, rows_in
-
 
 _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking for a block
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls

@@ -5,8 +5,8 @@ import json
 from datetime import datetime
 from typing import Sequence
 
-from chalicelib.ports import ServedRecall
 from chalicelib.adapters.embedded.db import SqliteDatabase, dumps, from_us, rows_in, to_us
+from chalicelib.ports import ServedRecall
 
 
 def _doc(served: ServedRecall) -> str:

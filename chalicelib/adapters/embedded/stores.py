@@ -7,15 +7,15 @@ from dataclasses import fields, replace
 from datetime import datetime
 from typing import Sequence
 
+from chalicelib.adapters.codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
+from chalicelib.adapters.cursors import decode_parts, encode_cursor
+from chalicelib.adapters.embedded.db import SqliteDatabase, dumps, fast_dumps, from_us, rows_in, to_us
+from chalicelib.adapters.embedded.event_tails import EventTails
+from chalicelib.adapters.fair_claim import in_turns
+from chalicelib.domain.anomaly import CONTEXT, seq_windows
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from chalicelib.domain.models import Candidate, Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
 from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob
-from chalicelib.domain.anomaly import CONTEXT, seq_windows
-from chalicelib.adapters.fair_claim import in_turns
-from chalicelib.adapters.codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
-from chalicelib.adapters.cursors import decode_parts, encode_cursor
-from chalicelib.adapters.embedded.event_tails import EventTails
-from chalicelib.adapters.embedded.db import SqliteDatabase, dumps, fast_dumps, from_us, rows_in, to_us
 
 
 class SqliteTenantStore:

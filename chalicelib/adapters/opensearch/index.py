@@ -35,10 +35,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Sequence
 from urllib.parse import urlsplit
 
-from chalicelib.domain.errors import Unavailable
-from chalicelib.ports import IndexEntry, IndexFilter
 from chalicelib.adapters.opensearch import queries as q
 from chalicelib.adapters.opensearch.http import NotFoundError, OpenSearchError, OpenSearchHttp, RequestError, SigV4Signer
+from chalicelib.domain.errors import Unavailable
+from chalicelib.ports import IndexEntry, IndexFilter
 
 if TYPE_CHECKING:
     # a numpy array (embedded embedders) or a domain.vectors.Vector (the Lambda's): a float sequence

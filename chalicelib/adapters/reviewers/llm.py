@@ -25,15 +25,22 @@ from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from chalicelib.adapters.openai_http import APITimeoutError
 from chalicelib.domain import grounding
 from chalicelib.domain.compress import compress_trajectory, estimate_tokens, raw_size_tokens
 from chalicelib.domain.distill import passes_quality_gate
 from chalicelib.domain.lesson import (
-    LessonDraft, Raw, drafted, fix_fingerprint, goal_wording, situation_key, trajectory_literals, untrusted_texts,
+    LessonDraft,
+    Raw,
+    drafted,
+    fix_fingerprint,
+    goal_wording,
+    situation_key,
+    trajectory_literals,
+    untrusted_texts,
 )
 from chalicelib.domain.models import FULL_SCOPE, LOCAL_SCOPE, Event, LLMLessonFigures, RejectedLesson, Trajectory
 from chalicelib.domain.review import Review, review_by_rules
-from chalicelib.adapters.openai_http import APITimeoutError
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, AsyncIterator, Literal, cast
 
-from pydantic import BaseModel, Field
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 from ._retry import NO_RETRY
 from .client import AsyncHindsight

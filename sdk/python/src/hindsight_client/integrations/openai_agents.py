@@ -23,7 +23,6 @@ import time
 from typing import Any, Callable
 
 import anyio
-
 from agents import Agent, RunContextWrapper, RunHooks, Tool
 
 from ..models import AdviseResult
