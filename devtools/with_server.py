@@ -1,0 +1,59 @@
+"""Run a command against a real server: ``python -m devtools.with_server -- npm test``.
+
+The server is ``make run``'s (``ServerProcess``), on a free port, with a fresh data directory, a
+fresh admin key and the fast hash embedder. The command gets ``HINDSIGHT_URL`` and
+``HINDSIGHT_ADMIN_KEY`` (and none of the caller's other ``HINDSIGHT_*`` variables); the server
+stops when the command ends, and its log is shown if the command failed. The exit status is the
+command's. Test suites in other languages (the TypeScript SDK's) start the server this way.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from devtools.process import terminate
+from devtools.server_process import ServerProcess
+
+
+def _stop_on_sigterm() -> None:
+    # The default SIGTERM action would leave the server running; SystemExit unwinds the with-blocks.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devtools.with_server", description=__doc__.splitlines()[0])
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting of the server (repeatable), e.g. HINDSIGHT_EMBEDDER=e5")  # fmt: skip
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given (python -m devtools.with_server -- CMD ...)")
+    admin_key = f"hsadmin_{secrets.token_hex(16)}"
+    settings = {"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": admin_key}
+    settings |= dict(item.split("=", 1) for item in args.env)
+    _stop_on_sigterm()
+    with tempfile.TemporaryDirectory(prefix="hindsight-with-server-") as tmp:
+        with ServerProcess(Path(tmp) / "data", settings) as server:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+            env |= {"HINDSIGHT_URL": server.url, "HINDSIGHT_ADMIN_KEY": server.admin_key}
+            print(f"==> server at {server.url}: {' '.join(command)}", flush=True)
+            child = subprocess.Popen(command, env=env)
+            try:
+                code = child.wait()
+            finally:
+                terminate(child)  # stopped from outside: the command goes with the server
+            if code != 0:
+                print(f"==> the command exited with {code}; the server's last lines:\n{server.log_tail(40)}", flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""``python -m devtools.with_server -- CMD``: the launcher that other languages' test suites (the
+TypeScript SDK's) run under."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+
+from devtools.server_process import ROOT
+
+# What the command does: report what it sees, prove the admin key works, exit with a chosen status.
+PROBE = """
+import json, os, sys, httpx
+url, key = os.environ["HINDSIGHT_URL"], os.environ["HINDSIGHT_ADMIN_KEY"]
+made = httpx.post(url + "/v1/tenants", json={"name": "probe"}, headers={"Authorization": "Bearer " + key})
+leaked = sorted(k for k in os.environ if k.startswith("HINDSIGHT_") and k not in ("HINDSIGHT_URL", "HINDSIGHT_ADMIN_KEY"))
+print(json.dumps({"url": url, "health": httpx.get(url + "/v1/health").json(), "tenant": made.status_code, "leaked": leaked}))
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def launch(exit_code: int) -> tuple[subprocess.CompletedProcess[str], dict]:
+    env = {**os.environ, "HINDSIGHT_API_KEY": "hs_of_the_developer", "HINDSIGHT_EMBEDDER": "e5"}
+    done = subprocess.run([sys.executable, "-m", "devtools.with_server", "--", sys.executable, "-c", PROBE, str(exit_code)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    line = next(line for line in done.stdout.splitlines() if line.startswith("{"))
+    return done, json.loads(line)
+
+
+def test_the_command_gets_a_running_server_and_its_admin_key_and_the_server_stops_after() -> None:
+    done, seen = launch(0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert seen["health"]["status"] == "ok" and seen["tenant"] == 201
+    assert seen["leaked"] == [], "the caller's HINDSIGHT_* settings stay out of the command"
+    try:
+        httpx.get(f"{seen['url']}/v1/health", timeout=2)
+    except httpx.TransportError:
+        pass
+    else:
+        raise AssertionError("the server still answers after the command ended")
+
+
+def test_the_exit_status_is_the_commands_and_a_failure_shows_the_servers_log() -> None:
+    done, _ = launch(3)
+    assert done.returncode == 3
+    assert "the command exited with 3; the server's last lines" in done.stdout
