@@ -1,0 +1,117 @@
+/** Tenants, keys, maintenance and the API's own description, against the real server. */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { test } from "node:test";
+import { Hindsight, NO_RETRY, Unauthorized } from "hindsight-xp";
+import { FAST_RETRY, adminClient, newTenant, serverUnderTest } from "./support.js";
+
+// Every operation of the OpenAPI document, and the client method that calls it.
+const ROUTES: Record<string, keyof Hindsight> = {
+  "GET /v1/health": "health",
+  "GET /v1/openapi.json": "openapi",
+  "POST /v1/tenants": "createTenant",
+  "GET /v1/tenants": "listTenants",
+  "POST /v1/tenants/{tenant_id}/keys": "rotateKey",
+  "POST /v1/trajectories": "startTrajectory",
+  "GET /v1/trajectories/{trajectory_id}": "getTrajectory",
+  "GET /v1/trajectories/{trajectory_id}/events": "getTrajectoryEvents",
+  "POST /v1/trajectories/{trajectory_id}/events": "appendEvents",
+  "POST /v1/trajectories/{trajectory_id}/finalize": "finalize",
+  "POST /v1/experiences": "writeExperience",
+  "GET /v1/experiences": "listExperiences",
+  "GET /v1/experiences/{experience_id}": "getExperience",
+  "DELETE /v1/experiences/{experience_id}": "forget",
+  "POST /v1/experiences/{experience_id}/restore": "restore",
+  "POST /v1/experiences/{experience_id}/feedback": "feedback",
+  "POST /v1/recall": "recall",
+  "POST /v1/advise": "advise",
+  "POST /v1/maintenance/reindex": "reindex",
+  "GET /v1/stats": "stats",
+  "POST /v1/maintenance/decay": "decay",
+  "GET /v1/maintenance/failed-reviews": "failedReviews",
+  "POST /v1/maintenance/redrive": "redrive",
+  "POST /v1/otlp/v1/traces": "exportTraces",
+};
+// A page for people, not an API call.
+const NOT_FOR_CLIENTS = new Set(["GET /v1/docs"]);
+
+test("the client has a method for every operation the server's OpenAPI document lists", async () => {
+  const client = new Hindsight({ url: serverUnderTest().url, apiKey: null, adminKey: null });
+  const health = await client.health();
+  assert.equal(health.status, "ok");
+  assert.ok(health.backend.length > 0);
+  const doc = (await client.openapi()) as { paths: Record<string, Record<string, unknown>> };
+  const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+  assert.ok(operations.length >= 20, `the document lists ${operations.length} operations`);
+  const missing = operations.filter((op) => !NOT_FOR_CLIENTS.has(op) && !(op in ROUTES));
+  assert.deepEqual(missing, []);
+  for (const method of Object.values(ROUTES)) {
+    assert.equal(typeof Hindsight.prototype[method], "function", `Hindsight.${String(method)}`);
+  }
+});
+
+test("an admin creates a tenant whose key works, lists it, and a rotated key revokes the old one", async () => {
+  const admin = adminClient();
+  const name = `ts-admin-${randomUUID().slice(0, 8)}`;
+  const created = await admin.createTenant(name);
+  assert.equal(created.name, name);
+  assert.match(created.api_key, /^hs_/);
+  const tenant = admin.withApiKey(created.api_key);
+  assert.equal((await tenant.stats()).experiences["active"] ?? 0, 0);
+
+  const listed = await admin.listTenants();
+  assert.deepEqual(listed.filter((t) => t.tenant_id === created.tenant_id).map((t) => t.name), [name]);
+
+  const rotated = await admin.rotateKey(created.tenant_id);
+  assert.equal(rotated.tenant_id, created.tenant_id);
+  assert.notEqual(rotated.api_key, created.api_key);
+  await admin.withApiKey(rotated.api_key).stats();
+  await assert.rejects(tenant.stats(), (err: unknown) => err instanceof Unauthorized && err.status === 401);
+
+  const kept = await admin.rotateKey(created.tenant_id, { revoke_old: false });
+  await admin.withApiKey(kept.api_key).stats();
+  await admin.withApiKey(rotated.api_key).stats(); // not revoked this time
+});
+
+test("the admin key reads no tenant's data, and a tenant key manages no tenants", async () => {
+  const { url, adminKey } = serverUnderTest();
+  const { apiKey } = await newTenant();
+  const wrongKind = new Hindsight({ url, apiKey: adminKey, retry: NO_RETRY });
+  await assert.rejects(wrongKind.stats(), (err: unknown) => err instanceof Unauthorized && /tenant key/.test(err.message));
+  const tenantAsAdmin = new Hindsight({ url, adminKey: apiKey, retry: NO_RETRY });
+  await assert.rejects(tenantAsAdmin.listTenants(), Unauthorized);
+});
+
+test("maintenance: reindex and stats with a tenant key; decay, failed reviews and redrive with the admin key", async () => {
+  const admin = adminClient();
+  const { tenantId, client } = await newTenant();
+  const written = await client.writeExperience({
+    situation: "Charging a customer through the billing API", advice: "Pass `amount` in integer cents.", tools: ["charge"],
+  });
+  assert.deepEqual(await client.reindex(), { reindexed: 1 });
+  const stats = await client.stats();
+  assert.equal(stats.experiences["active"], 1);
+  assert.ok(stats.freshness_histogram.length > 0);
+
+  const dry = await admin.decay({ tenant_id: tenantId, dry_run: true, as_of: new Date(Date.now() + 365 * 86_400_000) });
+  assert.equal(dry.dry_run, true);
+  assert.ok(dry.archived_ids.includes(written.experience_id), "a year on, an unused lesson would be archived");
+  assert.equal((await client.getExperience(written.experience_id)).status, "active", "a dry run writes nothing");
+  const now = await admin.decay({ tenant_id: tenantId });
+  assert.deepEqual([now.dry_run, now.archived], [false, 0]);
+
+  assert.deepEqual(await admin.failedReviews({ tenant_id: tenantId }), []);
+  assert.equal(await admin.redrive({ tenant_id: tenantId }), 0);
+  assert.equal(await admin.redrive({ trajectory_ids: ["traj_none"] }), 0);
+});
+
+test("a client without the key a call needs says so before sending anything", async () => {
+  let sent = 0;
+  const client = new Hindsight({
+    url: serverUnderTest().url, apiKey: null, adminKey: null, retry: FAST_RETRY,
+    fetch: (input, init) => { sent++; return fetch(input, init); },
+  });
+  await assert.rejects(client.stats(), { name: "ConfigurationError", message: /HINDSIGHT_API_KEY/ });
+  await assert.rejects(client.createTenant("x"), { name: "ConfigurationError", message: /HINDSIGHT_ADMIN_KEY/ });
+  assert.equal(sent, 0);
+});

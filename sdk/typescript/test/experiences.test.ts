@@ -1,0 +1,76 @@
+/** Trajectories and lessons through the client's own calls, against the real server. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Conflict, MAX_EVENTS_PER_CALL } from "hindsight-xp";
+import { newTenant } from "./support.js";
+
+test("a trajectory started, appended to twice with the same ids, and finalized stores each event once", async () => {
+  const { client } = await newTenant();
+  const started = await client.startTrajectory({ agent_id: "ops-bot", goal: "Restart the web service", tags: ["ops"] });
+  assert.match(started.trajectory_id, /^traj_[0-9a-f]{32}$/);
+  assert.equal(started.status, "open");
+  const again = await client.startTrajectory({ agent_id: "ops-bot", goal: "Restart the web service", trajectory_id: started.trajectory_id });
+  assert.equal(again.trajectory_id, started.trajectory_id, "a repeated id answers the existing trajectory");
+
+  const events = [
+    { type: "user_input" as const, event_id: "u1", content: { text: "restart web" }, timestamp: new Date() },
+    { type: "tool_call" as const, event_id: "c1", content: { tool: "systemctl", params: { unit: "web" }, result: "done" } },
+  ];
+  assert.deepEqual(await client.appendEvents(started.trajectory_id, events), { accepted: 2, duplicates: 0 });
+  assert.deepEqual(await client.appendEvents(started.trajectory_id, events), { accepted: 0, duplicates: 2 });
+  const noIds = await client.appendEvents(started.trajectory_id, [{ type: "feedback", content: { text: "thanks", sentiment: "positive" } }]);
+  assert.deepEqual(noIds, { accepted: 1, duplicates: 0 }, "the SDK gave the event an id");
+  assert.throws(() => client.appendEvents(started.trajectory_id, []), RangeError);
+  const tooMany = Array.from({ length: MAX_EVENTS_PER_CALL + 1 }, () => ({ type: "user_input" as const, content: { text: "x" } }));
+  assert.throws(() => client.appendEvents(started.trajectory_id, tooMany), /at most 100 events/);
+
+  const finalized = await client.finalize(started.trajectory_id, "success", "restarted");
+  assert.equal(finalized.outcome, "success");
+  await client.finalize(started.trajectory_id, "success"); // a repeat is harmless
+  const stored = await client.getTrajectory(started.trajectory_id);
+  assert.equal(stored.event_count, 3);
+  assert.deepEqual(stored.tags, ["ops"]);
+  await assert.rejects(client.appendEvents(started.trajectory_id, [{ type: "user_input", content: { text: "late" } }]), Conflict);
+});
+
+test("lessons are written once per id, listed page by page, forgotten, and restored only when archived", async () => {
+  const { client } = await newTenant();
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const written = await client.writeExperience({
+      situation: `Deploying service ${i}`, lesson: `Service ${i} needs its migrations run first.`, agent_id: "ops-bot", tags: ["deploy"],
+    });
+    ids.push(written.experience_id);
+  }
+  const repeat = await client.writeExperience({ experience_id: ids[0]!, situation: "Deploying service 0", lesson: "other text" });
+  assert.equal(repeat.lesson, "Service 0 needs its migrations run first.", "a repeated id answers the stored lesson");
+
+  const first = await client.listExperiences({ agent_id: "ops-bot", limit: 2 });
+  assert.equal(first.items.length, 2);
+  assert.ok(first.cursor);
+  const all: string[] = [];
+  for await (const experience of client.iterExperiences({ agent_id: "ops-bot", limit: 2 })) all.push(experience.experience_id);
+  assert.deepEqual([...all].sort(), [...ids].sort());
+
+  const fetched = await client.getExperience(ids[1]!);
+  assert.deepEqual([fetched.situation, fetched.tags, fetched.source], ["Deploying service 1", ["deploy"], "human"]);
+
+  let archived = fetched;
+  for (let i = 0; i < 8 && archived.status === "active"; i++) archived = await client.feedback(ids[1]!, "failed");
+  assert.equal(archived.status, "archived");
+  assert.equal((await client.restore(ids[1]!)).status, "active");
+
+  const forgotten = await client.forget(ids[2]!, "wrong");
+  assert.equal(forgotten.status, "forgotten");
+  await assert.rejects(client.restore(ids[2]!), (err: unknown) => err instanceof Conflict && err.status === 409);
+  const active = await client.listExperiences({ agent_id: "ops-bot", status: "active", limit: 50 });
+  assert.ok(!active.items.some((e) => e.experience_id === ids[2]), "a forgotten lesson is not active");
+});
+
+test("ids holding '/' stay one path segment", async () => {
+  const { client } = await newTenant();
+  const started = await client.startTrajectory({ agent_id: "a", goal: "g", trajectory_id: "run/2026/1" });
+  assert.equal((await client.getTrajectory("run/2026/1")).trajectory_id, started.trajectory_id);
+  const written = await client.writeExperience({ experience_id: "lesson/a+b", situation: "s", lesson: "l" });
+  assert.equal((await client.getExperience("lesson/a+b")).experience_id, written.experience_id);
+});
