@@ -41,6 +41,17 @@ lint: install
 test: install lint
 	devtools/install-browser.sh
 	$(PY) -m pytest
+	$(MAKE) test-ts
+
+# The TypeScript SDK (sdk/typescript) and its example agent (examples/typescript): TypeScript from
+# the npm registry (package-lock.json), then Node's test runner against a real server, which
+# devtools/with_server.py starts on a free port and stops after.
+.PHONY: test-ts
+test-ts: install-run
+	@echo "==> the TypeScript SDK: npm ci, build, node --test against a real server"
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build
+	cd examples/typescript && npm ci --no-audit --no-fund && npm run build
+	$(PY) -m devtools.with_server -- npm --prefix sdk/typescript test
 
 bench: install
 	$(PY) bench/recall_latency.py
@@ -65,4 +76,5 @@ synth: install
 	$(PY) infra/synth.py $(SYNTH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache infra/cdk.out infra/.build
+	rm -rf $(VENV) .pytest_cache infra/cdk.out infra/.build \
+		sdk/typescript/node_modules sdk/typescript/dist sdk/typescript/build examples/typescript/node_modules examples/typescript/dist
