@@ -15,16 +15,35 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from devtools.process import terminate
 from devtools.server_process import ServerProcess
 
 
 def _stop_on_sigterm() -> None:
     # The default SIGTERM action would leave the server running; SystemExit unwinds the with-blocks.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
+def _stop_group(child: subprocess.Popen) -> None:
+    """SIGTERM to the command's process group (what it started included), SIGKILL if it lingers."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:
+            # the command itself ended; anything else left in its group is killed
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,18 +59,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = {"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_ADMIN_KEY": admin_key}
     settings |= dict(item.split("=", 1) for item in args.env)
     _stop_on_sigterm()
-    with tempfile.TemporaryDirectory(prefix="hindsight-with-server-") as tmp:
-        with ServerProcess(Path(tmp) / "data", settings) as server:
-            env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-            env |= {"HINDSIGHT_URL": server.url, "HINDSIGHT_ADMIN_KEY": server.admin_key}
-            print(f"==> server at {server.url}: {' '.join(command)}", flush=True)
-            child = subprocess.Popen(command, env=env)
-            try:
-                code = child.wait()
-            finally:
-                terminate(child)  # stopped from outside: the command goes with the server
-            if code != 0:
-                print(f"==> the command exited with {code}; the server's last lines:\n{server.log_tail(40)}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="hindsight-with-server-") as tmp, \
+            ServerProcess(Path(tmp) / "data", settings) as server:  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+        env |= {"HINDSIGHT_URL": server.url, "HINDSIGHT_ADMIN_KEY": server.admin_key}
+        print(f"==> server at {server.url}: {' '.join(command)}", flush=True)
+        # A process group of its own: npm runs node through a shell, and what it started must go too.
+        child = subprocess.Popen(command, env=env, start_new_session=True)
+        try:
+            code = child.wait()
+        finally:
+            _stop_group(child)
+        if code != 0:
+            print(f"==> the command exited with {code}; the server's last lines:\n{server.log_tail(40)}", flush=True)
     return code
 
 
