@@ -16,15 +16,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from bench import sets
+
 from . import offline
 
-DEFAULT_PATH = Path(__file__).resolve().parents[1] / "independent" / "families.json"
-BLIND2_PATH = Path(__file__).resolve().parents[1] / "blind2" / "families.json"
-BLIND3_PATH = Path(__file__).resolve().parents[1] / "blind3" / "families.json"
-BLIND4_PATH = Path(__file__).resolve().parents[1] / "blind4" / "families.json"
 PREFIX = "ind"
-BLIND_SETS = {"blind2": "dev", "blind3": "dev", "blind4": "dev", "independent": "held-out"}  # sets in this format, and their role
-PATHS = {"blind2": BLIND2_PATH, "blind3": BLIND3_PATH, "blind4": BLIND4_PATH, "independent": DEFAULT_PATH}  # each set's file here
+BLIND_SETS = sets.BLIND_SETS  # sets in this format, and their role
+PATHS = {name: sets.SETS[name].path for name in BLIND_SETS}  # each set's file here
 
 
 @dataclass(frozen=True)
@@ -41,32 +39,17 @@ class Fam:
 
 
 def load(path: str | Path) -> list[Fam]:
-    """The families of the file, checked enough that a malformed file fails with a clear message."""
-    data = json.loads(Path(path).read_text())
-    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("families"), list):
-        raise ValueError(f"{path}: expected {{'version': 1, 'families': [...]}}")
-    fams = []
-    for n, f in enumerate(data["families"]):
-        try:
-            fams.append(Fam(
-                id=str(f["id"]), domain=str(f.get("domain", "")), tools=tuple(f.get("tools") or ()),
-                sibling=f.get("sibling"), task_type=f.get("task_type"), fix=str(f.get("fix", "")),
-                fix_terms=tuple(str(t) for t in f.get("fix_terms") or ()),
-                train=tuple(f["train"]), tests=tuple(str(t["query"]) for t in f["tests"]),
-            ))
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"{path}: family #{n} is malformed ({exc!r})") from exc
-    ids = {f.id for f in fams}
-    if len(ids) != len(fams):
-        raise ValueError(f"{path}: duplicate family ids")
-    for f in fams:
-        if "." in f.id:
-            raise ValueError(f"{path}: family id {f.id!r} has a dot (ids are parsed from trajectory ids)")
-        if f.sibling is not None and f.sibling not in ids:
-            raise ValueError(f"{path}: {f.id}'s sibling {f.sibling!r} is not a family of the file")
-        if not f.train or not f.tests:
-            raise ValueError(f"{path}: {f.id} needs training trajectories and test queries")
-    return fams
+    """The families of a file in the blind format, checked by ``bench.sets.schema_errors`` so that a
+    malformed file fails with a clear message."""
+    data = sets.read(path)
+    errors = sets.schema_errors(data)
+    if errors:
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise ValueError(f"{path}: " + "; ".join(errors[:5]) + more)
+    return [Fam(id=f["id"], domain=str(f.get("domain", "")), tools=tuple(f["tools"]), sibling=f.get("sibling"),
+                task_type=f.get("task_type"), fix=str(f.get("fix", "")), fix_terms=tuple(f.get("fix_terms") or ()),
+                train=tuple(f["train"]), tests=tuple(t["query"] for t in f["tests"]))
+            for f in data["families"]]
 
 
 def traj_id(nonce: str, fam: str, n: int) -> str:

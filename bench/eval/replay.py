@@ -210,7 +210,7 @@ def cost(deps, tenant_id: str, nonce: str, assignments: Sequence[str], rounds: i
 
     from . import independent
 
-    fams = independent.load(independent.BLIND2_PATH)
+    fams = independent.load(independent.PATHS["blind2"])
     agent = f"{independent.PREFIX}-agent-{nonce}"
     variant = with_settings(deps, assignments)
     cache = getattr(variant.embedder, "_tokens", None)

@@ -42,10 +42,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.eval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sets", default=",".join(SETS), help=f"comma-separated subset of {','.join(SETS)}")
-    p.add_argument("--independent", default=str(independent.DEFAULT_PATH), help="the independent set's families.json")
-    p.add_argument("--blind2", default=str(independent.BLIND2_PATH), help="the second blind set's families.json (dev)")
-    p.add_argument("--blind3", default=str(independent.BLIND3_PATH), help="the third blind set's families.json (dev)")
-    p.add_argument("--blind4", default=str(independent.BLIND4_PATH), help="the fourth blind set's families.json (dev)")
+    p.add_argument("--independent", default=str(independent.PATHS["independent"]), help="the independent set's families.json")
+    p.add_argument("--blind2", default=str(independent.PATHS["blind2"]), help="the second blind set's families.json (dev)")
+    p.add_argument("--blind3", default=str(independent.PATHS["blind3"]), help="the third blind set's families.json (dev)")
+    p.add_argument("--blind4", default=str(independent.PATHS["blind4"]), help="the fourth blind set's families.json (dev)")
     p.add_argument("--locomo", default=os.environ.get("HINDSIGHT_LOCOMO"),
                    help="locomo10.json (default: $HINDSIGHT_LOCOMO; skipped when unset)")
     p.add_argument("--url", help="an existing server instead of a fresh one")

@@ -61,7 +61,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--families", type=int, default=None, help="only the first N families (rounded up to whole sibling pairs)")
     p.add_argument("--tasks", choices=TASK_SETS, default="dev",
-                   help="test tasks to recall and simulate: dev (dataset.py, tuned on), heldout (heldout.py), all (both)")
+                   help="test tasks to recall and simulate: dev (dataset.py, tuned on), heldout (heldout.json), all (both)")
     p.add_argument("--url", help="an existing server instead of starting one")
     p.add_argument("--api-key", help="a tenant key on --url (the run uses its own agent_id, so other data is not seen)")
     p.add_argument("--admin-key", help="admin key on --url: a new tenant is created for the run")

@@ -137,7 +137,7 @@ def test_a_replay_report_s_variants_compare_as_runs(tmp_path, capsys):
     path = tmp_path / "replay.json"
     path.write_text(json.dumps(report))
     before, after = compare.read_run(str(path)), compare.read_run(f"{path}#v")
-    assert before["sets"]["blind2"]["path"] == str(independent.BLIND2_PATH)
+    assert before["sets"]["blind2"]["path"] == str(independent.PATHS["blind2"])
     # the synthetic families are in no set's file, so none has a sibling: no sib1st row, and a
     # replay holds no tools-unknown recalls: no unk@3 row
     rows, _ = compare.compare(before, after, resamples=200)
@@ -155,7 +155,7 @@ def test_a_replay_report_s_variants_compare_as_runs(tmp_path, capsys):
 
 
 def test_a_run_from_another_checkout_is_read_against_this_checkout_s_families_file():
-    fams = independent.load(independent.BLIND2_PATH)
+    fams = independent.load(independent.PATHS["blind2"])
     recs = [{"family": f.id, "query": q, "ranked": [[f.id]]} for f in fams for q in f.tests]
     moved = "/elsewhere/bench/blind2/families.json"
     run_ = {"sets": {"blind2": {"path": moved, "tasks": {"known": recs, "unknown": recs}}}}
