@@ -54,8 +54,8 @@ test-ts: install-run
 	$(PY) -m devtools.with_server -- npm --prefix sdk/typescript test
 
 bench: install
-	$(PY) bench/recall_latency.py
-	$(PY) bench/ingest_throughput.py
+	$(PY) -m bench.recall_latency
+	$(PY) -m bench.ingest_throughput
 	$(PY) -m bench.experience_reuse
 
 # Every evaluation set beside its baselines in one run (bench/README.md); LoCoMo only where

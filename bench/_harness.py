@@ -1,6 +1,9 @@
-"""Shared helpers of the benchmarks: start/stop the real server, percentiles, in-process WSGI calls.
+"""What every benchmark shares: the real server with the benchmarks' settings, a git ref's code as
+the "before" side, percentiles, a process's CPU and memory, in-process WSGI calls, child interpreters.
 
-Nothing here changes the service; it only drives it. Every wait is bounded in time.
+Nothing here changes the service; it only drives it. Every wait is bounded in time. Benchmarks run
+as modules from the repository root (``python -m bench.recall_latency``), so every import here and
+in them is absolute.
 """
 from __future__ import annotations
 
@@ -14,13 +17,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from devtools.net import HOST, free_port  # noqa: F401 -- re-exported to the benchmarks
+from devtools.process import terminate  # noqa: F401 -- re-exported to the benchmarks
+from devtools.server_process import ServerProcess
 
-from devtools.net import HOST, free_port  # noqa: E402,F401 -- re-exported to the benchmarks
-from devtools.process import terminate  # noqa: E402,F401 -- re-exported to the benchmarks
-from devtools.server_process import server_command  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # what runs the embedded server (a ref from before one of the processes' files has fewer)
@@ -96,85 +97,30 @@ def proc_rss_mb(pid: int, children: bool = False) -> float | None:
     return own
 
 
-class Server:
-    """The embedded server (``python -m local.server``) on a free 127.0.0.1 port; a context manager that always kills it."""
+class Server(ServerProcess):
+    """The embedded server (``python -m local.server``) on a free 127.0.0.1 port with the
+    benchmarks' settings: a fresh admin key, the review worker off and no per-tenant rate limit (one
+    tenant at full speed measures the service, not the limit), unless ``env`` says otherwise. The
+    caller's ``HINDSIGHT_*`` variables are left out. A context manager that always stops it."""
 
     def __init__(self, data_dir: str, env: dict[str, str] | None = None, log_path: str | None = None,
                  root: Path | None = None) -> None:
         """``root``: the checkout whose server runs (default: this one; a benchmark may run a
         git ref's code exported elsewhere beside it)."""
-        self.data_dir = data_dir
-        self.root = root or ROOT
-        self.port = free_port()
-        self.admin_key = "hsadmin_bench_" + secrets.token_hex(8)
-        self.extra_env = env or {}
-        self.log_path = log_path or os.path.join(data_dir, "server.log")
-        self.proc: subprocess.Popen | None = None
-        self._log: Any = None
+        port = free_port()
+        defaults = {"HINDSIGHT_HOST": HOST, "HINDSIGHT_ADMIN_KEY": "hsadmin_bench_" + secrets.token_hex(8),
+                    "HINDSIGHT_WORKER": "false", "HINDSIGHT_RATE_LIMIT_PER_SECOND": "0", "PYTHONUNBUFFERED": "1"}
+        super().__init__(data_dir, defaults | (env or {}), port=port, root=root,
+                         log_path=log_path or os.path.join(data_dir, "server.log"))
 
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+    def environment(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+        env |= {"HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_PORT": str(self.port), "PORT": str(self.port)}
+        return env | self.extra_env
 
     def start(self, timeout: float = 120.0) -> "Server":
-        import httpx
-
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-        env.update(
-            {
-                "HINDSIGHT_DATA_DIR": self.data_dir,
-                "HINDSIGHT_PORT": str(self.port),
-                "PORT": str(self.port),
-                "HINDSIGHT_HOST": HOST,
-                "HINDSIGHT_ADMIN_KEY": self.admin_key,
-                "HINDSIGHT_WORKER": "false",
-                # one tenant at full speed measures the service, not the per-tenant rate limit
-                "HINDSIGHT_RATE_LIMIT_PER_SECOND": "0",
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        env.update(self.extra_env)
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            server_command(Path(self.root)),
-            cwd=str(self.root),
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + timeout
-        with httpx.Client(base_url=self.url, trust_env=False, timeout=2.0) as client:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_tail()}")
-                try:
-                    if client.get("/v1/health").status_code == 200:
-                        return self
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"server not healthy within {timeout:.0f} s:\n{self.log_tail()}")
-
-    def log_tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        terminate(proc)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def __enter__(self) -> "Server":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        super().start(timeout)
+        return self
 
 
 def make_inprocess_wsgi(deps: Any, settings: Any) -> Callable[[str, str, dict[str, str], bytes], tuple[int, bytes]]:
@@ -235,3 +181,22 @@ def settle(pids: list[int], quiet_ms: float = 1.0, step: float = 0.01, min_wait:
             break
         prev = cur
     return time.monotonic() - t0
+
+
+def load_avg() -> str:
+    """The 1, 5 and 15-minute load averages (the machine's other work, printed beside a figure)."""
+    return "%.2f %.2f %.2f" % os.getloadavg()
+
+
+def run_child(code: str, env: dict[str, str], cwd: str | Path, args: tuple[str, ...] = (),
+              timeout: float = 300.0) -> tuple[dict, float, str]:
+    """``code`` in one fresh interpreter; returns (the JSON of its ``RESULT `` line, or {}; the wall
+    time in ms; its stderr). Raises with the end of its stderr when it fails."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, *args, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+    wall = (time.perf_counter() - t0) * 1000
+    if proc.returncode != 0:
+        raise RuntimeError(f"child failed ({proc.returncode}) in {cwd}:\n{proc.stderr[-3000:]}")
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    return (json.loads(line[7:]) if line else {}), wall, proc.stderr

@@ -1,6 +1,6 @@
 """Advise latency with 10,000 lessons in one tenant: the embedded server against the in-process call.
 
-Usage: .venv/bin/python bench/advise_latency.py [--lessons 10000] [--tools 500] [--calls 300]
+Usage: .venv/bin/python -m bench.advise_latency [--lessons 10000] [--tools 500] [--calls 300]
 
 The data directory is seeded through the adapters (SQLite experience store + numpy index) with
 lessons of every kind advise reads (a missing argument, a value shape, a tool to call first, a
@@ -24,16 +24,12 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import sys
 import tempfile
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench._harness import Server, dumps, pct, settle  # noqa: E402
-from bench.recall_latency import bulk_put  # noqa: E402
+from bench._harness import Server, dumps, pct, settle
+from bench.recall_latency import bulk_put
 
 AGENTS = [None, "billing-bot", "ops-bot"]
 PARAMS = ["city", "amount", "currency", "date", "channel", "branch", "region", "user_id", "limit", "query",
@@ -121,7 +117,7 @@ def make_calls(catalogue: list[dict], count: int, rng: random.Random) -> list[di
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.advise_latency", description=__doc__.split("\n")[0])
     ap.add_argument("--lessons", type=int, default=10_000)
     ap.add_argument("--tools", type=int, default=500)
     ap.add_argument("--calls", type=int, default=300)

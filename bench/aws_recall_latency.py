@@ -1,6 +1,6 @@
 """Recall latency of the aws backend's index (OpenSearch, lucene HNSW) beside the embedded one (numpy).
 
-Usage: .venv/bin/python bench/aws_recall_latency.py [--sizes 10000,100000] [--queries 200]
+Usage: .venv/bin/python -m bench.aws_recall_latency [--sizes 10000,100000] [--queries 200]
        [--ef 100,400] [--other-frac 0.1] [--no-service] [--before main] [--profile 30]
        [--seed-budget 600] [--max-seconds 600]
 
@@ -65,12 +65,10 @@ from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench._harness import export_ref, pct, settle  # noqa: E402
-from bench.recall_latency import (  # noqa: E402
+from bench._harness import export_ref, pct, settle
+from bench.recall_latency import (
     AGENTS,
     FixedEmbedder,
     base_lessons,
@@ -168,10 +166,15 @@ def load_before(ref: str, dest: Path):
     as the package ``chalicelib_before`` (chalicelib imports itself by relative imports only, so the
     copy runs its own code beside the work tree's). Returns (opensearch_index module, label)."""
     import importlib
+    import importlib.util
 
     label = export_ref(ref, dest, ("chalicelib",))
-    (dest / "chalicelib").rename(dest / "chalicelib_before")
-    sys.path.insert(0, str(dest))
+    package = dest / "chalicelib_before"
+    (dest / "chalicelib").rename(package)
+    spec = importlib.util.spec_from_file_location("chalicelib_before", package / "__init__.py",
+                                                  submodule_search_locations=[str(package)])
+    sys.modules["chalicelib_before"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules["chalicelib_before"])
     return importlib.import_module("chalicelib_before.adapters.opensearch_index"), label
 
 
@@ -392,7 +395,7 @@ def build_queries(count: int, seed: int, tenant: str):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.aws_recall_latency", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated N of tenant A's entries")
     parser.add_argument("--queries", type=int, default=200, help="measured queries per size")
     parser.add_argument("--warmup", type=int, default=30, help="warm-up queries per size (other texts)")

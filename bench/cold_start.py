@@ -1,7 +1,7 @@
 """Cold start of the Lambda functions against the code before, in the same run: import of app.py,
 import plus the first authenticated ingest, the review worker's import plus its first stream batch.
 
-Usage: .venv/bin/python bench/cold_start.py [--before main] [--runs 15] [--first-runs 9]
+Usage: .venv/bin/python -m bench.cold_start [--before main] [--runs 15] [--first-runs 9]
        [--review-runs 5] [--importtime-runs 3] [--timeline N [--profile-lines K]] [--no-first] [--no-review]
        [--no-package] [--opensearch-service none|es|aoss] [--secrets]
 
@@ -64,22 +64,15 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 import uuid
 import zipfile
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench._harness import ROOT, export_ref, load_avg, run_child
 
-from bench._harness import export_ref  # noqa: E402
-
-PY = sys.executable
 TARGETS = {"import": 150.0, "first": 500.0, "review": 500.0}
 DUMMY_AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
              "AWS_REGION": "us-east-1", "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}
@@ -221,23 +214,8 @@ def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_child(code: str, env: dict[str, str], cwd: str, args: tuple[str, ...] = (), timeout: float = 300.0) -> tuple[dict, float, str]:
-    """One fresh interpreter; returns (RESULT json or {}, wall ms, stderr)."""
-    t0 = time.perf_counter()
-    proc = subprocess.run([PY, *args, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    wall = (time.perf_counter() - t0) * 1000
-    if proc.returncode != 0:
-        raise RuntimeError(f"child failed ({proc.returncode}) in {cwd}:\n{proc.stderr[-3000:]}")
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    return (json.loads(line[7:]) if line else {}), wall, proc.stderr
-
-
 def med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
-
-
-def load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
 
 
 # --- the code before -------------------------------------------------------------------------------
@@ -478,7 +456,7 @@ def timeline(stack: AwsStack, runs: list[str], dirs: dict[str, str], env_of, wor
             if not stack.reviewed(tid):
                 raise RuntimeError(f"timeline sample of {side}: the trajectory was not reviewed")
             per[side].append(res)
-    print(f"\n{load()} after the timeline runs")
+    print(f"\nload {load_avg()} after the timeline runs")
     print(f"Review batch, every HTTP request timed at urllib3: median over {samples} fresh interpreters per side"
           f" of the count and the ms spent, by service and operation")
     ops = sorted({_service(stack, c[2], c[5]) for side in runs for r in per[side] for c in r["calls"]})
@@ -568,7 +546,7 @@ def package_dirs(work: Path) -> tuple[object, Path, Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.cold_start", description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="main", help="git ref of the code before (default main)")
     parser.add_argument("--runs", type=int, default=15, help="fresh interpreters per import configuration")
     parser.add_argument("--first-runs", type=int, default=9, help="fresh interpreters per side for import + first ingest")
@@ -588,7 +566,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="hindsight-bench-cold-"))
     try:
-        print(f"start: {load()} (2 shared cores)", flush=True)
+        print(f"start: load {load_avg()} (2 shared cores)", flush=True)
         before_dir = work / "before"
         before = export_before(args.before, before_dir)
         dirs = {"before": str(before_dir), "after": str(ROOT)}
@@ -628,7 +606,7 @@ def main() -> None:
                     info[name] = res
         base = med(wall["python -c pass"])
         sides = ["before", "after"]
-        print(f"\n{load()} after the import runs")
+        print(f"\nload {load_avg()} after the import runs")
         table(f"Cold import, ms: median [min-max] of {args.runs} fresh interpreters per cell, interleaved;"
               f" `python -c pass` wall {base:.1f} ms [{min(wall['python -c pass']):.0f}-{max(wall['python -c pass']):.0f}]",
               [("import app (aws)", {s: imp[s] for s in sides}, "import"),
@@ -671,7 +649,7 @@ def main() -> None:
                             statuses |= {res["first_status"], res["warm_status"]}
                             for k in ("import_ms", "first_ms", "warm_ms", "total_ms"):
                                 first[side][k].append(res[k])
-                    print(f"\n{load()} after the ingest runs")
+                    print(f"\nload {load_avg()} after the ingest runs")
                     table(f"Import + first authenticated ingest (POST /v1/trajectories, status {sorted(statuses)}), ms,"
                           f" {args.first_runs} fresh interpreters per side, interleaved; DynamoDB: moto server on the"
                           f" loopback (local network)",
@@ -704,7 +682,7 @@ def main() -> None:
                             review[side]["wall"].append(ms)
                             for k in ("import_ms", "batch_ms", "total_ms", "cpu_ms"):
                                 review[side][k].append(res[k])
-                    print(f"\n{load()} after the review runs")
+                    print(f"\nload {load_avg()} after the review runs")
                     table(f"Review worker: import of the handler's module + handler(first stream batch, context), ms,"
                           f" {args.review_runs} fresh interpreters per side, interleaved; {min(records)}-{max(records)}"
                           f" records per batch; reviewed: " + ", ".join(f"{s} {done[s]}/{args.review_runs + 1}" for s in runs)
@@ -725,7 +703,7 @@ def main() -> None:
 
             print()
             print(lambda_package.describe(pkg, "Deployment package (after; chalice package, stage dev)", top=8))
-        print(f"\nend: {load()}")
+        print(f"\nend: load {load_avg()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,6 +1,6 @@
 """How long each console page takes to load in a real browser with 10,000 lessons in the tenant.
 
-Usage: .venv/bin/python bench/console_pages.py [--lessons 10000] [--small 20] [--repeats 3]
+Usage: .venv/bin/python -m bench.console_pages [--lessons 10000] [--small 20] [--repeats 3]
 
 Two tenants are seeded through the adapters (as bench/recall_latency.py does: SQLite store and the
 numpy index, MiniLM vectors of a few hundred lesson texts, perturbed): a large one with --lessons
@@ -24,18 +24,14 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench._harness import Server  # noqa: E402
-from bench.recall_latency import Seeder, base_lessons  # noqa: E402
+from bench._harness import Server
+from bench.recall_latency import Seeder, base_lessons
 
 WAIT = """
 const done = arguments[arguments.length - 1];
@@ -130,7 +126,7 @@ def floor(url: str, key: str) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="python -m bench.console_pages")
     ap.add_argument("--lessons", type=int, default=10000)
     ap.add_argument("--small", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)

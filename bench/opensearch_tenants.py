@@ -1,6 +1,6 @@
 """Recall latency of one tenant when the OpenSearch index holds 1, 100 or 1,000 tenants.
 
-Usage: .venv/bin/python bench/opensearch_tenants.py [--measured 10000] [--others-size 20]
+Usage: .venv/bin/python -m bench.opensearch_tenants [--measured 10000] [--others-size 20]
        [--tenants 100,1000] [--queries 200] [--routed-shards 2] [--keep-index]
 
 The node is ``OPENSEARCH_URL`` when that is set and reachable, else a private one that
@@ -34,15 +34,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench._harness import pct, settle  # noqa: E402
+from bench._harness import pct, settle
 
 DIM = 384
 TOPICS = 300
@@ -195,7 +191,7 @@ def timed_round(indexes, queries, warmup: int, vecs, meta, ids, pids) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.opensearch_tenants", description=__doc__.split("\n")[0])
     ap.add_argument("--measured", type=int, default=10_000, help="lessons of the measured tenant")
     ap.add_argument("--others-size", type=int, default=20, help="lessons of every other tenant")
     ap.add_argument("--tenants", default="100,1000", help="tenant counts of the shared index (the baseline is 1)")

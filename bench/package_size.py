@@ -1,6 +1,6 @@
 """Size of the Lambda deployment package (``chalice package``), zipped and unzipped, beside a baseline.
 
-Usage: .venv/bin/python bench/package_size.py [--baseline openai==3.57.0 ...] [--baseline-finished]
+Usage: .venv/bin/python -m bench.package_size [--baseline openai==3.57.0 ...] [--baseline-finished]
 
 Packages the project twice in temporary directories (devtools.lambda_package; pip downloads the
 Lambda platform's wheels, so it needs the package index or pip's cache, never AWS): as it is
@@ -13,19 +13,16 @@ uploaded zip: 50 MB.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from devtools import lambda_package as lp  # noqa: E402
+from devtools import lambda_package as lp
 
 MB = 1024 * 1024
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.package_size", description=__doc__.split("\n")[0])
     ap.add_argument("--baseline", action="append", help="a requirement line of the baseline (repeatable)")
     ap.add_argument("--baseline-finished", action="store_true", help="finish the baseline's zip too")
     ap.add_argument("--top", type=int, default=10)

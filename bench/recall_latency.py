@@ -1,6 +1,6 @@
 """Recall latency at 1k / 10k / 100k active experiences in one tenant, against the numpy floor.
 
-Usage: .venv/bin/python bench/recall_latency.py [--sizes 1000,10000,100000] [--queries 200] [--embedder minilm|e5]
+Usage: .venv/bin/python -m bench.recall_latency [--sizes 1000,10000,100000] [--queries 200] [--embedder minilm|e5]
        [--clients 4] [--seconds 20] [--loads 0.5,0.8] [--load-seconds 20] [--late 0,0.4] [--before main]
        [--before-data same|copy] [--cold]
 
@@ -65,11 +65,11 @@ from dataclasses import asdict, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench._harness import Server, dumps, export_ref, make_inprocess_wsgi, pct, proc_cpu_seconds, proc_rss_mb, settle  # noqa: E402
+from bench._harness import (
+    ROOT, Server, dumps, export_ref, load_avg, make_inprocess_wsgi, pct, proc_cpu_seconds, proc_rss_mb, settle,
+)
 
 # --- synthetic but realistic lessons and queries ----------------------------------------------
 
@@ -315,10 +315,6 @@ def floor_search(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
 
 METHODS = ["http", "wsgi", "service", "svc-noemb", "search", "floor", "embed", "emb+floor", "http-before"]
 BEFORE = "http-before"  # the --before ref's server
-
-
-def load_avg() -> str:
-    return "%.2f %.2f %.2f" % os.getloadavg()
 
 
 def hit_ids(response) -> list[str]:
@@ -669,9 +665,8 @@ def index_memory(data_dir: str, tenant_id: str, dim: int) -> tuple[float, float,
         "index.count(sys.argv[2])\n"
         "print(json.dumps([before, proc_rss_mb(os.getpid()), time.perf_counter() - t]))\n"
     )
-    root = Path(__file__).resolve().parents[1]
     r = subprocess.run([sys.executable, "-c", code, str(Path(data_dir) / "vectors.db"), tenant_id, str(dim)],
-                       capture_output=True, text=True, cwd=root, timeout=1800)
+                       capture_output=True, text=True, cwd=ROOT, timeout=1800)
     if r.returncode != 0:
         print(f"  (index memory not measured: {r.stderr.strip()[-300:]})")
         return None
@@ -738,7 +733,7 @@ def fmt(x: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.recall_latency", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated N of active experiences")
     parser.add_argument("--queries", type=int, default=200, help="measured queries per size")
     parser.add_argument("--warmup", type=int, default=20, help="warm-up queries per size and method")

@@ -6,23 +6,19 @@ Three figures, interleaved round by round so machine noise hits them alike:
 - `alone`: the recorder with its sender never started (the agent thread's own work);
 - `live`: the recorder while its sender encodes and posts to a real embedded server (GIL contention).
 
-    .venv/bin/python bench/recorder_cost.py [--events 2000] [--rounds 5]
+    .venv/bin/python -m bench.recorder_cost [--events 2000] [--rounds 5]
 """
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sdk" / "python" / "src"))
-
-from devtools.net import free_port  # noqa: E402
-from devtools.server_process import ServerProcess  # noqa: E402
-from hindsight_client import Hindsight, TrajectoryRecorder  # noqa: E402
+from devtools.net import free_port
+from devtools.server_process import ServerProcess
+from hindsight_client import Hindsight, TrajectoryRecorder
 
 PARAMS = {"city": "Lyon", "date": "tomorrow", "units": "metric"}
 
@@ -35,7 +31,7 @@ def per_event_us(record, n: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.recorder_cost", description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()

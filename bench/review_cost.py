@@ -6,34 +6,29 @@ append it (batches of 100, local reviews on: the jobs the flood queues are count
 the full review after finalize (wall and CPU time: the machine is shared), and the CPU time per
 event; the ratio column compares it with the smallest size's (1.0: linear). The hash embedder keeps the embedding cost out.
 
-    .venv/bin/python bench/review_cost.py [--sizes 300,600,1200,2400,10000]
+    .venv/bin/python -m bench.review_cost [--sizes 300,600,1200,2400,10000]
 """
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from chalicelib.adapters.clock import SystemClock  # noqa: E402
-from chalicelib.adapters.reviewers.rules import DeterministicReviewer  # noqa: E402
-from chalicelib.adapters.embedders.hash import HashEmbedder  # noqa: E402
-from chalicelib.adapters.embedded.index import NumpyVectorIndex  # noqa: E402
-from chalicelib.adapters.embedded.db import SqliteDatabase  # noqa: E402
-from chalicelib.adapters.embedded.stores import (  # noqa: E402
+from chalicelib.adapters.clock import SystemClock
+from chalicelib.adapters.reviewers.rules import DeterministicReviewer
+from chalicelib.adapters.embedders.hash import HashEmbedder
+from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.db import SqliteDatabase
+from chalicelib.adapters.embedded.stores import (
     SqliteExperienceStore, SqliteReviewQueue, SqliteTenantStore, SqliteTrajectoryStore,
 )
-from chalicelib.domain.models import FULL_REVIEW  # noqa: E402
-from chalicelib.services import ingest  # noqa: E402
-from chalicelib.services.deps import Deps, policies  # noqa: E402
-from chalicelib.services.learning import review_and_learn  # noqa: E402
-from chalicelib.settings import Settings  # noqa: E402
+from chalicelib.domain.models import FULL_REVIEW
+from chalicelib.services import ingest
+from chalicelib.services.deps import Deps, policies
+from chalicelib.services.learning import review_and_learn
+from chalicelib.settings import Settings
 
 ERRORS = ("VendorMissing", "RateLimited", "InvalidAirport", "Timeout", "PermissionDenied", "NotFound", "BadRequest")
 
@@ -96,7 +91,7 @@ def run(n: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="python -m bench.review_cost")
     ap.add_argument("--sizes", default="300,600,1200,2400,10000")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]

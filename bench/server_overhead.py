@@ -1,7 +1,7 @@
 """Where the embedded server's CPU per append goes: the same HTTP load on four servers that stop at
 successive stages of the ingest path.
 
-Usage: .venv/bin/python bench/server_overhead.py [--seconds 6] [--clients 32] [--rounds 2]
+Usage: .venv/bin/python -m bench.server_overhead [--seconds 6] [--clients 32] [--rounds 2]
 
 Each stage is the real server process (``server.create_server``: the same waitress settings, the
 same garbage-collector tuning), driven by the ingest benchmark's HTTP clients (keep-alive
@@ -29,11 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench._harness import HOST, free_port, pct, proc_cpu_seconds, terminate  # noqa: E402
+from bench._harness import HOST, ROOT, free_port, pct, proc_cpu_seconds, terminate
 
 STAGES = ("waitress", "gateway", "validate", "ingest")
 EVENTS_ROUTE = "/v1/trajectories/{trajectory_id}/events"
@@ -111,7 +108,7 @@ def drive(stage: str, clients: int, seconds: float) -> dict[str, float]:
                     "HINDSIGHT_ADMIN_KEY": "hsadmin_bench_overhead", "HINDSIGHT_WORKER": "false",
                     "HINDSIGHT_RATE_LIMIT_PER_SECOND": "0", "HINDSIGHT_EMBEDDER": "hash", "OPENBLAS_NUM_THREADS": "1"})
         with open(os.path.join(tmp, "server.log"), "wb") as log:
-            proc = subprocess.Popen([sys.executable, __file__, "--serve", stage], cwd=str(Path(__file__).resolve().parents[1]),
+            proc = subprocess.Popen([sys.executable, "-m", "bench.server_overhead", "--serve", stage], cwd=str(ROOT),
                                     env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             try:
                 url = f"http://{HOST}:{port}"
@@ -132,7 +129,7 @@ def drive(stage: str, clients: int, seconds: float) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.server_overhead", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="duration of each stage")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)

@@ -1,8 +1,8 @@
 """Soak: many concurrent clients mixing ingest and recall against the real server, per backend.
 
-Usage: .venv/bin/python bench/soak.py [--backend embedded|aws|both] [--clients 64] [--duration 60]
+Usage: .venv/bin/python -m bench.soak [--backend embedded|aws|both] [--clients 64] [--duration 60]
        [--tenants 8] [--baseline-duration 10] [--recall-share 0.45] [--llm-stub] [--moto atomic-fast|atomic|plain]
-CI smoke: .venv/bin/python bench/soak.py --backend embedded --clients 8 --duration 5 --baseline-duration 2
+CI smoke: .venv/bin/python -m bench.soak --backend embedded --clients 8 --duration 5 --baseline-duration 2
 
 Each backend gets what it needs, started here and always stopped here:
   embedded  ``python server.py`` on a free port, a temporary data dir, the real MiniLM
@@ -49,9 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench._harness import ROOT, HOST, Server, dumps, free_port, pct, proc_cpu_seconds, proc_rss_mb, terminate  # noqa: E402
+from bench._harness import ROOT, HOST, Server, dumps, free_port, pct, proc_cpu_seconds, proc_rss_mb, terminate
 
 OPS = ("start", "append", "finalize", "recall")
 
@@ -350,7 +348,7 @@ class Moto:
         import httpx
 
         cmd = ([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)] if self.mode == "plain"
-               else [sys.executable, str(Path(__file__).resolve()), "--moto-child", str(self.port),
+               else [sys.executable, "-m", "bench.soak", "--moto-child", str(self.port),
                      *(["--moto-backup-once"] if self.mode == "atomic-fast" else [])])
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=self._log, stderr=subprocess.STDOUT,
@@ -921,7 +919,7 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["embedded", "aws", "both"], default="both")
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of the load")

@@ -12,29 +12,23 @@ event source mapping lagging behind the flood), so A's queued reviews stand befo
 baseline is B alone on the same stack, after a first review that warms it. moto is much slower
 than DynamoDB: compare the ratio.
 
-    .venv/bin/python bench/tenant_fairness.py [--events 6000] [--wait 120] [--root PATH]
-    .venv/bin/python bench/tenant_fairness.py --backend aws [--events 2000] [--wait 300]
+    .venv/bin/python -m bench.tenant_fairness [--events 6000] [--wait 120] [--root PATH]
+    .venv/bin/python -m bench.tenant_fairness --backend aws [--events 2000] [--wait 300]
 """
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from devtools import server_process  # noqa: E402
-from devtools.flood import flood, tenant_b_delay  # noqa: E402
+from devtools.flood import flood, tenant_b_delay
+from devtools.server_process import ROOT, ServerProcess
 
 
 def embedded(args: argparse.Namespace):
-    server_process.ROOT = Path(args.root)
     with tempfile.TemporaryDirectory() as tmp:
-        srv = server_process.ServerProcess(Path(tmp) / "data", {"HINDSIGHT_ADMIN_KEY": "hsadmin_bench_fairness"})
+        srv = ServerProcess(Path(tmp) / "data", {"HINDSIGHT_ADMIN_KEY": "hsadmin_bench_fairness"}, root=args.root)
         srv.start(timeout=120)
         try:
             idle = tenant_b_delay(srv.url, srv.admin_key, events=0, wait=args.wait)
@@ -59,7 +53,7 @@ def aws(args: argparse.Namespace):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog="python -m bench.tenant_fairness")
     ap.add_argument("--backend", choices=("embedded", "aws"), default="embedded")
     ap.add_argument("--events", type=int, default=None, help="A's events (default 6000 embedded, 2000 aws)")
     ap.add_argument("--wait", type=float, default=None, help="seconds to wait for the reviews (default 120 embedded, 300 aws)")

@@ -1,6 +1,6 @@
 """How much a large tenant's recall load slows a small tenant's recalls on the embedded server.
 
-Usage: .venv/bin/python bench/tenant_recall_isolation.py [--big 100000] [--small 1000] [--queries 150]
+Usage: .venv/bin/python -m bench.tenant_recall_isolation [--big 100000] [--small 1000] [--queries 150]
        [--clients 4] [--before REF] [--rounds 2]
 
 Tenant A holds ``--big`` lessons, tenant B ``--small`` (seeded through the adapters as
@@ -23,16 +23,13 @@ import json
 import os
 import random
 import shutil
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench._harness import HOST, Server, export_ref, pct, settle  # noqa: E402
-from bench.recall_latency import Seeder, base_lessons, make_queries  # noqa: E402
+from bench._harness import HOST, Server, export_ref, pct, settle
+from bench.recall_latency import Seeder, base_lessons, make_queries
 
 
 def seed(data_dir: str, big: int, small: int, rng_seed: int) -> dict[str, str]:
@@ -121,7 +118,7 @@ def measure(server: Server, keys: dict[str, str], bodies: list[bytes], clients: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.tenant_recall_isolation", description=__doc__.splitlines()[0])
     parser.add_argument("--big", type=int, default=100_000, help="lessons of tenant A")
     parser.add_argument("--small", type=int, default=1000, help="lessons of tenant B")
     parser.add_argument("--queries", type=int, default=150, help="B's recalls per phase")

@@ -2,7 +2,7 @@
 same run: the index's and the LLM endpoint's clients, each checking the server's certificate with a
 bundle of certifi's size.
 
-Usage: .venv/bin/python bench/tls_connections.py [--before main] [--runs 15]
+Usage: .venv/bin/python -m bench.tls_connections [--before main] [--runs 15]
 
 "before" is chalicelib/ of a git ref exported with ``git archive``; "after" is the work tree. Each
 sample is a fresh interpreter (interleaved, before and after) that builds an ``OpenSearchHttp`` and an
@@ -18,21 +18,13 @@ connection (botocore's own context, a load per new connection) is the same on bo
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench._harness import export_ref  # noqa: E402
+from bench._harness import ROOT, export_ref, load_avg, run_child
 
 CHILD = r"""
 import json, os, ssl, sys, time
@@ -61,19 +53,12 @@ print("RESULT " + json.dumps({"build_ms": (t1 - t0) * 1000, "requests_ms": (t2 -
 """
 
 
-def load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
-
-
 def run(cwd: str, env: dict[str, str]) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-3000:])
-    return json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))[7:])
+    return run_child(CHILD, env, cwd, timeout=120)[0]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.tls_connections", description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="main")
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
@@ -91,7 +76,7 @@ def main() -> None:
             env = {k: v for k, v in os.environ.items() if not k.startswith(("HINDSIGHT_", "PYTHON"))}
             env.update(BENCH_URL=server.url, BENCH_BUNDLE=str(bundle), NO_PROXY="localhost,127.0.0.1")
             sides = {"before": str(before), "after": str(ROOT)}
-            print(f"start: {load()}; before = {label} (chalicelib/), after = the work tree; "
+            print(f"start: load {load_avg()}; before = {label} (chalicelib/), after = the work tree; "
                   f"bundle {bundle.stat().st_size // 1024} KiB", flush=True)
             for cwd in sides.values():  # bytecode, page cache
                 run(cwd, env)
@@ -99,7 +84,7 @@ def main() -> None:
             for _ in range(args.runs):
                 for side, cwd in sides.items():
                     res[side].append(run(cwd, env))
-        print(f"{load()} after the runs")
+        print(f"load {load_avg()} after the runs")
         print(f"\nThe review's TLS requests from a fresh process: median [min-max] of {args.runs} interpreters per side, interleaved")
         print(f"{'':<40} | {'before':>22} | {'after':>22} | after/before")
         for key, label in (("build_ms", "build both clients, ms"), ("requests_ms", "5 requests (2 index, 3 LLM), ms"),

@@ -25,8 +25,16 @@ def server_command(root: Path = ROOT) -> list[str]:
 
 
 class ServerProcess:
+    """``root``: the checkout whose server runs (default: this one; a benchmark may run a git ref's
+    code exported beside it). A subclass may change ``environment()`` and ``new_session`` (the child
+    in its own session: a Ctrl-C of the caller's terminal does not reach it)."""
+
+    new_session = False
+
     def __init__(self, data_dir: str | Path, env: dict[str, str] | None = None, *, port: int | None = None,
-                 log_path: str | Path | None = None, inherit_hindsight_env: bool = False) -> None:  # fmt: skip
+                 log_path: str | Path | None = None, inherit_hindsight_env: bool = False,
+                 root: str | Path | None = None) -> None:  # fmt: skip
+        self.root = Path(root) if root else ROOT
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.url = f"http://{HOST}:{self.port}"
@@ -44,8 +52,9 @@ class ServerProcess:
     def start(self, timeout: float = 60.0) -> "ServerProcess":
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(server_command(), cwd=ROOT, env=self.environment(),
-                                     stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
+        self.proc = subprocess.Popen(server_command(self.root), cwd=self.root, env=self.environment(),
+                                     stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=self.new_session)  # fmt: skip
         try:
             wait_http(f"{self.url}/v1/health", self.proc, timeout, self.log_path)
         except BaseException:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable
 
 import numpy as np
 

@@ -30,18 +30,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from bench._harness import Server  # noqa: E402
+from bench._harness import Server
 
 # tool -> (the naive arguments, the fixed ones, the error of the naive call, the words of a task)
 TRAPS: dict[str, tuple[dict[str, Any], dict[str, Any], str, str]] = {
@@ -149,7 +145,7 @@ def part_two(hs: Any, agent_id: str, episodes: int, credit: bool) -> dict[str, A
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.experience_reuse.advise_credit", description=__doc__.split("\n")[0])
     ap.add_argument("--tasks", type=int, default=40)
     ap.add_argument("--episodes", type=int, default=16)
     ap.add_argument("--embedder", default="hash", choices=["hash", "minilm"])

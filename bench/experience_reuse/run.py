@@ -28,10 +28,6 @@ from .metrics import TARGETS, TaskRecord
 from .schema import Family, validate
 from .service import Api, LocalServer, create_tenant
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 CONDITIONS = {
     "known": "hindsight recall, tools known",
     "unknown": "hindsight recall, tools unknown",

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -15,32 +13,25 @@ from typing import Any
 
 import httpx
 
-from devtools.net import HOST, free_port
-from devtools.process import terminate
-from devtools.server_process import server_command
-
-ROOT = Path(__file__).resolve().parents[2]
+from devtools.server_process import ServerProcess
 
 
-class LocalServer:
-    """``python -m local.server`` on a free port with a temporary data directory.
+class LocalServer(ServerProcess):
+    """``python -m local.server`` on a free port with a temporary data directory, in its own session.
 
     The environment is inherited (so engine options such as a reviewer choice pass through), except
     the data dir, port and admin key; the embedder is a real model: MiniLM, or e5 when
     ``HINDSIGHT_EMBEDDER=e5`` (a developer's test-only hash embedder never reaches a benchmark)."""
 
+    new_session = True
+
     def __init__(self, keep: bool = False) -> None:
         self.keep = keep
-        self.root = Path(tempfile.mkdtemp(prefix="hindsight-xr-"))
-        self.data_dir = self.root / "data"
-        self.data_dir.mkdir()
-        self.port = free_port()
-        self.url = f"http://{HOST}:{self.port}"
-        self.log_path = self.root / "server.log"
-        self.proc: subprocess.Popen | None = None
+        self.tmp = Path(tempfile.mkdtemp(prefix="hindsight-xr-"))
+        super().__init__(self.tmp / "data", log_path=self.tmp / "server.log")
         self.passed_env: dict[str, str] = {}
 
-    def start(self, timeout: float = 120.0) -> "LocalServer":
+    def environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
                if k not in ("HINDSIGHT_DATA_DIR", "HINDSIGHT_PORT", "HINDSIGHT_ADMIN_KEY", "PORT")}
         env.setdefault("HINDSIGHT_WORKER_POLL_SECONDS", "0.05")
@@ -49,33 +40,17 @@ class LocalServer:
         env |= {"PORT": str(self.port), "HINDSIGHT_DATA_DIR": str(self.data_dir), "HINDSIGHT_EMBEDDER": embedder,
                 "HINDSIGHT_WORKER": "true"}
         self.passed_env = {k: v for k, v in env.items() if k.startswith("HINDSIGHT_") and "KEY" not in k and "SECRET" not in k}
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(server_command(ROOT), cwd=ROOT, env=env,
-                                     stdout=self._log, stderr=self._log, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise TimeoutError("server did not become healthy")
+        return env
 
-    @property
-    def admin_key(self) -> str:
-        return (self.data_dir / "admin_key").read_text().strip()
+    def start(self, timeout: float = 120.0) -> "LocalServer":
+        super().start(timeout)
+        return self
 
     def stop(self) -> None:
         if self.keep:
             return
-        terminate(self.proc)
-        if getattr(self, "_log", None):
-            self._log.close()
-        shutil.rmtree(self.root, ignore_errors=True)
+        super().stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 class ApiError(RuntimeError):
