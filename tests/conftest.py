@@ -5,7 +5,8 @@ in-memory fakes, routes through ``chalice.test.Client``) are the fast tier: ``py
 service"``. ``integration`` (adapters and contract suites on SQLite files, a moto server, ONNX),
 ``e2e`` (real server processes), ``opensearch`` (a real node) and ``slow`` are the rest. A folder's
 tier is applied here, so a new test cannot forget it; a fast-tier test that also carries a slow
-marker is left out of the fast tier.
+marker is left out of the fast tier (``tests/bench``: the benchmarks' own logic is fast, the tests
+that run a benchmark against a real server are marked ``e2e``).
 
 Helpers that are not fixtures live in ``tests/support/`` and ``devtools/`` (shared with bench/).
 """
@@ -25,7 +26,7 @@ TESTS = Path(__file__).resolve().parent
 TIERS = {
     "unit": "unit", "service": "service", "http": "service", "local": "integration",
     "adapters": "integration", "contract": "integration",
-    "e2e": "e2e", "sdk": "e2e", "browser": "e2e", "llm": "e2e", "infra": "slow",
+    "e2e": "e2e", "sdk": "e2e", "browser": "e2e", "llm": "e2e", "infra": "slow", "bench": "unit",
 }  # fmt: skip
 FAST = {"unit", "service"}
 SLOW = ("slow", "e2e", "opensearch")
