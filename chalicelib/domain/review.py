@@ -334,9 +334,10 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
         names = ", ".join(code(k) for k in params_of(before))
         what = f"calling {code(before.tool)}" + (f" (with {names})" if names else "")
         tools: tuple[str, ...] = (before.tool or "",)
-        rule: CallRule | None = CallRule(RuleKind.OBJECTED, before.tool or "")
+        objected = CallRule(RuleKind.OBJECTED, before.tool or "")
+        rule = objected if objected.tool else None
         action: Wording = (f"The agent was {what}.",)
-        advice: Wording = (f"{rule_words(rule)}: ", said, ". Do what they asked instead.")
+        advice: Wording = (f"{rule_words(objected)}: ", said, ". Do what they asked instead.")
     else:
         done = Raw(short(str(before.content.get("text") or before.type)), quote=True)
         tools, rule = (), None
@@ -350,7 +351,7 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
         advice,
         tools=tuple(t for t in tools if t),
         kind="negative_feedback",
-        rule=rule if rule is not None and rule.tool else None,
+        rule=rule,
         fingerprint=fingerprint("feedback", said0, *tools),
         situation_key=fingerprint("feedback-situation", said0, *tools),
     )

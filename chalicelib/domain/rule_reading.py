@@ -104,7 +104,7 @@ def read_rule(advice: str, lesson: str, situation: str, tools: Sequence[str]) ->
     return _read(advice, lesson, situation, tuple(tools))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=65536)
 def _read(advice: str, lesson: str, situation: str, tools: tuple[str, ...]) -> CallRule | None:
     if m := _ORDER.search(advice):
         fed = [Argument(ArgumentKind.MISSING, p) for p in _ticked(m[3] or "")]
