@@ -472,7 +472,7 @@ def main() -> None:
         # every text the service embeds (a query that negates something: also without it)
         texts = list(dict.fromkeys(t for q in queries + warm for t in embedded_texts(q)))
         table = dict(zip(texts, deps.embedder.embed(texts)))
-        deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table))
+        deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table), token_embedder=None, token_pass=None)
         print(f"setup: MiniLM + {len(bases)} base and {len(texts)} query embeddings: {time.perf_counter() - t0:.1f} s;"
               f" index {index_name} (lucene, m={spec.m}, ef_construction={spec.ef_construction}, 1 shard)", flush=True)
 

@@ -341,7 +341,8 @@ def measure_size(n: int, deps, tenant_id: str, key: str, queries: list[dict], da
     extra = [t for q in qobjs for t in embedded_texts(q) if t not in table]
     if extra:
         table |= dict(zip(extra, deps.embedder.embed(extra, query=True)))
-    deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table, deps.similarity_floor))
+    deps_noemb = replace(deps, embedder=FixedEmbedder(deps.embedder.dim, table, deps.similarity_floor),
+                         token_embedder=None, token_pass=None)
     part = deps.index._partition(tenant_id)  # the same N x 384 float32 matrix the index searches
     matrix = part.vecs[: part.n]
     assert matrix.shape[0] == n and matrix.dtype == np.float32 and matrix.flags["C_CONTIGUOUS"]

@@ -140,6 +140,12 @@ def build_embedder(settings: Settings):
     return OnnxMiniLMEmbedder(threads=settings.embedder_threads)
 
 
+def token_embedder(settings: Settings, embedder):
+    """The embedder, as what late interaction needs of it, when it gives its tokens' vectors:
+    MiniLM alone does, in the pass that embeds (``ports.TokenPassEmbedder``)."""
+    return embedder if settings.embedder == "minilm" else None
+
+
 def build_reviewer(settings: Settings):
     """The LLM reviewer when an endpoint is configured; the deterministic one alone otherwise."""
     if not settings.llm_configured:
@@ -192,14 +198,19 @@ def build_embedded(settings: Settings) -> Deps:
     data.mkdir(parents=True, exist_ok=True)
     db = SqliteDatabase(str(data / "hindsight.db"))
     embedder = build_embedder(settings)
+    index = NumpyVectorIndex(
+        SqliteDatabase(str(data / "vectors.db")), embedder.dim, bm25_params(settings), threads=settings.index_threads
+    )
+    tokens = token_embedder(settings, embedder)
     return Deps(
         tenants=SqliteTenantStore(db),
         trajectories=SqliteTrajectoryStore(db),
         experiences=SqliteExperienceStore(db),
-        index=NumpyVectorIndex(
-            SqliteDatabase(str(data / "vectors.db")), embedder.dim, bm25_params(settings), threads=settings.index_threads
-        ),
+        index=index,
         embedder=embedder,
+        token_embedder=tokens,
+        token_pass=tokens,
+        token_index=index,  # it keeps lessons' token vectors beside their entries
         reviewer=build_reviewer(settings),
         queue=SqliteReviewQueue(db),
         clock=SystemClock(),
@@ -239,6 +250,9 @@ def build_aws(settings: Settings) -> Deps:
         # are ~300 ms of a cold start's imports)
         index=_Lazy(lambda: opensearch_index(settings, embedder.dim, tables.connection.session)),
         embedder=embedder,
+        token_embedder=token_embedder(settings, embedder),
+        token_pass=token_embedder(settings, embedder),
+        # no token_index: OpenSearch keeps no token vectors, late interaction makes the candidates' own
         # built on first use too: the API's requests never review
         reviewer=_Lazy(lambda: build_reviewer(settings)),
         queue=DynamoReviewQueue(tables),

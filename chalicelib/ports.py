@@ -317,10 +317,19 @@ class Embedder(Protocol):
 
 class TokenEmbedder(Embedder, Protocol):
     """An embedder that also gives the vectors of a text's content tokens before pooling (late
-    interaction, ``domain.interaction``): unit rows, stopwords and punctuation out."""
+    interaction, ``domain.interaction``): unit rows, stopwords and punctuation out.
+
+    Capabilities are stated where the adapters are chosen (``services.deps.Deps.token_embedder``,
+    ``token_pass``, ``token_index``), never probed for."""
 
     def token_vectors(self, texts: Sequence[str]) -> "list[np.ndarray]":
         """Per text, its content tokens' vectors (may be cached by text)."""
+
+
+class TokenPassEmbedder(TokenEmbedder, Protocol):
+    """A ``TokenEmbedder`` that gives the token vectors from the pass that embeds the texts: a
+    query's come with its vector, a lesson's are made as it is indexed (and kept by a
+    ``TokenVectorIndex``)."""
 
     def embed_with_tokens(self, texts: Sequence[str], query: bool = False) -> "tuple[np.ndarray, list[np.ndarray]]":
         """``embed`` and ``token_vectors`` of the texts from one pass of the model."""

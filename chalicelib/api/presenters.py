@@ -8,6 +8,7 @@ from . import schemas as s
 
 if TYPE_CHECKING:  # the domain types only annotate: importing the app loads no domain module
     from ..domain.attribution import Attribution
+    from ..domain.call_rule import Argument, CallRule
     from ..domain.models import Event, Experience, Hit, Tenant, Trajectory
     from ..ports import DeadJob
 
@@ -25,8 +26,22 @@ def experience_out(exp: Experience) -> s.ExperienceOut:
     # every lesson first, most of the cost of a page of 200. The credit rates are derived.
     kept = {name: getattr(exp, name) for name in s.ExperienceOut.model_fields if hasattr(exp, name)}
     return s.ExperienceOut.model_validate(
-        {**kept, **_fields(rates(exp)), "source": exp.source.value, "status": exp.status.value}
+        {**kept, **_fields(rates(exp)), "source": exp.source.value, "status": exp.status.value, "rule": rule_out(exp.rule)}
     )
+
+
+def _argument_out(arg: Argument) -> dict[str, Any]:
+    return {**_fields(arg), "kind": arg.kind.value, "keys": list(arg.keys)}
+
+
+def rule_out(rule: CallRule | None) -> dict[str, Any] | None:
+    if rule is None:
+        return None
+    return {
+        "kind": rule.kind.value, "tool": rule.tool, "other_tool": rule.other_tool,
+        "arguments": [_argument_out(a) for a in rule.arguments],
+        "first_arguments": [_argument_out(a) for a in rule.first_arguments],
+    }
 
 
 def trajectory_out(traj: Trajectory) -> s.TrajectoryOut:

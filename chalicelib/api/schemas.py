@@ -298,6 +298,29 @@ class ExperienceIn(Strict):
         return self
 
 
+class RuleArgumentOut(Model):
+    kind: Literal["missing_argument", "forbidden_argument", "value", "value_shape", "structure", "keys", "named"] = Field(
+        description="missing_argument: must be given; forbidden_argument: must be left out; value: must be given, "
+                    "of `shape`; value_shape: when given, of `shape` and not of `avoided`; structure: must be given, "
+                    "holding `keys`; keys: a structure given holds `keys`; named: changed as `words` say, not checked")
+    name: str = Field(description="The argument")
+    shape: str | None = None
+    example: str | None = None
+    avoided: str | None = None
+    avoided_example: str | None = None
+    keys: list[str] = []
+    words: str | None = None
+
+
+class CallRuleOut(Model):
+    kind: Literal["arguments", "call_first", "use_instead", "do_not_retry", "objected"]
+    tool: str = Field(description="The tool whose calls the rule is about")
+    arguments: list[RuleArgumentOut] = Field(default=[], description="arguments: what a call must do with each; "
+                                             "call_first: what to pass on from the first tool")
+    other_tool: str | None = Field(default=None, description="call_first: the tool to call first; use_instead: the one to use")
+    first_arguments: list[RuleArgumentOut] = Field(default=[], description="call_first: how to call the first tool")
+
+
 class ExperienceOut(Model):
     experience_id: str
     situation: str
@@ -334,6 +357,9 @@ class ExperienceOut(Model):
                                                "following it that succeeded; null before any ignored it.")
     lift: float | None = Field(default=None, description="success_when_adopted - success_when_ignored; null until both exist.")
     history: list[dict[str, Any]] = Field(default=[], description="Status changes worth auditing (restores), oldest first.")
+    rule: CallRuleOut | None = Field(default=None, description="What a call of its tool must do, as advise checks it: "
+                                     "stated by the reviewer that found it, or read from the words of a lesson a person or "
+                                     "a model wrote; null when it is about no call in particular.")
 
 
 class ExperienceList(Model):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Sequence
 
-from .advise import call_rule, followed
+from .advise import followed
 from .models import Event, Experience, Signal
 from .scoring import DecayPolicy, apply_feedback
 
@@ -59,7 +59,7 @@ def servings(events: Sequence[Event], served: dict[str, Sequence[str]]) -> list[
 
 def adopted(exp: Experience, events: Sequence[Event], serving: Serving) -> bool:
     later = [e for e in sorted(events, key=lambda e: e.seq) if e.seq > serving.at_seq]
-    return followed(call_rule(exp), exp, later)
+    return followed(exp, later)
 
 
 _EFFECT = {

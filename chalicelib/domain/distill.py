@@ -7,10 +7,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Collection, Mapping
 
+from .call_rule import CallRule
 from .generalize import names, recurring_literals, without_examples
 from .lesson import TEXT_FIELDS, LessonDraft, without_kept, write
 from .lexical import terms
 from .models import Experience, ExperienceStatus, Source, Trajectory
+from .rule_reading import read_rule
 
 _GENERIC = re.compile(
     r"^\s*(?:be careful|try again|do better|try harder|pay (?:more )?attention|double[- ]check|be more careful"
@@ -59,6 +61,14 @@ def _examples(*lists: list[str]) -> list[str]:
     return out[-MAX_EXAMPLES:]
 
 
+def draft_rule(draft: LessonDraft) -> CallRule | None:
+    """The draft's call rule: the reviewer's, or read from its words as written when it has only
+    those (a model's lesson)."""
+    if draft.rule_in_words:
+        return read_rule(draft.advice, draft.lesson, draft.situation, draft.tools)
+    return draft.rule
+
+
 def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime) -> Experience:
     return Experience(
         tenant_id=traj.tenant_id,
@@ -83,6 +93,7 @@ def draft_to_experience(draft: LessonDraft, traj: Trajectory, now: datetime) -> 
         fingerprint=draft.fingerprint,
         situation_key=draft.situation_key or None,
         error_class=draft.error_class,
+        rule=draft_rule(draft),
         intent=traj.intent,
         examples=_examples([draft.example]),
         literals=dict(draft.literals),
@@ -145,6 +156,8 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
         result=wording.result,
         lesson=wording.lesson,
         advice=advice_keeping(wording.advice, other.advice),
+        # the rule of the wording kept; the other's when that one states none
+        rule=wording.rule if wording.rule is not None else other.rule,
         sources=existing.sources + added,
         examples=examples,
         literals=recurring_literals(existing.literals, new.literals),

@@ -200,23 +200,30 @@ def without_examples(text: str) -> str:
 
 def describe_value(value: Any) -> str:
     """An attribute pattern for a parameter value, with the value as an example."""
+    shape, example = value_pattern(value)
+    return f"{shape} (e.g. {example})" if example else shape
+
+
+def value_pattern(value: Any) -> tuple[str, str | None]:
+    """A value's shape in a lesson's words ("a whole number", "a value like `x`") and the value
+    as its example, where the shape does not show it already (None)."""
     if isinstance(value, bool):
-        return f"`{str(value).lower()}`"
+        return f"`{str(value).lower()}`", None
     if isinstance(value, (int, float)):
-        return f"{_number_kind(value)} (e.g. {value})"
+        return _number_kind(value), str(value)
     if not isinstance(value, str):
-        return "a structured value"
+        return "a structured value", None
     v = value.strip()
     if re.fullmatch(r"[A-Z]{2,4}", v):
-        return f"a {len(v)}-letter uppercase code (e.g. {code(v)})"
+        return f"a {len(v)}-letter uppercase code", code(v)
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-        return f"an ISO date YYYY-MM-DD (e.g. {code(v)})"
+        return "an ISO date YYYY-MM-DD", code(v)
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}[T ].+", v):
-        return f"an ISO timestamp (e.g. {code(v[:40])})"
+        return "an ISO timestamp", code(v[:40])
     if re.fullmatch(r"[\w.+-]+@[\w-]+\.[\w.-]+", v):
-        return "an email address"
+        return "an email address", None
     if re.fullmatch(r"-?\d+(?:\.\d+)?", v):
-        return f"{_number_kind(float(v) if '.' in v else int(v))} in a string (e.g. {code(v)})"
+        return f"{_number_kind(float(v) if '.' in v else int(v))} in a string", code(v)
     if len(v) > 40:
-        return f"a value like {code(v[:37] + '…')}"
-    return f"a value like {code(v)}"
+        return f"a value like {code(v[:37] + '…')}", None
+    return f"a value like {code(v)}", None

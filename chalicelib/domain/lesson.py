@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence, Union
 
 from .attribution import params_of
+from .call_rule import Argument, ArgumentKind, CallRule, changes_words
 from .generalize import (
     LiteralValues,
     describe_value,
@@ -24,6 +25,7 @@ from .generalize import (
     literal_digests,
     literal_values,
     rule_numbers,
+    value_pattern,
     without_examples,
 )
 from .inert import code, inert_line, quoted_excerpt, visible
@@ -90,6 +92,11 @@ class LessonDraft:
     # ``generalize.recurring_literals``
     literals: Mapping[str, str] = field(default_factory=dict)
     kept_literals: tuple[str, ...] = ()  # the literal values this wording keeps as they are
+    # the call rule the reviewer found, its words rendered from it (``call_rule.rule_words``); None:
+    # about no call in particular, or (``rule_in_words``) stated in a model's words alone, to be
+    # read from them when the lesson is stored (``rule_reading``)
+    rule: CallRule | None = None
+    rule_in_words: bool = False
     # what writing the lesson again takes: the trajectory's literal values by role (value ->
     # placeholder; in memory only, an experience keeps their digests) and each text field as
     # pieces (``TEXT_FIELDS``); empty: the texts are final
@@ -342,25 +349,30 @@ def _describe_text_change(key: str, old: str, new: str) -> str | None:
     return f"in {code(key)}, " + " and ".join(words)
 
 
-def _describe_change(key: str, old: Any, new: Any) -> str:
+def _named(key: str, words: str) -> Argument:
+    return Argument(ArgumentKind.NAMED, key, words=words)
+
+
+def _changed(key: str, old: Any, new: Any) -> list[Argument]:
     if isinstance(old, dict) and isinstance(new, dict):
         added = sorted(set(new) - set(old))
         removed = sorted(set(old) - set(new))
         changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
-        parts = [f"include {', '.join(code(k) for k in added)} in {code(key)}"] if added else []
-        parts += [f"leave {', '.join(code(k) for k in removed)} out of {code(key)}"] if removed else []
-        parts += [f"change {', '.join(code(k) for k in changed)} in {code(key)}"] if changed else []
-        return "; ".join(parts) or f"change {code(key)}"
+        parts = [Argument(ArgumentKind.KEYS, key, keys=tuple(added))] if added else []
+        parts += [_named(key, f"leave {', '.join(code(k) for k in removed)} out of {code(key)}")] if removed else []
+        parts += [_named(key, f"change {', '.join(code(k) for k in changed)} in {code(key)}")] if changed else []
+        return parts or [_named(key, f"change {code(key)}")]
     if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 24:
         text = _describe_text_change(key, old, new)
         if text:
-            return text
+            return [_named(key, text)]
     if without_examples(describe_value(new)) == without_examples(describe_value(old)):
         # "a whole number, not a whole number" says nothing: say how the values differ
         text = _describe_same_kind_change(key, old, new)
         if text:
-            return text
-    return f"set {code(key)} to {describe_value(new)}, not {describe_value(old)}"
+            return [_named(key, text)]
+    (shape, example), (avoided, avoided_example) = value_pattern(new), value_pattern(old)
+    return [Argument(ArgumentKind.VALUE_SHAPE, key, shape, example, avoided, avoided_example)]
 
 
 def _describe_same_kind_change(key: str, old: Any, new: Any) -> str | None:
@@ -385,19 +397,26 @@ def _describe_same_kind_change(key: str, old: Any, new: Any) -> str | None:
     return None
 
 
-def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Human words for what changed between two parameter sets: patterns with examples, key
-    differences of structured values, word differences of long text."""
-    changes = []
+def param_changes(before: dict[str, Any], after: dict[str, Any]) -> tuple[Argument, ...]:
+    """What changed between two parameter sets, argument by argument (by name): patterns with
+    examples, key differences of structured values, word differences of long text. A fix's
+    ``call_rule.Argument`` list, which its words are rendered from (``call_rule.changes_words``)."""
+    changes: list[Argument] = []
     for key in sorted(set(before) | set(after)):
         if key not in after:
-            changes.append(f"leave out {code(key)}")
+            changes.append(Argument(ArgumentKind.FORBIDDEN, key))
         elif key not in before:
             value = after[key]
             if isinstance(value, dict) and value:
-                changes.append(f"set {code(key)} with {', '.join(code(k) for k in sorted(value))}")
+                changes.append(Argument(ArgumentKind.STRUCTURE, key, keys=tuple(sorted(value))))
             else:
-                changes.append(f"set {code(key)} to {describe_value(value)}")
+                shape, example = value_pattern(value)
+                changes.append(Argument(ArgumentKind.VALUE, key, shape, example))
         elif before[key] != after[key]:
-            changes.append(_describe_change(key, before[key], after[key]))
-    return "; ".join(changes)
+            changes += _changed(key, before[key], after[key])
+    return tuple(changes)
+
+
+def describe_param_change(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Human words for what changed between two parameter sets (``param_changes``)."""
+    return changes_words(param_changes(before, after))

@@ -8,6 +8,7 @@ from enum import Enum
 from functools import cached_property
 from typing import Any, Iterable
 
+from .call_rule import CallRule
 from .generalize import without_examples
 
 # json.dumps(..., sort_keys=True, default=str) builds an encoder per call; this is the same one, built once
@@ -287,6 +288,9 @@ class Experience:
     supersedes: str | None = None  # the experience this one replaced (version chain)
     superseded_by: str | None = None
     error_class: str | None = None
+    # what a call of its tool must do, as data (``domain.call_rule``): stated by the reviewer that
+    # found it, or read from its words when a person or a model wrote it; None: about no call
+    rule: CallRule | None = None
     intent: str | None = None
     # the tasks it was learned from, generalized (newest last, at most MAX_EXAMPLES): a lesson is
     # matched against the kind of task it helps with, not only against its one wording

@@ -8,6 +8,9 @@ It needs no LLM, so it always runs. From the attribution over the decision graph
 * blind retries: the same call (tool + parameters) failed again and again -> do not retry it;
 * negative user feedback right after an action -> avoid that action.
 
+Each lesson carries its call rule as data (``domain.call_rule``): the advice's words for it are
+rendered from the rule, and advise and credit read the rule, never the words.
+
 Texts of the trajectory in a lesson (its goal, errors, what the user said) are kept as ``Raw``
 pieces and generalized when written (``domain.lesson``), so that the lesson fits the next task of
 its kind; errors and what the user said are cited as quoted, capped excerpts, names and values in
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .attribution import Attribution, Contrast, attribute, call_key, changed_keys, params_of
+from .call_rule import Argument, ArgumentKind, CallRule, RuleKind, changes_words, fed_words, rule_words
 from .generalize import generalize
 from .inert import code
 from .lesson import (
@@ -27,7 +31,6 @@ from .lesson import (
     Raw,
     Wording,
     class_words,
-    describe_param_change,
     drafted,
     error_class,
     error_text,
@@ -35,6 +38,7 @@ from .lesson import (
     fingerprint,
     fix_fingerprint,
     goal_wording,
+    param_changes,
     short,
     situation_key,
     trajectory_literals,
@@ -239,6 +243,20 @@ def checked(ctx: _Context, c: Contrast) -> str | None:
     return ", ".join(list(shown.values())[:MAX_LOOKS]) or None
 
 
+def _contrast_rule(ctx: _Context, c: Contrast) -> CallRule:
+    """What a contrast teaches about calling the tool that failed: other arguments, another tool
+    first (called another way when it had been called before the failure), or another tool."""
+    tool = c.failed.tool or "?"
+    if c.kind == "param":
+        return CallRule(RuleKind.ARGUMENTS, tool, param_changes(params_of(c.failed), params_of(c.worked)))
+    if c.kind == "order":
+        fed = tuple(Argument(ArgumentKind.MISSING, n) for n in c.changed_params)
+        pair = _redone(ctx.events, c)
+        how = param_changes(params_of(pair[0]), params_of(pair[1])) if pair else ()
+        return CallRule(RuleKind.CALL_FIRST, tool, fed, other_tool=c.prerequisite or "?", first_arguments=how)
+    return CallRule(RuleKind.USE_INSTEAD, tool, other_tool=c.worked.tool or "?")
+
+
 def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     tool, cls = c.failed.tool or "?", error_class(c.failed)
     err = Raw(error_text(c.failed), quote=True)
@@ -251,32 +269,30 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     seen: Wording = (" Seen before the fix: ", Raw(state, strip="", quote=True), ".") if state else ()
     situation = (*ctx.task(), f" Calling {t} failed with ", err, ".", *seen)
     outcome = ctx.traj.outcome
-    if c.kind == "param":
-        change = describe_param_change(params_of(c.failed), params_of(c.worked))
+    rule = _contrast_rule(ctx, c)
+    if rule.kind is RuleKind.ARGUMENTS:
+        change = changes_words(rule.arguments)
         names = ", ".join(code(n) for n in c.changed_params)
         action, fix_tools = f"Called {t} again with {names} changed.", (tool,)
         lesson = f"{t} fails with {said_cls} when {names} is wrong or missing; it worked once you {change}."
-        advice: Wording = (f"When you call {t}, {change}: otherwise it fails with ", err, ".")
-    elif c.kind == "order":
-        pre = c.prerequisite or "?"
-        fed = f" and pass what it returns as {', '.join(code(n) for n in c.changed_params)}" if c.changed_params else ""
-        action, fix_tools = f"Called {code(pre)} first{fed}, then {t} succeeded.", (tool, pre)
-        pair = _redone(ctx.events, c)
-        if pair is None:
-            lesson = f"{t} fails with {said_cls} unless {code(pre)} is called before it{fed}."
-            advice = (f"Call {code(pre)} before {t}{fed}: calling {t} first fails with ", err, ".")
+        advice: Wording = (f"{rule_words(rule)}: otherwise it fails with ", err, ".")
+    elif rule.kind is RuleKind.CALL_FIRST:
+        pre, fed = code(rule.other_tool or "?"), fed_words(rule)
+        action, fix_tools = f"Called {pre} first{fed}, then {t} succeeded.", (tool, rule.other_tool or "?")
+        if not rule.first_arguments:
+            lesson = f"{t} fails with {said_cls} unless {pre} is called before it{fed}."
+            advice = (f"{rule_words(rule)}: calling {t} first fails with ", err, ".")
         else:
-            how = describe_param_change(params_of(pair[0]), params_of(pair[1]))
-            action = f"Called {code(pre)} again, this time {how}{fed}, then {t} succeeded."
-            lesson = (f"{t} fails with {said_cls} after {code(pre)} as it was first called; it worked once you"
-                      f" called {code(pre)} again, this time {how}{fed}.")
-            advice = (f"Before {t}, call {code(pre)} and {how}{fed}: after {code(pre)} without that, {t} fails with ",
-                      err, ".")
+            how = changes_words(rule.first_arguments)
+            action = f"Called {pre} again, this time {how}{fed}, then {t} succeeded."
+            lesson = (f"{t} fails with {said_cls} after {pre} as it was first called; it worked once you"
+                      f" called {pre} again, this time {how}{fed}.")
+            advice = (f"{rule_words(rule)}: after {pre} without that, {t} fails with ", err, ".")
     else:
-        fix = c.worked.tool or "?"
-        action, fix_tools = f"Used {code(fix)} instead of {t}, which worked.", (tool, fix)
-        lesson = f"{t} fails with {said_cls} for this kind of task, and {code(fix)} works."
-        advice = (f"Use {code(fix)} instead of {t} for this: {t} fails with ", err, ".")
+        fix = code(rule.other_tool or "?")
+        action, fix_tools = f"Used {fix} instead of {t}, which worked.", (tool, rule.other_tool or "?")
+        lesson = f"{t} fails with {said_cls} for this kind of task, and {fix} works."
+        advice = (f"{rule_words(rule)}: {t} fails with ", err, ".")
     return ctx.draft(
         situation,
         (action,),
@@ -285,6 +301,7 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
         (*advice, *note),
         tools=fix_tools,
         kind="recovery",
+        rule=rule,
         fingerprint=_contrast_key(c, ctx.events),
         situation_key=situation_key(tool, cls),
         error_class=cls,
@@ -296,17 +313,19 @@ def _blind_retry(ctx: _Context, failures: list[Event]) -> LessonDraft:
     tool, cls = first.tool or "?", error_class(first)
     err, n = Raw(error_text(first), quote=True), len(failures)
     t, said_cls = code(tool), class_words(cls)
+    rule = CallRule(RuleKind.DO_NOT_RETRY, tool)
     return ctx.draft(
         (*ctx.task(), f" {t} kept failing with ", err, "."),
         (f"Retried {t} {n} times with the same parameters.",),
         (f"All {n} identical calls failed with {said_cls}.",),
         (f"Retrying {t} unchanged after {said_cls} does not help.",),
         (
-            f"Do not retry {t} with the same parameters after it fails with ", err,
+            f"{rule_words(rule)} after it fails with ", err,
             ": change the parameters, call a prerequisite tool, or ask the user.",
         ),
         tools=(tool,),
         kind="blind_retry",
+        rule=rule,
         fingerprint=fingerprint("retry", tool, cls),
         situation_key=fingerprint("retry-situation", tool, cls),
         error_class=cls,
@@ -328,11 +347,13 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
         names = ", ".join(code(k) for k in params_of(before))
         what = f"calling {code(before.tool)}" + (f" (with {names})" if names else "")
         tools: tuple[str, ...] = (before.tool or "",)
+        objected = CallRule(RuleKind.OBJECTED, before.tool or "")
+        rule = objected if objected.tool else None
         action: Wording = (f"The agent was {what}.",)
-        advice: Wording = (f"The user objected when you used {code(before.tool)} for this: ", said, ". Do what they asked instead.")
+        advice: Wording = (f"{rule_words(objected)}: ", said, ". Do what they asked instead.")
     else:
         done = Raw(short(str(before.content.get("text") or before.type)), quote=True)
-        tools = ()
+        tools, rule = (), None
         action = ("The agent did: ", done, ".")
         advice = ("Take into account what the user said after you did this (", done, "): ", said, ".")
     return ctx.draft(
@@ -343,6 +364,7 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
         advice,
         tools=tuple(t for t in tools if t),
         kind="negative_feedback",
+        rule=rule,
         fingerprint=fingerprint("feedback", said0, *tools),
         situation_key=fingerprint("feedback-situation", said0, *tools),
     )
@@ -379,6 +401,9 @@ def _stated_rule(ctx: _Context, calls: Sequence[Event]) -> LessonDraft | None:
         return code(tool) + (f" (with {', '.join(code(k) for k in names)})" if names else "")
 
     with_params = ", then ".join(shown(t) for t in tools)
+    first = next(c for c in calls if c.seq > note.seq and c.tool == tools[0])
+    # what a call of the first tool must do: what the call that worked was given
+    named = tuple(Argument(ArgumentKind.NAMED, k) for k in sorted(params_of(first))[:MAX_RULE_PARAMS])
     return ctx.draft(
         (*ctx.task(), f" It went right the first time: {seq}."),
         (f"Called {seq}, which worked.",),
@@ -387,6 +412,7 @@ def _stated_rule(ctx: _Context, calls: Sequence[Event]) -> LessonDraft | None:
         ("In this kind of task, what worked: ", said, f" (then {with_params})."),
         tools=tools,
         kind="stated_rule",
+        rule=CallRule(RuleKind.ARGUMENTS, tools[0], named),
         fingerprint=fingerprint("rule", generalize(short(_text(note)), ctx.values), *tools),
     )
 

@@ -2,7 +2,8 @@
 
 The candidates are the lessons that name the tool (one BM25 search, the tool filter of recall):
 no embedding and no model on this path, so it answers in milliseconds. Each candidate's call rule
-(``domain.advise``) is held against the call; the structured match ranks, text only breaks ties.
+(``domain.call_rule``, stored with it) is held against the call (``domain.advise``); the structured
+match ranks, text only breaks ties.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..domain.advice import render_advice
-from ..domain.advise import MAX_RECENT_EVENTS, Situation, advise_score, call_rule, evaluate, warning_message
+from ..domain.advise import MAX_RECENT_EVENTS, Situation, advise_score, evaluate, warning_message
 from ..domain.errors import NotFound
 from ..domain.inert import inert_line
 from ..domain.lexical import saturate
@@ -80,10 +81,10 @@ def advise(
         exp = stored.get(exp_id)
         if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(agent_id, user_id):
             continue
-        rule = call_rule(exp)
+        rule = exp.rule
         if rule is None:
             continue
-        finding = evaluate(rule, sit)
+        finding = evaluate(rule, sit, exp.error_class)
         if not finding.applies:
             continue
         text_sim = saturate(bm25)
@@ -93,7 +94,7 @@ def advise(
             semantic=0.0, tag_match=finding.structured, freshness=round(freshness, 4), utility=round(exp.utility, 4),
             confidence=round(exp.confidence, 4), lexical=round(text_sim, 4), matched_tools=(rule.tool,),
         )
-        message = warning_message(rule, finding) if finding.violations else None
+        message = warning_message(rule, finding, exp.error_class) if finding.violations else None
         scored.append((score, Hit(exp, score, explanation), message))
     scored.sort(key=lambda s: (-s[0], s[1].experience.experience_id))
     scored = scored[:top_k]

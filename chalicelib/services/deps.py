@@ -15,6 +15,9 @@ if TYPE_CHECKING:  # annotations only: the composition root imports this module 
         ReviewNotifier,
         ReviewQueue,
         TenantStore,
+        TokenEmbedder,
+        TokenPassEmbedder,
+        TokenVectorIndex,
         TrajectoryStore,
         VectorIndex,
     )
@@ -69,6 +72,15 @@ class Deps:
     recall_late_candidates: int = 20
     recall_late_text: str = "lesson"  # which of a lesson's texts its tokens come from
     recall_late_rare: bool = False  # query tokens weighed by how little the candidates match them
+    # what late interaction can use of the adapters, stated where they are chosen (None: not theirs)
+    token_embedder: TokenEmbedder | None = None  # the embedder, when it gives its tokens' vectors
+    token_pass: TokenPassEmbedder | None = None  # the same, when it gives them in its embedding pass
+    token_index: TokenVectorIndex | None = None  # the index, when it keeps them beside its entries
+
+    @property
+    def late_on(self) -> bool:
+        """Late interaction re-scores recall's leading candidates: a weight, and token vectors."""
+        return self.recall_late_weight > 0 and self.token_embedder is not None
 
     @property
     def keeps_late_tokens(self) -> bool:
@@ -77,12 +89,12 @@ class Deps:
         own text (the one its vector is embedded from), an embedder that gives them in its
         embedding pass and an index that keeps them (``ports.TokenVectorIndex``)."""
         return (self.recall_late_weight > 0 and self.recall_late_text == "lesson"
-                and hasattr(self.embedder, "embed_with_tokens") and hasattr(self.index, "token_vectors"))
+                and self.token_pass is not None and self.token_index is not None)
 
     @property
     def similarity_floor(self) -> float:
         """Where the embedder puts unrelated texts (``domain.vectors.rebased``)."""
-        return getattr(self.embedder, "similarity_floor", 0.0)
+        return self.embedder.similarity_floor
 
 
 def policies(settings: Settings) -> dict[str, Any]:

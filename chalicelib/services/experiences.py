@@ -8,6 +8,7 @@ from typing import Sequence
 from ..domain.errors import Conflict
 from ..domain.models import Experience, ExperienceStatus, Signal, Source
 from ..domain.restore import restored
+from ..domain.rule_reading import read_rule
 from ..domain.scoring import apply_feedback, as_seen_at
 from ..ports import Page
 from .deps import Deps
@@ -34,10 +35,10 @@ def write_experience(
     confidence: float | None = None,
 ) -> tuple[Experience, bool]:
     """Store a manual lesson (the lesson and the advice stand for each other when one is missing;
-    the confidence defaults to the source's). A client-chosen id makes it idempotent:
-    a repeat returns the stored one, indexed again if active: the first attempt may have stored
-    it and failed before indexing it (a lock timeout, the index down), and the retry is what
-    makes it recallable."""
+    the confidence defaults to the source's; its call rule is read from its words). A
+    client-chosen id makes it idempotent: a repeat returns the stored one, indexed again if
+    active: the first attempt may have stored it and failed before indexing it (a lock timeout,
+    the index down), and the retry is what makes it recallable."""
     now = deps.clock.now()
     if experience_id:
         existing = deps.experiences.get_many(tenant_id, [experience_id]).get(experience_id)
@@ -46,14 +47,15 @@ def write_experience(
                 index_experiences(deps, tenant_id, [existing])
             return existing, False
     origin = Source(source)
+    lesson, advice = lesson or advice, advice or lesson
     exp = Experience(
         tenant_id=tenant_id,
         experience_id=experience_id or "exp_" + uuid.uuid4().hex[:24],
         situation=situation,
         action=action,
         result=result,
-        lesson=lesson or advice,
-        advice=advice or lesson,
+        lesson=lesson,
+        advice=advice,
         created_at=now,
         updated_at=now,
         renewed_at=now,
@@ -66,6 +68,7 @@ def write_experience(
         sources=list(sources),
         confidence=confidence if confidence is not None else origin.default_confidence,
         freshness=1.0,
+        rule=read_rule(advice, lesson, situation, tools),  # a person's words: read once, here
     )
     deps.experiences.put(exp)
     index_experiences(deps, exp.tenant_id, [exp])

@@ -76,8 +76,8 @@ def embed_texts(deps: Deps, texts: list[str], known: dict[str, Any]) -> dict[str
 
 
 def _embed(deps: Deps, texts: list[str], with_tokens: bool) -> tuple[Any, list[Any]]:
-    if with_tokens:
-        return deps.embedder.embed_with_tokens(texts)  # type: ignore[attr-defined]
+    if with_tokens and deps.token_pass is not None:
+        return deps.token_pass.embed_with_tokens(texts)
     return deps.embedder.embed(texts), []
 
 
@@ -118,17 +118,20 @@ def late_tokens(
     from ..domain.interaction import text_key
     from .recall import late_text
 
+    index, embedder = deps.token_index, deps.token_pass
+    if index is None or embedder is None:  # nothing makes them in a pass, or nothing keeps them
+        return {}
     texts = {e.experience_id: late_text(e, deps.recall_late_text) for e in experiences}
     lock, kept = getattr(known, "lock", None) or nullcontext(), getattr(known, "tokens", None)
     with lock:
         tokens = {t: kept[t] for t in set(texts.values()) if kept and t in kept}
     if tenant_id is not None and len(tokens) < len(set(texts.values())):
         wanted = {text_key(t): t for t in texts.values() if t not in tokens}
-        for key, stored in deps.index.token_vectors_of_texts(tenant_id, wanted).items():  # type: ignore[attr-defined]
+        for key, stored in index.token_vectors_of_texts(tenant_id, wanted).items():
             tokens.setdefault(wanted[key], stored)
     missing = [t for t in dict.fromkeys(texts.values()) if t not in tokens]
     if missing:
-        made = dict(zip(missing, deps.embedder.embed_with_tokens(missing)[1]))  # type: ignore[attr-defined]
+        made = dict(zip(missing, embedder.embed_with_tokens(missing)[1]))
         tokens.update(made)
         if kept is not None:
             with lock:

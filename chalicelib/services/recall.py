@@ -7,6 +7,7 @@ per hit.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ..domain.advice import render_advice
@@ -50,8 +51,8 @@ def query_embedding(deps: Deps, q: RecallQuery):
     ``embedded_texts``), else None."""
     texts = list(embedded_texts(q, deps.recall_negation))
     tokens = None
-    if _late_on(deps) and hasattr(deps.embedder, "embed_with_tokens"):
-        vectors, made = deps.embedder.embed_with_tokens(texts, query=True)
+    if deps.late_on and deps.token_pass is not None:
+        vectors, made = deps.token_pass.embed_with_tokens(texts, query=True)
         tokens = made[-1]
     else:
         vectors = deps.embedder.embed(texts, query=True)
@@ -62,8 +63,20 @@ def query_embedding(deps: Deps, q: RecallQuery):
     return (total / norm if norm else total), tokens
 
 
-def _late_on(deps: Deps) -> bool:
-    return deps.recall_late_weight > 0 and hasattr(deps.embedder, "token_vectors")
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A candidate as recall ranks it: its score, the lesson (whole, or the ``Candidate`` of what
+    ranking reads of it), and the similarities the score was made of."""
+
+    score: float
+    lesson: Experience | Candidate
+    cosine: float
+    lexical: float
+
+
+def _rank_order(r: Ranked) -> tuple[float, str]:
+    """Best first; ties by id, so that a recall answers the same whatever order the search gave."""
+    return -r.score, r.lesson.experience_id
 
 
 def recall(
@@ -103,23 +116,23 @@ def recall(
         cosine, words = rebased(similarity, deps.similarity_floor), lexical.get(exp_id, 0.0)
         score = recall_score(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
         if score >= q.min_score:
-            ranked.append((score, exp, cosine, words))
-    ranked.sort(key=lambda r: (-r[0], r[1].experience_id))
-    if _late_on(deps):
+            ranked.append(Ranked(score, exp, cosine, words))
+    ranked.sort(key=_rank_order)
+    if deps.late_on:
         # a candidate holds the text of ``lesson`` (its embedding text): the other texts need the whole lesson
         head = ranked if deps.recall_late_text == "lesson" else _with_whole(deps, q, ranked, deps.recall_late_candidates)
         ranked = late_interaction(deps, q, head, query_tokens)
     chosen = _distinct(ranked, q.top_k)
-    wholes = _wholes(deps, q.tenant_id, [r[1] for r in chosen])
+    wholes = _wholes(deps, q.tenant_id, [r.lesson for r in chosen])
     hits: list[Hit] = []
     # only the lessons served are copied as seen now (ranking and _distinct read no freshness)
-    for score, candidate, cosine, words in chosen:
-        exp = wholes.get(candidate.experience_id)
+    for r in chosen:
+        exp = wholes.get(r.lesson.experience_id)
         if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
             continue  # forgotten (or moved) between the two reads: left out, as a recall after the change would
         # the ranking's score (equal to the explained one unless late interaction moved it)
-        _, explanation = score_hit(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
-        hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), round(score, 4), explanation))
+        _, explanation = score_hit(exp, r.cosine, q, now, deps.weights, deps.decay, lexical=r.lexical)
+        hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), round(r.score, 4), explanation))
     return hits, render_advice(hits, deps.advice_max_items)
 
 
@@ -143,8 +156,8 @@ def _with_whole(deps: Deps, q: RecallQuery, ranked: list[Ranked], count: int) ->
     """``ranked`` with its first ``count`` candidates as whole lessons (late interaction reads their
     texts); one no longer stored is left out."""
     head, tail = ranked[:count], ranked[count:]
-    wholes = _wholes(deps, q.tenant_id, [r[1] for r in head])
-    return [(r[0], wholes[r[1].experience_id], *r[2:]) for r in head if r[1].experience_id in wholes] + tail
+    wholes = _wholes(deps, q.tenant_id, [r.lesson for r in head])
+    return [replace(r, lesson=wholes[r.lesson.experience_id]) for r in head if r.lesson.experience_id in wholes] + tail
 
 
 def late_text(exp: Experience | Candidate, which: str) -> str:
@@ -157,9 +170,6 @@ def late_text(exp: Experience | Candidate, which: str) -> str:
     return exp.embedding_text()
 
 
-Ranked = tuple[float, "Experience | Candidate", float, float]  # (score, lesson, cosine, lexical)
-
-
 def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked], query_tokens=None) -> list[Ranked]:
     """The leading ``recall_late_candidates`` candidates re-scored by late interaction
     (``domain.interaction``): a word that tells a situation from its look-alike must find its match
@@ -170,24 +180,26 @@ def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked], query_tok
     from ..domain.interaction import best_matches, blended, late_scores, text_key
 
     head, tail = ranked[: deps.recall_late_candidates], ranked[deps.recall_late_candidates :]
-    if len(head) < 2:
+    embedder = deps.token_embedder
+    if len(head) < 2 or embedder is None:
         return ranked
-    texts = [late_text(r[1], deps.recall_late_text) for r in head]
-    read = getattr(deps.index, "token_vectors", None)
-    kept = read(q.tenant_id, {r[1].experience_id: text_key(t) for r, t in zip(head, texts)}) if read else {}
-    wanted = [t for r, t in zip(head, texts) if r[1].experience_id not in kept]
+    texts = [late_text(r.lesson, deps.recall_late_text) for r in head]
+    index = deps.token_index
+    ids = [r.lesson.experience_id for r in head]
+    kept = index.token_vectors(q.tenant_id, {i: text_key(t) for i, t in zip(ids, texts)}) if index is not None else {}
+    wanted = [t for i, t in zip(ids, texts) if i not in kept]
     if query_tokens is None:
         split = split_negation(q.query) if deps.recall_negation else None
         asserted = split.asserted if split is not None and split.has_negation else None
         wanted.insert(0, query_text(q, asserted))
-    made = iter(deps.embedder.token_vectors(wanted) if wanted else ())
+    made = iter(embedder.token_vectors(wanted) if wanted else ())
     if query_tokens is None:
         query_tokens = next(made)
-    docs = [kept[r[1].experience_id] if r[1].experience_id in kept else next(made) for r in head]
+    docs = [kept[i] if i in kept else next(made) for i in ids]
     late = late_scores(best_matches(query_tokens, docs), deps.recall_late_rare)
-    scores = blended([r[0] for r in head], late, deps.recall_late_weight)
-    head = [(s, *r[1:]) for r, s in zip(head, scores)]
-    head.sort(key=lambda r: (-r[0], r[1].experience_id))
+    scores = blended([r.score for r in head], late, deps.recall_late_weight)
+    head = [replace(r, score=s) for r, s in zip(head, scores)]
+    head.sort(key=_rank_order)
     return head + tail
 
 
@@ -199,7 +211,7 @@ def _distinct(ranked: list[Ranked], limit: int) -> list[Ranked]:
     for item in ranked:
         if len(out) >= limit:
             break
-        exp = item[1]
+        exp = item.lesson
         keys = {" ".join(exp.advice.lower().split())}
         if exp.fingerprint:
             keys.add(exp.fingerprint)

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from chalicelib.domain.call_rule import Argument, ArgumentKind, CallRule, RuleKind
 from chalicelib.domain.errors import InvalidInput, NotFound
 from chalicelib.domain.models import Candidate, Experience, ExperienceStatus, Source
 
@@ -96,6 +97,48 @@ def test_a_stored_experience_reads_back_equal(experience_store):
     )
     experience_store.put(full)
     assert experience_store.get("t1", "x1") == full
+
+
+ARGUMENTS = CallRule(RuleKind.ARGUMENTS, "charge", (
+    Argument(ArgumentKind.VALUE_SHAPE, "amount", "a whole number", "1999", "a decimal number", "19.99"),
+    Argument(ArgumentKind.VALUE, "currency", "a 3-letter uppercase code", "`EUR`"),
+    Argument(ArgumentKind.FORBIDDEN, "legacy_mode"),
+    Argument(ArgumentKind.STRUCTURE, "customer", keys=("email", "id")),
+    Argument(ArgumentKind.KEYS, "metadata", keys=("order",)),
+    Argument(ArgumentKind.NAMED, "query", words="in `query`, add `LIMIT 20` at the end"),
+    Argument(ArgumentKind.MISSING, "idempotency_key"),
+))
+RULES = {
+    "arguments": ARGUMENTS,
+    "call_first": CallRule(RuleKind.CALL_FIRST, "search_flights", (Argument(ArgumentKind.MISSING, "iata"),),
+                           other_tool="lookup_airport",
+                           first_arguments=(Argument(ArgumentKind.VALUE_SHAPE, "city", "a value like `Paris`"),)),
+    "use_instead": CallRule(RuleKind.USE_INSTEAD, "refund_item", other_tool="void_item"),
+    "do_not_retry": CallRule(RuleKind.DO_NOT_RETRY, "sync_calendar"),
+    "objected": CallRule(RuleKind.OBJECTED, "send_email"),
+}
+
+
+@pytest.mark.parametrize("kind", list(RULES))
+def test_a_lessons_call_rule_reads_back_equal_from_every_read(experience_store, kind):
+    lesson = exp("x1", rule=RULES[kind], fingerprint="fp", situation_key="sk", tools=[RULES[kind].tool])
+    experience_store.put(lesson)
+    reads = [
+        experience_store.get("t1", "x1"),
+        experience_store.get_many("t1", ["x1"])["x1"],
+        *experience_store.list("t1").items,
+        experience_store.find_active_by_fingerprint("t1", "fp", None, None),
+        *experience_store.find_active_by_situation("t1", "sk", None, None),
+        *experience_store.scan_active().items,
+    ]
+    assert [r.rule for r in reads] == [RULES[kind]] * 6
+    assert reads[0] == lesson
+
+
+def test_a_lesson_without_a_rule_reads_back_without_one_whatever_its_words_say(experience_store):
+    """Its words read as a rule ("Do not retry..."), but none was stored: none is read back."""
+    experience_store.put(exp("x1", advice="Do not retry `sync_calendar` with the same parameters.", tools=["sync_calendar"]))
+    assert experience_store.get("t1", "x1").rule is None
 
 
 def test_put_of_an_existing_id_replaces_it(experience_store):

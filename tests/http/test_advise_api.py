@@ -20,6 +20,23 @@ def test_advise_warns_before_a_call_that_lacks_the_argument_a_lesson_names(api):
     assert body["advice"].startswith("<hindsight>") and "WARNING:" in body["advice"]
 
 
+def test_a_lesson_is_served_with_its_call_rule(api):
+    key = api.tenant()
+    (exp_id,) = learn_weather_lesson(api, key)
+    learned = api.call("GET", f"/v1/experiences/{exp_id}", key).json_body
+    assert learned["rule"] == {"kind": "call_first", "tool": "get_weather", "other_tool": "ask_user", "first_arguments": [],
+                               "arguments": [{"kind": "missing_argument", "name": "city", "shape": None, "example": None,
+                                              "avoided": None, "avoided_example": None, "keys": [], "words": None}]}
+    written = api.call("POST", "/v1/experiences", key, {"situation": "Payments", "tools": ["charge"],
+                                                        "advice": "`charge` takes `amount` in integer cents."}).json_body
+    assert written["rule"]["kind"] == "arguments" and written["rule"]["arguments"][0]["kind"] == "value_shape"
+    vague = api.call("POST", "/v1/experiences", key, {"situation": "Anything", "advice": "Be kind to the user."}).json_body
+    assert vague["rule"] is None
+    listed = api.call("GET", "/v1/experiences", key).json_body["items"]
+    assert {e["experience_id"]: e["rule"] is not None for e in listed} == {
+        exp_id: True, written["experience_id"]: True, vague["experience_id"]: False}
+
+
 def test_advise_answers_empty_lists_and_no_advice_when_nothing_applies(api):
     key = api.tenant()
     learn_weather_lesson(api, key)

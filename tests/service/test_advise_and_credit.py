@@ -1,6 +1,8 @@
 """Advise before a call, recall ids, credit from outcomes and restore, on the in-memory fakes."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from chalicelib.domain.errors import Conflict, NotFound
@@ -159,6 +161,25 @@ def test_advise_uses_the_recent_events_for_a_tool_to_call_first(deps, clock):
                                  recent_events=[call("1", "lookup_airport", {"city": "Paris"}, clock)])
     assert done.hits == []
     assert exp.experience_id in {h.experience.experience_id for h in without.hits}
+
+
+def test_advise_holds_a_call_to_the_lessons_stored_rule_whatever_its_words_now_say(deps, clock):
+    """The rule is read from the store, not from the words: a lesson whose advice was reworded
+    (here: a sentence of another rule) still warns as its rule says, and quotes its new words."""
+    exp = learn_weather(deps, clock)
+    reworded = replace(exp, advice="Do not retry `get_weather` with the same parameters: ask the user.",
+                       lesson="`get_weather` kept failing.")
+    deps.experiences.put(reworded)
+    answer = advise_service.advise(deps, "t1", "get_weather", {"date": "today"}, agent_id="weather-bot")
+    (warning,) = answer.warnings
+    assert "`city` is missing" in warning.message and warning.fix == reworded.advice
+
+
+def test_advise_leaves_out_a_lesson_with_no_rule_whatever_its_words_say(deps, clock):
+    exp = write(deps, "`charge` takes `amount` in integer cents.", ["charge"])
+    assert exp.rule is not None  # a person's words: read once, when written
+    deps.experiences.put(replace(exp, rule=None))
+    assert advise_service.advise(deps, "t1", "charge", {"amount": 12.5}).hits == []
 
 
 def test_advice_text_from_a_lesson_cannot_close_the_block(deps, clock):

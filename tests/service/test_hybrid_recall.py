@@ -13,7 +13,7 @@ from tests.support.fakes import FakeClock, fake_deps
 class FlatEmbedder:
     """Every text means the same: only the lexical side can tell lessons apart."""
 
-    dim = 8
+    dim, similarity_floor = 8, 0.0
 
     def embed(self, texts, query=False):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -55,7 +55,10 @@ CHAMBER = "Plate read refused with INSTRUMENT_NOT_READY while the chamber was st
 
 
 def lessons(weight: float, embedder=None, **overrides):
-    deps = fake_deps(FakeClock(), embedder=embedder or PooledTieEmbedder(), recall_late_weight=weight, **overrides)
+    embedder = embedder or PooledTieEmbedder()
+    # it gives its tokens' vectors (made apart from its embedding, unless ``token_pass`` says otherwise)
+    overrides = {"token_embedder": embedder, **overrides}
+    deps = fake_deps(FakeClock(), embedder=embedder, recall_late_weight=weight, **overrides)
     # the lexical part off: this shows the late part alone (BM25 would also see the shared word)
     deps = replace(deps, weights=replace(deps.weights, lexical=0.0, lexical_untooled=0.0))
     now = deps.clock.now()
@@ -109,3 +112,23 @@ def test_with_rare_on_a_token_the_candidates_all_match_counts_less_than_one_only
     assert late_scores(best, rare=True) == pytest.approx([0.4, 0.6])
     a, b = np.eye(2)
     assert best_matches(np.array([a, b]), [np.array([a]), np.zeros((0, 2))]).tolist() == [[1.0, 0.0], [0.0, 0.0]]
+
+
+def test_late_interaction_runs_on_the_token_vectors_it_is_given_not_on_those_an_embedder_happens_to_have():
+    """Capabilities are stated where the adapters are chosen, never probed for: this embedder
+    has ``token_vectors``, but no one said it gives them."""
+    deps = lessons(0.2, token_embedder=None)
+    assert not deps.late_on
+    assert ranked(deps, "new lamp fitted yesterday, plate read refused") == ["a-chamber", "z-lamp"]
+    assert deps.embedder.token_calls == []
+
+
+def test_the_composition_root_states_what_the_adapters_give_late_interaction(tmp_path):
+    from chalicelib.container import build_embedded
+    from chalicelib.settings import Settings
+
+    minilm = build_embedded(Settings(data_dir=str(tmp_path / "minilm"), embedder="minilm", admin_key="k"))
+    assert minilm.token_embedder is minilm.embedder and minilm.token_pass is minilm.embedder
+    assert minilm.token_index is minilm.index and minilm.late_on and minilm.keeps_late_tokens
+    hashed = build_embedded(Settings(data_dir=str(tmp_path / "hash"), embedder="hash", admin_key="k"))
+    assert (hashed.token_embedder, hashed.token_pass, hashed.late_on, hashed.keeps_late_tokens) == (None, None, False, False)

@@ -38,6 +38,13 @@ def numpy_index(tmp_path) -> NumpyVectorIndex:
     return NumpyVectorIndex(SqliteDatabase(str(tmp_path / "vectors.db")), DIM)
 
 
+def keeping(weight: float, embedder: PassCountingEmbedder, tmp_path):
+    """``lessons`` with an embedder that makes token vectors in its embedding pass and an index that
+    keeps them, both stated as the composition root states them."""
+    index = numpy_index(tmp_path)
+    return lessons(weight, embedder, index=index, token_pass=embedder, token_index=index)
+
+
 def kept_rows(tmp_path) -> dict[str, str]:
     """experience id -> tenant of every row of token vectors in the index's file."""
     with sqlite3.connect(tmp_path / "vectors.db") as conn:
@@ -46,7 +53,7 @@ def kept_rows(tmp_path) -> dict[str, str]:
 
 def test_a_lessons_token_vectors_are_made_as_it_is_embedded_and_recall_makes_none(tmp_path):
     embedder = PassCountingEmbedder()
-    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    deps = keeping(0.2, embedder, tmp_path)
     assert len(embedder.passes) == 2 and embedder.token_calls == []  # one pass per lesson written
     assert kept_rows(tmp_path) == {"z-lamp": "t1", "a-chamber": "t1"}
     embedder.passes.clear()
@@ -56,7 +63,7 @@ def test_a_lessons_token_vectors_are_made_as_it_is_embedded_and_recall_makes_non
 
 
 def test_the_kept_token_vectors_score_as_those_made_at_recall(tmp_path):
-    kept = lessons(0.2, PassCountingEmbedder(), index=numpy_index(tmp_path))
+    kept = keeping(0.2, PassCountingEmbedder(), tmp_path)
     made = lessons(0.2)  # an embedder without a joint pass: every token vector made at recall
     for query in (QUERY, "chamber warming, plate read refused"):
         a, _ = recall.recall(kept, "t1", query, tools=["plate_reader_run"])
@@ -68,7 +75,7 @@ def test_the_kept_token_vectors_score_as_those_made_at_recall(tmp_path):
 
 def test_a_lesson_indexed_without_its_token_vectors_has_them_made_at_recall(tmp_path):
     embedder = PassCountingEmbedder()
-    deps = replace(lessons(0.0, embedder, index=numpy_index(tmp_path)), recall_late_weight=0.2)
+    deps = replace(keeping(0.0, embedder, tmp_path), recall_late_weight=0.2)
     assert kept_rows(tmp_path) == {}  # late interaction off: nothing made nor kept
     assert all(len(p) == 1 for p in embedder.passes)
     assert ranked(deps, QUERY) == ["z-lamp", "a-chamber"]
@@ -78,7 +85,7 @@ def test_a_lesson_indexed_without_its_token_vectors_has_them_made_at_recall(tmp_
 
 def test_a_lesson_whose_text_changed_is_not_read_with_the_old_texts_tokens(tmp_path):
     embedder = PassCountingEmbedder()
-    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    deps = keeping(0.2, embedder, tmp_path)
     lamp = deps.experiences.get("t1", "z-lamp")
     changed = replace(lamp, situation=lamp.situation.replace("lamp", "bulb"))
     deps.experiences.put(changed)  # in the store, not yet indexed again
@@ -87,14 +94,14 @@ def test_a_lesson_whose_text_changed_is_not_read_with_the_old_texts_tokens(tmp_p
 
 
 def test_a_forgotten_lessons_token_vectors_are_gone(tmp_path):
-    deps = lessons(0.2, PassCountingEmbedder(), index=numpy_index(tmp_path))
+    deps = keeping(0.2, PassCountingEmbedder(), tmp_path)
     forget(deps, "t1", "z-lamp", "wrong")
     assert kept_rows(tmp_path) == {"a-chamber": "t1"}
 
 
 def test_indexing_takes_the_token_vectors_of_the_pass_a_review_made(tmp_path):
     embedder = PassCountingEmbedder()
-    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    deps = keeping(0.2, embedder, tmp_path)
     lamp = deps.experiences.get("t1", "z-lamp")
     embedder.passes.clear()
     known = Embedded()
@@ -116,7 +123,7 @@ def test_indexing_takes_the_token_vectors_of_the_pass_a_review_made(tmp_path):
 
 def test_a_lesson_indexed_again_with_a_new_text_has_its_token_vectors_made_again(tmp_path):
     embedder = PassCountingEmbedder()
-    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    deps = keeping(0.2, embedder, tmp_path)
     lamp = deps.experiences.get("t1", "z-lamp")
     changed = replace(lamp, situation=lamp.situation.replace("lamp", "bulb"))
     cache = VectorCache(10)
@@ -141,7 +148,7 @@ def test_a_reindex_makes_every_token_vector_again(tmp_path):
     from chalicelib.services.maintenance import reindex_tenant
 
     embedder = PassCountingEmbedder()
-    deps = lessons(0.2, embedder, index=numpy_index(tmp_path))
+    deps = keeping(0.2, embedder, tmp_path)
     active = [e.experience_id for e in deps.experiences.list("t1", limit=100).items]
     embedder.passes.clear()
     assert reindex_tenant(deps, "t1") == len(active)

@@ -70,8 +70,9 @@ def test_recall_reads_whole_lessons_only_for_its_hits_and_answers_as_from_whole_
     clock = FakeClock()
     store = Counting(SqliteDatabase(str(tmp_path / "hindsight.db")))
     embedder = TokenHashEmbedder() if late else HashEmbedder()
-    sqlite_deps = fake_deps(clock, embedder=embedder, experiences=store)
-    memory_deps = fake_deps(clock, embedder=embedder, experiences=InMemoryExperienceStore())
+    tokens = {"token_embedder": embedder} if late else {}
+    sqlite_deps = fake_deps(clock, embedder=embedder, experiences=store, **tokens)
+    memory_deps = fake_deps(clock, embedder=embedder, experiences=InMemoryExperienceStore(), **tokens)
     for deps in (sqlite_deps, memory_deps):
         for exp in lessons(clock):
             deps.experiences.put(exp)

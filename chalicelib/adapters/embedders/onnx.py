@@ -59,7 +59,8 @@ def _locate_files() -> tuple[Path, Path]:
 
 
 class OnnxMiniLMEmbedder:
-    """Implements ``ports.Embedder``. Thread-safe; loads the model on first use."""
+    """Implements ``ports.Embedder`` and ``ports.TokenPassEmbedder``. Thread-safe; loads the model on
+    first use."""
 
     dim: int = 384
     name: str = "all-MiniLM-L6-v2-onnx-int8"

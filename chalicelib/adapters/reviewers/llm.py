@@ -434,4 +434,5 @@ def _written(
         situation_key=key,
         error_class=lesson.error_class,
         polarity=lesson.polarity,
+        rule_in_words=True,  # read from the words as written (``distill.draft_to_experience``)
     )
