@@ -29,6 +29,10 @@ def experience_out(exp: Experience) -> s.ExperienceOut:
     )
 
 
+def experience_written(exp: Experience, correction_of: list[str]) -> s.ExperienceWritten:
+    return s.ExperienceWritten.model_validate({**experience_out(exp).model_dump(), "correction_of": correction_of})
+
+
 def trajectory_out(traj: Trajectory) -> s.TrajectoryOut:
     return s.TrajectoryOut.model_validate({**_fields(traj), "status": traj.status.value})
 

@@ -290,6 +290,12 @@ class ExperienceIn(Strict):
     source: Literal["human", "agent", "simulation"] = "human"
     sources: Annotated[list[Id], Field(max_length=100)] = []
     confidence: Annotated[float, Field(ge=0, le=1, strict=True)] | None = None
+    supersedes: Annotated[list[Id], Field(min_length=1, max_length=20)] | Literal["auto"] | None = Field(
+        default=None,
+        description="Lessons this one replaces: ids in the same tenant and scope (agent_id, user_id), archived and "
+        "chained to it in one write (another scope's or an unknown id: 404; a forgotten one: 409), or \"auto\" for the "
+        "probable corrections the answer would name in correction_of.",
+    )
 
     @model_validator(mode="after")
     def _says_something(self) -> "ExperienceIn":
@@ -334,6 +340,12 @@ class ExperienceOut(Model):
                                                "following it that succeeded; null before any ignored it.")
     lift: float | None = Field(default=None, description="success_when_adopted - success_when_ignored; null until both exist.")
     history: list[dict[str, Any]] = Field(default=[], description="Status changes worth auditing (restores), oldest first.")
+
+
+class ExperienceWritten(ExperienceOut):
+    correction_of: list[str] = Field(default=[], description="Active lessons of the same scope and situation whose "
+                                     "advice this one contradicts and that it does not supersede: probable corrections. "
+                                     "Write it again with supersedes naming them (or \"auto\") to replace them.")
 
 
 class ExperienceList(Model):
