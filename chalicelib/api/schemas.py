@@ -396,6 +396,8 @@ class ExplanationOut(Model):
     task_type_match: bool | None
     matched_anchors: list[str] = Field(default=[], description="Literal values every task the lesson was learned "
                                        "from named (e.g. `main`) that the query names too; missing ones lower tag_match.")
+    corrects: list[str] = Field(default=[], description="Lessons served in this answer that this newer human lesson "
+                                "contradicts (same scope and situation, other advice): it is ranked above them.")
 
 
 class HitOut(Model):

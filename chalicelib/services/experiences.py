@@ -93,11 +93,14 @@ def write_experience(
     for old in olds:
         gone, exp = supersede(old, exp, now)
         demoted.append(gone)
+    replaced = {d.experience_id for d in demoted}
+    flagged = [c.experience_id for c in found if c.experience_id not in replaced]
+    if flagged and origin is Source.HUMAN:
+        exp = replace(exp, contradicts=flagged)
     deps.experiences.put_all([*demoted, exp])
     index_experiences(deps, exp.tenant_id, [exp], known=vectors)
     deps.index.delete(tenant_id, [d.experience_id for d in demoted])
-    replaced = {d.experience_id for d in demoted}
-    return Written(exp, True, [c.experience_id for c in found if c.experience_id not in replaced])
+    return Written(exp, True, flagged)
 
 
 def _replaced(deps: Deps, exp: Experience, ids: Sequence[str]) -> list[Experience]:

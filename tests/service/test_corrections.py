@@ -84,3 +84,31 @@ def test_auto_supersedes_the_probable_corrections(deps, clock):
 def test_auto_with_nothing_to_correct_writes_the_lesson_alone(deps):
     written = write(deps, "Use PostgreSQL for the orders service.", supersedes="auto")
     assert written.created and written.experience.supersedes is None
+
+
+def test_recall_ranks_a_newer_human_correction_above_the_lesson_it_contradicts_and_says_why(deps, clock):
+    # worded as the question is, the old lesson would outrank its correction
+    old = write(deps, "Which database for the orders service: use SQLite for the orders service database.").experience
+    clock.advance(seconds=60)
+    new = write(deps, "Use PostgreSQL instead: concurrent writers.").experience
+    assert new.contradicts == [old.experience_id]
+    hits, _ = recall.recall(deps, "t1", "which database for the orders service", agent_id="bot")
+    order = [h.experience.experience_id for h in hits]
+    assert order.index(new.experience_id) < order.index(old.experience_id)
+    assert hits[order.index(new.experience_id)].explanation.corrects == (old.experience_id,)
+    assert hits[order.index(old.experience_id)].explanation.corrects == ()
+
+
+def test_an_agents_lesson_never_jumps_a_human_one(deps, clock):
+    from chalicelib.domain.corrections import corrections_first
+    from chalicelib.domain.models import Explanation, Hit, Source
+
+    human = write(deps, "Use SQLite.").experience
+    clock.advance(seconds=60)
+    agent = write(deps, "Use PostgreSQL.", source="agent").experience
+    from dataclasses import replace
+
+    agent = replace(agent, contradicts=[human.experience_id], source=Source.AGENT)
+    blank = Explanation(semantic=0, tag_match=0, freshness=1, utility=0.5, confidence=0.5)
+    hits = [Hit(human, 0.9, blank), Hit(agent, 0.5, blank)]
+    assert [h.experience for h in corrections_first(hits)] == [human, agent]
