@@ -187,12 +187,13 @@ def finalize(trajectory_id: str, tenant_id: str, body: s.FinalizeIn) -> s.Trajec
 
 
 @api.route("POST", "/v1/experiences", "Write a lesson by hand; a repeated experience_id answers 200 with the stored one",
-           body=s.ExperienceIn, response=s.ExperienceOut, status=201, repeat_status=200)
-def write_experience(tenant_id: str, body: s.ExperienceIn) -> s.ExperienceOut | Repeat:
+           body=s.ExperienceIn, response=s.ExperienceWritten, status=201, repeat_status=200, errors=(404, 409))
+def write_experience(tenant_id: str, body: s.ExperienceIn) -> s.ExperienceWritten | Repeat:
     from chalicelib.services import experiences
 
-    exp, created = experiences.write_experience(get_deps(), tenant_id, **body.model_dump())
-    return out.experience_out(exp) if created else Repeat(out.experience_out(exp))
+    written = experiences.write_experience(get_deps(), tenant_id, **body.model_dump())
+    answer = out.experience_written(written.experience, written.correction_of)
+    return answer if written.created else Repeat(answer)
 
 
 @api.route("GET", "/v1/experiences", "List lessons, newest first", query=s.ListQuery, response=s.ExperienceList)

@@ -125,6 +125,9 @@ class ExperienceStore(Protocol):
     def put(self, exp: Experience) -> None:
         """Insert or replace by (tenant_id, experience_id)."""
 
+    def put_all(self, exps: Sequence[Experience]) -> None:
+        """``put`` of each, atomically: all of them are stored or none (at most 100)."""
+
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         """Raises NotFound, also for another tenant's id."""
 

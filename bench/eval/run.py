@@ -21,10 +21,10 @@ from typing import Any, Sequence
 from bench.experience_reuse.service import Api, LocalServer, create_tenant
 from devtools.env import changed_env as server_env
 
-from . import compare, independent, locomo, offline, replay, reuse
+from . import compare, corrections, independent, locomo, offline, replay, reuse
 
-SETS = ("reuse", "blind2", "blind3", "blind4", "independent", "locomo")
-LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "blind3": "blind3", "blind4": "blind4", "independent": "independent", "locomo": "LoCoMo"}
+SETS = ("reuse", "blind2", "blind3", "blind4", "independent", "corrections", "locomo")
+LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "blind3": "blind3", "blind4": "blind4", "independent": "independent", "corrections": "corrections", "locomo": "LoCoMo"}
 BLIND_SETS = independent.BLIND_SETS  # sets in the blind-set format, and their role
 COLUMNS = (  # key, header, as percent
     ("n", "n", False), ("hit@1", "hit@1", False), ("strict_hit@1", "strict@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
@@ -124,6 +124,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 api.close()
             res["sets"][name]["path"] = getattr(args, name)
             res["timings"][f"{name}_s"] = time.monotonic() - t0
+        if "corrections" in args.sets:
+            t0 = time.monotonic()
+            api = Api(url, create_tenant(url, admin, f"eval-corrections-{nonce}"))
+            try:
+                res["sets"]["corrections"] = corrections.run(api, corrections.load(), nonce, args.top_k, log)
+            finally:
+                api.close()
+            res["timings"]["corrections_s"] = time.monotonic() - t0
         if "locomo" in args.sets and "locomo" not in res["skipped"]:
             t0 = time.monotonic()
             turns, questions = locomo.load(args.locomo)
@@ -187,6 +195,11 @@ def print_table(res: dict[str, Any]) -> None:
         p(f"{name:26} {role:8} {system:24} " + " ".join(f"{cell(m.get(k), pct):>8}" for k, _, pct in COLUMNS))
     for name, why in res["skipped"].items():
         p(f"{LABELS.get(name, name):26} skipped ({why})")
+    if "corrections" in res["sets"]:
+        c = res["sets"]["corrections"]
+        p(f"{'corrections':26} {'dev':8} amendment served above the original: hindsight {cell(c['hindsight']['amendment_first'], True)}"
+          f", BM25 {cell(c['bm25']['amendment_first'], True)} ({c['cases']} cases); flagged as a correction when written:"
+          f" {cell(c['hindsight']['flagged'], True)}; explained: {cell(c['hindsight']['explained'], True)}")
     p()
     p("role: dev = changes are decided on it; held-out = report only (run rarely, never tuned on).")
     p("hit@k/MRR: a lesson (or raw trajectory) of the task's own family ranked 1st / in the top 3;")

@@ -44,6 +44,10 @@ def rule_out(rule: CallRule | None) -> dict[str, Any] | None:
     }
 
 
+def experience_written(exp: Experience, correction_of: list[str]) -> s.ExperienceWritten:
+    return s.ExperienceWritten.model_validate({**experience_out(exp).model_dump(), "correction_of": correction_of})
+
+
 def trajectory_out(traj: Trajectory) -> s.TrajectoryOut:
     return s.TrajectoryOut.model_validate({**_fields(traj), "status": traj.status.value})
 

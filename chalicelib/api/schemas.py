@@ -290,6 +290,12 @@ class ExperienceIn(Strict):
     source: Literal["human", "agent", "simulation"] = "human"
     sources: Annotated[list[Id], Field(max_length=100)] = []
     confidence: Annotated[float, Field(ge=0, le=1, strict=True)] | None = None
+    supersedes: Annotated[list[Id], Field(min_length=1, max_length=20)] | Literal["auto"] | None = Field(
+        default=None,
+        description="Lessons this one replaces: ids in the same tenant and scope (agent_id, user_id), archived and "
+        "chained to it in one write (another scope's or an unknown id: 404; a forgotten one: 409), or \"auto\" for the "
+        "probable corrections the answer would name in correction_of.",
+    )
 
     @model_validator(mode="after")
     def _says_something(self) -> "ExperienceIn":
@@ -362,6 +368,12 @@ class ExperienceOut(Model):
                                      "a model wrote; null when it is about no call in particular.")
 
 
+class ExperienceWritten(ExperienceOut):
+    correction_of: list[str] = Field(default=[], description="Active lessons of the same scope and situation whose "
+                                     "advice this one contradicts and that it does not supersede: probable corrections. "
+                                     "Write it again with supersedes naming them (or \"auto\") to replace them.")
+
+
 class ExperienceList(Model):
     items: list[ExperienceOut]
     cursor: str | None = Field(description="Pass as ?cursor= for the next page; null on the last page.")
@@ -410,6 +422,8 @@ class ExplanationOut(Model):
     task_type_match: bool | None
     matched_anchors: list[str] = Field(default=[], description="Literal values every task the lesson was learned "
                                        "from named (e.g. `main`) that the query names too; missing ones lower tag_match.")
+    corrects: list[str] = Field(default=[], description="Lessons served in this answer that this newer human lesson "
+                                "contradicts (same scope and situation, other advice): it is ranked above them.")
 
 
 class HitOut(Model):

@@ -248,6 +248,15 @@ def should_supersede(old: Experience, new: Experience) -> bool:
     return new.support > old.support or old.utility < 0.4
 
 
+def corrects(new: Experience, old: Experience) -> bool:
+    """Whether ``new`` says something else than ``old`` (their advice differs once case, spacing
+    and punctuation are set aside): about the same situation, a contradiction, not a repeat."""
+    def said(e: Experience) -> str:
+        return " ".join(re.findall(r"\w+", (e.advice or e.lesson).lower()))
+
+    return new.experience_id != old.experience_id and said(new) != said(old)
+
+
 def supersede(old: Experience, new: Experience, now: datetime) -> tuple[Experience, Experience]:
     """Demote the old lesson (archived, kept for audit) and chain the new one to it."""
     demoted = replace(

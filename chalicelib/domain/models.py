@@ -287,6 +287,9 @@ class Experience:
     status_reason: str | None = None
     supersedes: str | None = None  # the experience this one replaced (version chain)
     superseded_by: str | None = None
+    # active lessons of the same scope and situation whose advice this (newer, human) one contradicts
+    # and did not supersede: recall ranks it above them (``domain.corrections``)
+    contradicts: list[str] = field(default_factory=list)
     error_class: str | None = None
     # what a call of its tool must do, as data (``domain.call_rule``): stated by the reviewer that
     # found it, or read from its words when a person or a model wrote it; None: about no call
@@ -419,6 +422,7 @@ class Explanation:
     matched_tags: tuple[str, ...] = ()
     task_type_match: bool | None = None
     matched_anchors: tuple[str, ...] = ()
+    corrects: tuple[str, ...] = ()  # served lessons this one contradicts, as a newer human lesson
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,29 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Literal, NamedTuple, Sequence
 
-from ..domain.errors import Conflict
+from ..domain.distill import corrects, supersede
+from ..domain.errors import Conflict, NotFound
 from ..domain.models import Experience, ExperienceStatus, Signal, Source
 from ..domain.restore import restored
 from ..domain.rule_reading import read_rule
 from ..domain.scoring import apply_feedback, as_seen_at
-from ..ports import Page
+from ..ports import IndexFilter, Page
 from .deps import Deps
-from .indexing import index_experiences
+from .indexing import Embedded, embed_texts, experience_vector, index_experiences
+from .learning import same_situation
+
+# how many of the nearest lessons are looked at for one a new human lesson may correct
+CORRECTION_CANDIDATES = 10
+
+
+class Written(NamedTuple):
+    experience: Experience
+    created: bool
+    # active lessons of the same scope and situation whose advice the new one contradicts, that it
+    # did not supersede: probable corrections, named so that the writer can confirm them
+    correction_of: list[str]
 
 
 def write_experience(
@@ -33,19 +46,25 @@ def write_experience(
     source: str = Source.HUMAN.value,
     sources: Sequence[str] = (),
     confidence: float | None = None,
-) -> tuple[Experience, bool]:
+    supersedes: Sequence[str] | Literal["auto"] | None = None,
+) -> Written:
     """Store a manual lesson (the lesson and the advice stand for each other when one is missing;
     the confidence defaults to the source's; its call rule is read from its words). A
     client-chosen id makes it idempotent: a repeat returns the stored one, indexed again if
     active: the first attempt may have stored it and failed before indexing it (a lock timeout,
-    the index down), and the retry is what makes it recallable."""
+    the index down), and the retry is what makes it recallable.
+
+    ``supersedes``: the ids of lessons this one replaces, in the same tenant and scope (NotFound
+    otherwise, as for an id that does not exist; Conflict for a forgotten one or one another lesson
+    replaced already); they are archived and chained to it in one atomic write. ``"auto"``: the
+    probable corrections (``correction_candidates``) are the ones replaced."""
     now = deps.clock.now()
     if experience_id:
         existing = deps.experiences.get_many(tenant_id, [experience_id]).get(experience_id)
         if existing is not None:
             if existing.status is ExperienceStatus.ACTIVE:
                 index_experiences(deps, tenant_id, [existing])
-            return existing, False
+            return Written(existing, False, [])
     origin = Source(source)
     lesson, advice = lesson or advice, advice or lesson
     exp = Experience(
@@ -70,9 +89,56 @@ def write_experience(
         freshness=1.0,
         rule=read_rule(advice, lesson, situation, tools),  # a person's words: read once, here
     )
-    deps.experiences.put(exp)
-    index_experiences(deps, exp.tenant_id, [exp])
-    return exp, True
+    vectors = Embedded()
+    found = correction_candidates(deps, exp, vectors) if origin is Source.HUMAN or supersedes == "auto" else []
+    olds = found if supersedes == "auto" else _replaced(deps, exp, supersedes or ())
+    demoted = []
+    for old in olds:
+        gone, exp = supersede(old, exp, now)
+        demoted.append(gone)
+    replaced = {d.experience_id for d in demoted}
+    flagged = [c.experience_id for c in found if c.experience_id not in replaced]
+    if flagged and origin is Source.HUMAN:
+        exp = replace(exp, contradicts=flagged)
+    deps.experiences.put_all([*demoted, exp])
+    index_experiences(deps, exp.tenant_id, [exp], known=vectors)
+    deps.index.delete(tenant_id, [d.experience_id for d in demoted])
+    return Written(exp, True, flagged)
+
+
+def _replaced(deps: Deps, exp: Experience, ids: Sequence[str]) -> list[Experience]:
+    """The lessons ``exp`` is said to replace, checked: each of this tenant and exactly this scope,
+    neither forgotten nor replaced by another lesson already."""
+    wanted = list(dict.fromkeys(ids))
+    found = deps.experiences.get_many(exp.tenant_id, wanted)
+    out = []
+    for i in wanted:
+        old = found.get(i)
+        if old is None or (old.agent_id, old.user_id) != (exp.agent_id, exp.user_id) or i == exp.experience_id:
+            raise NotFound(f"experience {i} not found in this scope (agent_id={exp.agent_id}, user_id={exp.user_id})")
+        if old.status is ExperienceStatus.FORGOTTEN:
+            raise Conflict(f"experience {i} is forgotten: it cannot be superseded")
+        if old.superseded_by and old.superseded_by != exp.experience_id:
+            raise Conflict(f"experience {i} is superseded by {old.superseded_by} already")
+        out.append(old)
+    return out
+
+
+def correction_candidates(deps: Deps, exp: Experience, vectors: dict[str, Any]) -> list[Experience]:
+    """Active lessons of exactly ``exp``'s scope about the same situation (the test a learned lesson
+    must pass to supersede another: ``learning.same_situation``) whose advice differs: what a new
+    human lesson probably corrects. ``vectors`` is filled with what was embedded."""
+    embed_texts(deps, list(exp.embedding_texts()), vectors)
+    hits = deps.index.search(exp.tenant_id, experience_vector(exp, vectors), IndexFilter(exp.agent_id, exp.user_id, ()),
+                             CORRECTION_CANDIDATES)
+    near = deps.experiences.get_many(exp.tenant_id, [i for i, _ in hits])
+    return [
+        old for i, _ in hits if (old := near.get(i)) is not None
+        and old.status is ExperienceStatus.ACTIVE
+        and (old.agent_id, old.user_id) == (exp.agent_id, exp.user_id)
+        and corrects(exp, old)
+        and same_situation(deps, old, exp, vectors)
+    ]
 
 
 def _shown(deps: Deps, exp: Experience) -> Experience:

@@ -67,7 +67,7 @@ def _near_duplicate(deps: Deps, exp: Experience, vector) -> Experience | None:
 FIX_KINDS = ("recovery", "llm")  # lessons that name a fix; "don't retry" and feedback never replace one
 
 
-def _same_situation(deps: Deps, old: Experience, new: Experience, vectors: dict[str, Any]) -> bool:
+def same_situation(deps: Deps, old: Experience, new: Experience, vectors: dict[str, Any]) -> bool:
     """The same tool failing the same way in two different tasks is not a contradiction: the
     tasks themselves must be alike for a new fix to replace an old one. The tasks, not the
     situation texts: those hold the tool and the error both share, which made look-alike tasks
@@ -145,7 +145,7 @@ def distill(deps: Deps, traj: Trajectory, review: Review, vectors: dict[str, Any
             out.merged += 1
         if exp.situation_key and draft.kind in FIX_KINDS:
             for old in deps.experiences.find_active_by_situation(traj.tenant_id, exp.situation_key, exp.agent_id, exp.user_id):
-                if old.experience_id in out.stored or not should_supersede(old, exp) or not _same_situation(deps, old, exp, out.vectors):
+                if old.experience_id in out.stored or not should_supersede(old, exp) or not same_situation(deps, old, exp, out.vectors):
                     continue
                 demoted, exp = supersede(old, exp, now)
                 out.stored[demoted.experience_id] = demoted

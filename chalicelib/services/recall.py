@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from ..domain.advice import render_advice
+from ..domain.corrections import corrections_first
 from ..domain.lexical import scaled
 from ..domain.models import Candidate, Experience, ExperienceStatus, Hit, RecallQuery
 from ..domain.negation import split_negation
@@ -133,6 +134,7 @@ def recall(
         # the ranking's score (equal to the explained one unless late interaction moved it)
         _, explanation = score_hit(exp, r.cosine, q, now, deps.weights, deps.decay, lexical=r.lexical)
         hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), round(r.score, 4), explanation))
+    hits = corrections_first(hits)
     return hits, render_advice(hits, deps.advice_max_items)
 
 

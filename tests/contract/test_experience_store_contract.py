@@ -150,6 +150,23 @@ def test_put_of_an_existing_id_replaces_it(experience_store):
     assert experience_store.find_active_by_fingerprint("t1", "fp", None, None) is None
 
 
+def test_put_all_stores_every_one_and_replaces_existing_ones(experience_store):
+    experience_store.put(exp("x1", lesson="old"))
+    experience_store.put_all([exp("x1", lesson="new", status=ARCHIVED, superseded_by="x2", version=2), exp("x2", supersedes="x1")])
+    got = experience_store.get_many("t1", ["x1", "x2"])
+    assert (got["x1"].lesson, got["x1"].status, got["x1"].superseded_by) == ("new", ARCHIVED, "x2")
+    assert got["x2"].supersedes == "x1"
+
+
+def test_put_all_stores_none_when_one_cannot_be_stored(experience_store):
+    experience_store.put(exp("x1", lesson="old"))
+    broken = replace(exp("x3"), status="not a status")  # fails as it is written
+    with pytest.raises(Exception):
+        experience_store.put_all([exp("x1", lesson="new", version=2), exp("x2"), broken])
+    assert experience_store.get("t1", "x1").lesson == "old"
+    assert set(experience_store.get_many("t1", ["x1", "x2", "x3"])) == {"x1"}
+
+
 def test_getting_an_unknown_experience_raises_not_found(experience_store):
     with pytest.raises(NotFound):
         experience_store.get("t1", "nope")

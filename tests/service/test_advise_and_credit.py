@@ -12,7 +12,7 @@ from chalicelib.services import experiences, ingest, learning, maintenance, reca
 
 
 def write(deps, advice: str, tools: list[str], tenant: str = "t1", **kw) -> Experience:
-    exp, _ = experiences.write_experience(deps, tenant, kw.pop("situation", advice), advice=advice, tools=tools, **kw)
+    exp = experiences.write_experience(deps, tenant, kw.pop("situation", advice), advice=advice, tools=tools, **kw).experience
     return exp
 
 

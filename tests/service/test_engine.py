@@ -235,10 +235,10 @@ def test_a_well_supported_lesson_is_not_superseded_by_one_contrary_run(deps, clo
 
 
 def test_a_human_lesson_is_not_superseded_by_an_agent(deps, clock):
-    written, _ = experiences.write_experience(
+    written = experiences.write_experience(
         deps, "t1", "Rendering PDFs", lesson="l", advice="Pass `font` as `embedded` when you call `render_pdf`.",
         tools=["render_pdf"], agent_id="a1", source="human", confidence=0.5,
-    )
+    ).experience
     # what a review would have keyed it by: the situation it fixes
     human = replace(written, situation_key=situation_key("render_pdf", "FontError"), fingerprint="human-fix")
     deps.experiences.put(human)

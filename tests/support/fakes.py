@@ -227,6 +227,13 @@ class InMemoryExperienceStore:
         with self._lock:
             self._exps[(exp.tenant_id, exp.experience_id)] = copy.deepcopy(exp)
 
+    def put_all(self, exps: Sequence[Experience]) -> None:
+        for exp in exps:  # what a real store cannot write fails the whole call, before anything is stored
+            ExperienceStatus(exp.status)
+        with self._lock:
+            for exp in exps:
+                self.put(exp)
+
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         with self._lock:
             exp = self._exps.get((tenant_id, experience_id))

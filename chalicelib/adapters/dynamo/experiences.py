@@ -69,6 +69,20 @@ class DynamoExperienceStore:
         with boundary("put experience"):
             item.save()  # a whole-item replace: index attributes it no longer has are gone too
 
+    def put_all(self, exps: Sequence[Experience]) -> None:
+        """All of them or none: one DynamoDB transaction (at most 100 items)."""
+        from pynamodb.transactions import TransactWrite
+
+        items = [self._item(e) for e in exps]
+        if not items:
+            return
+        if len(items) > 100:
+            raise ValueError(f"{len(items)} experiences in one transaction; DynamoDB takes at most 100")
+        with boundary("put experiences"):
+            with TransactWrite(connection=self.tables.connection) as tx:
+                for item in items:
+                    tx.save(item)
+
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         with boundary("get experience"):
             try:

@@ -294,26 +294,35 @@ class SqliteExperienceStore:
         self.db = db
 
     def put(self, exp: Experience) -> None:
-        doc = to_doc(exp)
         with self.db.write() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO experiences(tenant_id, experience_id, agent_id, user_id, status, fingerprint,"
-                " situation_key, created_us, doc, ranking) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (
-                    exp.tenant_id,
-                    exp.experience_id,
-                    exp.agent_id,
-                    exp.user_id,
-                    exp.status.value,
-                    exp.fingerprint,
-                    exp.situation_key,
-                    to_us(exp.created_at),
-                    dumps(doc),
-                    # what recall_candidates reads of every candidate, apart: parsing whole docs for
-                    # it cost more than reading them
-                    dumps([doc[name] for name in _CANDIDATE_PATHS]),
-                ),
-            )
+            self._put(conn, exp)
+
+    def put_all(self, exps: Sequence[Experience]) -> None:
+        with self.db.write() as conn:  # one transaction: all of them or none
+            for exp in exps:
+                self._put(conn, exp)
+
+    @staticmethod
+    def _put(conn: sqlite3.Connection, exp: Experience) -> None:
+        doc = to_doc(exp)
+        conn.execute(
+            "INSERT OR REPLACE INTO experiences(tenant_id, experience_id, agent_id, user_id, status, fingerprint,"
+            " situation_key, created_us, doc, ranking) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                exp.tenant_id,
+                exp.experience_id,
+                exp.agent_id,
+                exp.user_id,
+                exp.status.value,
+                exp.fingerprint,
+                exp.situation_key,
+                to_us(exp.created_at),
+                dumps(doc),
+                # what recall_candidates reads of every candidate, apart: parsing whole docs for
+                # it cost more than reading them
+                dumps([doc[name] for name in _CANDIDATE_PATHS]),
+            ),
+        )
 
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         row = self.db.read().execute(

@@ -1,0 +1,66 @@
+"""The corrections set (bench/corrections): a lesson, a later human lesson that amends it, and the
+question a user would ask later. Both are written through the public API seconds apart, with no
+``supersedes``; the figure is how often recall serves the amendment above the original, beside
+BM25 over the same lessons (situation and advice) in the same run."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from .offline import Bm25
+
+SET = Path(__file__).resolve().parents[1] / "corrections" / "corrections.json"
+CASE_KEYS = {"id", "agent_id", "original", "amendment", "query"}
+LESSON_KEYS = {"situation", "advice"}
+
+
+def load(path: Path = SET) -> list[dict[str, Any]]:
+    """The cases, checked: every case has its keys, both lessons a situation and advice, ids unique."""
+    cases = json.loads(Path(path).read_text())["cases"]
+    seen = set()
+    for case in cases:
+        if set(case) != CASE_KEYS or any(set(case[k]) != LESSON_KEYS for k in ("original", "amendment")):
+            raise ValueError(f"corrections case {case.get('id')!r}: expected keys {sorted(CASE_KEYS)}")
+        if case["id"] in seen:
+            raise ValueError(f"corrections case {case['id']!r} appears twice")
+        seen.add(case["id"])
+    return cases
+
+
+def first(ranking: list[str], amend: str, orig: str) -> bool:
+    """The amendment is served, and above the original if that is served too."""
+    return amend in ranking and (orig not in ranking or ranking.index(amend) < ranking.index(orig))
+
+
+def run(api, cases: list[dict[str, Any]], nonce: str, top_k: int, log: Callable[[str], None]) -> dict[str, Any]:
+    log(f"corrections: writing {2 * len(cases)} lessons...")
+    flagged = 0
+    for case in cases:
+        ids = {k: f"{nonce}-{case['id']}-{k}" for k in ("original", "amendment")}
+        for kind in ("original", "amendment"):
+            body = dict(case[kind], experience_id=ids[kind], agent_id=case["agent_id"], lesson=case[kind]["advice"])
+            answer = api.call("POST", "/v1/experiences", json=body)
+            if kind == "amendment" and ids["original"] in answer.get("correction_of", []):
+                flagged += 1
+    per_case, bm25_first = [], 0
+    docs = [(f"{nonce}-{c['id']}-{k}", f"{c[k]['situation']} {c[k]['advice']}") for c in cases for k in ("original", "amendment")]
+    bm25 = Bm25([t for _, t in docs])
+    for case in cases:
+        orig, amend = f"{nonce}-{case['id']}-original", f"{nonce}-{case['id']}-amendment"
+        hits = api.call("POST", "/v1/recall", json={"query": case["query"], "agent_id": case["agent_id"], "top_k": top_k})["hits"]
+        ranking = [h["experience"]["experience_id"] for h in hits]
+        scores = bm25.scores(case["query"])
+        order = [docs[i][0] for i in sorted(range(len(docs)), key=lambda i: (-scores[i], i))][:top_k]
+        ok, base = first(ranking, amend, orig), first(order, amend, orig)
+        bm25_first += base
+        per_case.append({"id": case["id"], "amendment_first": ok, "bm25_amendment_first": base,
+                         "explained": any(orig in h["explanation"].get("corrects", []) for h in hits)})
+    n = len(cases)
+    return {
+        "cases": n,
+        "hindsight": {"amendment_first": sum(c["amendment_first"] for c in per_case) / n, "flagged": flagged / n,
+                      "explained": sum(c["explained"] for c in per_case) / n},
+        "bm25": {"amendment_first": bm25_first / n},
+        "per_case": per_case,
+    }
