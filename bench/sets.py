@@ -19,6 +19,10 @@ trajectories and 4 tests a family, no test query repeating or nearly copying a t
 Jaccard > 0.8) or containing its own fix terms, at least 44 families and 12 same-tool sibling pairs.
 It warns, without failing, where a family's fix term occurs in its sibling's trajectories: a sibling
 may try that fix as its wrong alternative on purpose.
+
+The **corrections** set (``bench/corrections/corrections.json``) is ``{"cases": [...]}``, each case
+an ``id``, an ``agent_id``, an ``original`` and an ``amendment`` lesson (``situation``, ``advice``)
+and a ``query``; ``bench.eval.corrections`` loads it through ``corrections_errors``.
 """
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ class EvalSet:
     name: str
     path: Path
     role: str  # dev: changes are decided on it; held-out: report only, never tuned on
-    format: str  # blind | heldout-tasks
+    format: str  # blind | heldout-tasks | corrections
 
 
 SETS = {s.name: s for s in (
@@ -57,6 +61,7 @@ SETS = {s.name: s for s in (
     EvalSet("blind4", BENCH / "blind4" / "families.json", "dev", "blind"),
     EvalSet("independent", BENCH / "independent" / "families.json", "held-out", "blind"),
     EvalSet("reuse-heldout", BENCH / "experience_reuse" / "heldout.json", "held-out", "heldout-tasks"),
+    EvalSet("corrections", BENCH / "corrections" / "corrections.json", "dev", "corrections"),
 )}
 BLIND_SETS = {s.name: s.role for s in SETS.values() if s.format == "blind"}  # sets in the blind format, and their role
 
@@ -348,6 +353,32 @@ def heldout_errors(doc: Any) -> list[str]:
     return errors
 
 
+# --- the corrections set ------------------------------------------------------------------------------
+
+CASE_KEYS = {"id", "agent_id", "original", "amendment", "query"}
+LESSON_KEYS = {"situation", "advice"}
+
+
+def corrections_errors(doc: Any) -> list[str]:
+    """Every case has exactly its keys, both lessons a situation and advice, ids unique."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list) or not doc["cases"]:
+        return ["expected {'cases': [...]}"]
+    errors, seen = [], set()
+    for n, case in enumerate(doc["cases"]):
+        if not isinstance(case, dict) or set(case) != CASE_KEYS or any(
+                not isinstance(case[k], dict) or set(case[k]) != LESSON_KEYS for k in ("original", "amendment")):
+            name = case.get("id") if isinstance(case, dict) else f"#{n}"
+            errors.append(f"corrections case {name!r}: expected keys {sorted(CASE_KEYS)}, each lesson {sorted(LESSON_KEYS)}")
+            continue
+        texts = [case["id"], case["agent_id"], case["query"], *case["original"].values(), *case["amendment"].values()]
+        if not all(_text(t) for t in texts):
+            errors.append(f"corrections case {case['id']!r}: every field must be a non-empty string")
+        if case["id"] in seen:
+            errors.append(f"corrections case {case['id']!r} appears twice")
+        seen.add(case["id"])
+    return errors
+
+
 # --- one set, by name or path -------------------------------------------------------------------------
 
 def check(target: EvalSet | str | Path) -> tuple[list[str], list[str], dict[str, Any]]:
@@ -355,6 +386,9 @@ def check(target: EvalSet | str | Path) -> tuple[list[str], list[str], dict[str,
     es = target if isinstance(target, EvalSet) else SETS.get(str(target)) or EvalSet(str(target), Path(target), "-", "blind")
     doc = read(es.path)
     warnings: list[str] = []
+    if es.format == "corrections":
+        errors = corrections_errors(doc)
+        return errors, warnings, {} if errors else {"cases": len(doc["cases"])}
     if es.format == "heldout-tasks":
         errors = heldout_errors(doc)
         counts = {} if errors else {"families": len(doc["tasks"]),

@@ -4,28 +4,23 @@ question a user would ask later. Both are written through the public API seconds
 BM25 over the same lessons (situation and advice) in the same run."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
+from bench import sets
+
 from .offline import Bm25
 
-SET = Path(__file__).resolve().parents[1] / "corrections" / "corrections.json"
-CASE_KEYS = {"id", "agent_id", "original", "amendment", "query"}
-LESSON_KEYS = {"situation", "advice"}
+SET = sets.SETS["corrections"].path
 
 
 def load(path: Path = SET) -> list[dict[str, Any]]:
-    """The cases, checked: every case has its keys, both lessons a situation and advice, ids unique."""
-    cases = json.loads(Path(path).read_text())["cases"]
-    seen = set()
-    for case in cases:
-        if set(case) != CASE_KEYS or any(set(case[k]) != LESSON_KEYS for k in ("original", "amendment")):
-            raise ValueError(f"corrections case {case.get('id')!r}: expected keys {sorted(CASE_KEYS)}")
-        if case["id"] in seen:
-            raise ValueError(f"corrections case {case['id']!r} appears twice")
-        seen.add(case["id"])
-    return cases
+    """The cases, checked by ``bench.sets.corrections_errors``."""
+    doc = sets.read(path)
+    errors = sets.corrections_errors(doc)
+    if errors:
+        raise ValueError(f"{path}: " + "; ".join(errors[:5]))
+    return doc["cases"]
 
 
 def first(ranking: list[str], amend: str, orig: str) -> bool:

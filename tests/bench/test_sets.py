@@ -31,6 +31,7 @@ def test_the_counts_are_those_the_readmes_quote():
         assert (c["families"], c["sibling_pairs"], c["same_tool_pairs"], c["train_trajectories"], c["test_queries"]) == want
     assert sets.check("blind4")[2]["shapes"]["value-from-result"] == 31
     assert sets.check("reuse-heldout")[2] == {"families": 24, "tasks": 120}
+    assert sets.check("corrections")[2] == {"cases": 12}
 
 
 def blind2() -> dict:
@@ -106,6 +107,17 @@ def test_heldout_tasks_need_a_query_and_values():
     assert any("weather-city/tasks[0]: query" in e for e in errors)
     assert any("weather-city/tasks[0]: values" in e for e in errors)
     assert any("flight-airport/tasks[1]" in e for e in errors)
+
+
+def test_corrections_need_their_keys_unique_ids_and_words():
+    doc = sets.read(sets.SETS["corrections"].path)
+    doc["cases"][1]["id"] = doc["cases"][0]["id"]
+    doc["cases"][2]["query"] = " "
+    del doc["cases"][3]["amendment"]["advice"]
+    errors = sets.corrections_errors(doc)
+    assert any("appears twice" in e for e in errors)
+    assert any(repr(doc["cases"][2]["id"]) in e and "non-empty" in e for e in errors)
+    assert any(repr(doc["cases"][3]["id"]) in e and "expected keys" in e for e in errors)
 
 
 def test_the_command_exits_1_on_an_invalid_file(tmp_path, capsys):
