@@ -207,7 +207,7 @@ class DynamoTrajectoryStore:
                     for offset, (event, doc) in enumerate(new, start=1):
                         seq = count + offset
                         doc = {**doc, "seq": seq}
-                        common = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq)
+                        common: dict[str, Any] = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq)
                         tx.save(E(pk, seq_sk(seq), doc=dumps(doc), **common), condition=E.pk.does_not_exist())
                         tx.save(E(pk, marker_sk(event.event_id), **common), condition=E.pk.does_not_exist())
                     tx.update(
