@@ -35,8 +35,10 @@ run: install-run
 # What ruff reads: the service, the embedded server, the SDK and the tools beside them
 LINTED := app.py chalicelib local sdk/python devtools infra
 
+# ruff, then mypy on the service, the embedded server and the SDK (the files and settings: pyproject.toml)
 lint: install
 	$(PY) -m ruff check $(LINTED)
+	$(PY) -m mypy
 
 test: install lint
 	devtools/install-browser.sh
@@ -76,5 +78,5 @@ synth: install
 	$(PY) infra/synth.py $(SYNTH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache infra/cdk.out infra/.build \
+	rm -rf $(VENV) .pytest_cache .mypy_cache infra/cdk.out infra/.build \
 		sdk/typescript/node_modules sdk/typescript/dist sdk/typescript/build examples/typescript/node_modules examples/typescript/dist

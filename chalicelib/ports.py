@@ -5,6 +5,7 @@ Stores raise ``domain.errors.NotFound`` / ``Conflict``; they never leak SDK exce
 """
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Iterable, Mapping, Protocol, Sequence
@@ -156,7 +157,7 @@ class ExperienceStore(Protocol):
 
     def find_active_by_situation(
         self, tenant_id: str, situation_key: str, agent_id: str | None, user_id: str | None
-    ) -> list[Experience]:
+    ) -> builtins.list[Experience]:  # ``list`` names a method here
         """Active experiences with this situation key in exactly this scope (the candidates a new
         lesson about the same situation may contradict)."""
 

@@ -61,8 +61,11 @@ def main(argv: list[str] | None = None) -> None:
     deps.embedder.embed(["warm up"])  # load the model before the first request, not during it
     warm = getattr(deps.index, "warm", None)
     if warm is not None:  # load every tenant's vectors now rather than on its first recall
-        # frozen once loaded, as start-up's objects are (tune_gc): they live as long as the server
-        threading.Thread(target=lambda: (warm(), gc.freeze()), name="hindsight-warm-index", daemon=True).start()
+        def warm_and_freeze() -> None:
+            warm()
+            gc.freeze()  # frozen once loaded, as start-up's objects are (tune_gc): they live as long as the server
+
+        threading.Thread(target=warm_and_freeze, name="hindsight-warm-index", daemon=True).start()
     reviews = start_review_worker(deps, settings) if settings.worker else None
     from app import app as chalice_app
 

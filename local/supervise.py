@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping, TypeGuard
 
 # the folder that holds the ``local`` and ``chalicelib`` packages
 ROOT = str(Path(__file__).resolve().parents[1])
@@ -21,7 +21,7 @@ WATCH_SECONDS = 0.5
 RESTART_SECONDS = 5.0
 
 
-def restart_due(proc: subprocess.Popen | None, started_at: float) -> bool:
+def restart_due(proc: subprocess.Popen[Any] | None, started_at: float) -> TypeGuard[subprocess.Popen[Any]]:
     """Whether ``proc`` has exited and was started (``started_at``, monotonic) ``RESTART_SECONDS``
     ago or more: a child that fails at start is started again at that pace, not in a loop."""
     return proc is not None and proc.poll() is not None and time.monotonic() - started_at >= RESTART_SECONDS

@@ -75,7 +75,7 @@ def _from_doc(
     cls: type[T], doc: dict[str, Any], datetimes: tuple[str, ...], enums: dict[str, type[Enum]],
     parsers: dict[str, Callable[[Any], Any]] | None = None,
 ) -> T:
-    names = _names(cls)
+    names = _names(cls)  # type: ignore[arg-type]  # a class is hashable; mypy does not see it through type[T]
     # a doc written by this version holds only the class's fields: one copy in C, not a filter by key
     kwargs = dict(doc) if names.issuperset(doc) else {k: v for k, v in doc.items() if k in names}
     for key in datetimes:

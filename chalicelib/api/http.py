@@ -65,11 +65,11 @@ def answer_for(exc: HindsightError) -> tuple[int, dict[str, str], str]:
 
 def error_response(answer: tuple[int, dict[str, str], str]) -> Response:
     status, headers, body = answer
-    return Response(body=body, status_code=status, headers=headers)
+    return Response(body=body, status_code=status, headers={**headers})
 
 
 def json_response(body: Any, status: int = 200) -> Response:
-    return Response(body=json.dumps(body, default=str), status_code=status, headers=JSON_HEADERS)
+    return Response(body=json.dumps(body, default=str), status_code=status, headers={**JSON_HEADERS})
 
 
 def parse_json(raw: bytes | None, max_bytes: int, required: bool = True) -> Any:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, cast
 
 from chalice import Chalice, Response
 from pydantic import BaseModel
@@ -23,6 +23,9 @@ from .. import access_log, gc_pause
 from ..container import get_deps, get_settings
 from ..domain.errors import HindsightError, Unauthorized
 from .http import INTERNAL, answer_for, body_required, error_answer, error_response, json_response, parse_json, to_json, validate
+
+if TYPE_CHECKING:
+    from chalice.app import Request
 
 log = logging.getLogger("hindsight.api")
 Auth = Literal["tenant", "admin", "none"]
@@ -134,14 +137,15 @@ class Router:
             @functools.wraps(view)
             def handle(**path_params: str) -> Response:
                 values: dict[str, Any] = dict(path_params)
+                request = self.request()
                 if auth == "tenant":
                     values["tenant_id"] = self.tenant()
                 elif auth == "admin":
                     from ..services import tenants
 
-                    tenants.require_admin(get_deps(), self.app.current_request.headers.get("authorization"))
+                    tenants.require_admin(get_deps(), request.headers.get("authorization"))
                 if body is not None:
-                    raw = self.app.current_request.raw_body
+                    raw = cast(bytes, request.raw_body)  # Chalice encodes a str body: bytes always
                     data = parse_json(raw, get_settings().max_body_bytes, body_required(body))
                     if check is not None:
                         check(data, raw or b"")
@@ -151,7 +155,7 @@ class Router:
 
                         tenants.admit(get_deps(), values["tenant_id"], cost(values["body"]) - 1)
                 if query is not None:
-                    values["query"] = validate(query, dict(self.app.current_request.query_params or {}))
+                    values["query"] = validate(query, dict(request.query_params or {}))
                 return self.answer(declared, view(**values))
 
             self.routes.append(declared)
@@ -176,6 +180,13 @@ class Router:
             return Response(body=value, status_code=route.status, headers={"Content-Type": f"{route.media_type}; charset=utf-8"})
         return json_response(to_json(value), route.status)
 
+    def request(self) -> Request:
+        """The request being answered: Chalice sets it before it calls a route."""
+        request = self.app.current_request
+        if request is None:
+            raise RuntimeError("no request is being answered")
+        return request
+
     def tenant(self) -> str:
         """The tenant of the request, which then takes one request from the tenant's rate limit.
 
@@ -184,7 +195,7 @@ class Router:
         """
         from ..services import tenants
 
-        request = self.app.current_request
+        request = self.request()
         resolved = (request.context or {}).get("authorizer") or {}
         if resolved.get("tenant_id"):
             tenant_id = resolved["tenant_id"]

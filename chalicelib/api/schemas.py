@@ -205,7 +205,8 @@ class EventsIn(Strict):
 class RecentEventIn(EventIn):
     """An event that advise reads as context and does not store: it needs no id."""
 
-    event_id: Id | None = Field(default=None, description="Optional: advise stores nothing, so there is no repeat to detect.")
+    # widened from the stored event's: mypy sees a narrower subclass field, pydantic a field of its own
+    event_id: Id | None = Field(default=None, description="Optional: advise stores nothing, so there is no repeat to detect.")  # type: ignore[assignment]
 
 
 class EventsOut(Model):

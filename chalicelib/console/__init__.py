@@ -38,8 +38,8 @@ def _read(name: str) -> str:
 
 
 def _file(name: str, cache: str) -> Response:
-    headers = {"Content-Type": TYPES[Path(name).suffix], "Cache-Control": cache, **SECURITY_HEADERS}
-    return Response(body=_read(name), status_code=200, headers=headers)
+    return Response(body=_read(name), status_code=200,
+                    headers={"Content-Type": TYPES[Path(name).suffix], "Cache-Control": cache, **SECURITY_HEADERS})
 
 
 @console.route("/console", methods=["GET"])

@@ -5,7 +5,7 @@ import hashlib
 import re
 from dataclasses import replace
 from datetime import datetime
-from typing import Collection, Mapping
+from typing import Any, Collection, Mapping
 
 from .call_rule import CallRule
 from .generalize import names, recurring_literals, without_examples
@@ -117,11 +117,8 @@ def written_keeping(draft: LessonDraft, keep: Collection[str], salt: str) -> Les
     if not draft.wording:
         return draft
     values = without_kept(draft.values, keep, salt)
-    return replace(
-        draft,
-        **{name: write(draft.wording[name], values) for name in TEXT_FIELDS if name in draft.wording},
-        kept_literals=tuple(v for v in draft.values if v not in values),
-    )
+    texts: dict[str, Any] = {name: write(draft.wording[name], values) for name in TEXT_FIELDS if name in draft.wording}
+    return replace(draft, **texts, kept_literals=tuple(v for v in draft.values if v not in values))
 
 
 def specialized_experience(draft: LessonDraft, keep: Mapping[str, str], traj: Trajectory, now: datetime) -> Experience | None:

@@ -24,7 +24,7 @@ _PLACEHOLDER_NAME = re.compile(r"[^a-z0-9_]+")
 _WORD = re.compile(r"\w+")
 
 
-class LiteralValues(dict):
+class LiteralValues(dict[str, str]):
     """A trajectory's literal values (value -> placeholder), indexed by their words.
 
     A long trajectory has thousands of literals and each of its lessons' texts is generalized:

@@ -5,19 +5,19 @@ query token counts on its own, by its best match.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # imported on use: the Lambda package has no numpy, and its functions import every module
-    import numpy as np
+    from numpy.typing import NDArray
 
 
-def maxsim(query: np.ndarray, doc: np.ndarray) -> float:
+def maxsim(query: NDArray[Any], doc: NDArray[Any]) -> float:
     """Mean over the query's token vectors of the best cosine to any of the text's (rows are unit
     vectors); 0 when either side has no token."""
     return late_scores(best_matches(query, [doc]))[0]
 
 
-def best_matches(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
+def best_matches(query: NDArray[Any], docs: Sequence[NDArray[Any]]) -> NDArray[Any]:
     """(docs, query tokens): each query token's best cosine in each text (0 for an empty text)."""
     import numpy as np
 
@@ -31,7 +31,7 @@ def best_matches(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
-def late_scores(best: np.ndarray, rare: bool = False) -> list[float]:
+def late_scores(best: NDArray[Any], rare: bool = False) -> list[float]:
     """Per text, the mean of the query tokens' best matches; ``rare``: each token weighed by how
     little the texts match it on average, so that what they all share counts less than what only
     some of them hold."""

@@ -106,8 +106,9 @@ class LessonDraft:
 
 def drafted(wording: Mapping[str, Wording], values: Mapping[str, str], salt: str, **identity: Any) -> LessonDraft:
     """A draft whose texts are ``wording`` written with every literal in ``values`` generalized."""
+    texts: dict[str, Any] = {name: write(pieces, values) for name, pieces in wording.items()}
     return LessonDraft(
-        **{name: write(pieces, values) for name, pieces in wording.items()},
+        **texts,
         **identity,
         literals=literal_digests(values, salt),
         values=values if isinstance(values, LiteralValues) else LiteralValues(values),
@@ -267,8 +268,8 @@ def trajectory_literals(events: Sequence[Event], goal: str = "") -> LiteralValue
         by_lower.setdefault(v.lower(), p)
     for e in events:
         result = e.content.get("result") if e.is_tool_call else None
-        if isinstance(result, str) and (p := by_lower.get(result.strip().lower())) is not None:
-            values.setdefault(result.strip(), p)
+        if isinstance(result, str) and (placeholder := by_lower.get(result.strip().lower())) is not None:
+            values.setdefault(result.strip(), placeholder)
     out = LiteralValues(values)
     stated = [str(e.content.get("error") or "") if e.is_tool_call else str(e.content.get("text") or "")
               for e in events if e.failed or e.type == "llm_reasoning" or e.is_negative_feedback]

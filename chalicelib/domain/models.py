@@ -181,7 +181,8 @@ class ReviewSummary:
 
     @staticmethod
     def local_reviews(traj: Trajectory) -> list[dict[str, Any]]:
-        return (traj.review or {}).get(LOCAL_SCOPE, [])
+        reviews: list[dict[str, Any]] = (traj.review or {}).get(LOCAL_SCOPE, [])
+        return reviews
 
     @staticmethod
     def with_local_review(record: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any]:

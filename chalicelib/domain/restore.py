@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from .errors import Conflict
 from .models import Experience, ExperienceStatus
@@ -11,7 +12,7 @@ MAX_HISTORY = 50
 NEUTRAL = 0.5  # utility and confidence of a lesson nobody has judged yet
 
 
-def with_note(exp: Experience, note: dict) -> list[dict]:
+def with_note(exp: Experience, note: dict[str, Any]) -> list[dict[str, Any]]:
     """The experience's history with one more note, the oldest dropped past ``MAX_HISTORY``."""
     return [*exp.history, note][-MAX_HISTORY:]
 

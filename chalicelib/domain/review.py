@@ -185,8 +185,8 @@ def fix_note(ctx: _Context, c: Contrast) -> tuple[str, str | None] | None:
         _text(e) for e in ctx.events
         if e.type == "llm_reasoning" and c.worked.seq < e.seq and (until is None or e.seq < until)
     ]
-    note = next((n for n in after if _note_words(n, known) >= MIN_NOTE_WORDS), None)
-    return (note, None) if note is not None else None
+    summary = next((n for n in after if _note_words(n, known) >= MIN_NOTE_WORDS), None)
+    return (summary, None) if summary is not None else None
 
 
 MAX_SEEN = 4  # fields of what a look returned
@@ -270,6 +270,7 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     situation = (*ctx.task(), f" Calling {t} failed with ", err, ".", *seen)
     outcome = ctx.traj.outcome
     rule = _contrast_rule(ctx, c)
+    fix_tools: tuple[str, ...]
     if rule.kind is RuleKind.ARGUMENTS:
         change = changes_words(rule.arguments)
         names = ", ".join(code(n) for n in c.changed_params)
@@ -345,7 +346,7 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
     said0 = generalize(short(text), ctx.values)  # identity: every literal generalized, whatever a wording keeps
     if before.is_tool_call:
         names = ", ".join(code(k) for k in params_of(before))
-        what = f"calling {code(before.tool)}" + (f" (with {names})" if names else "")
+        what = f"calling {code(before.tool or '')}" + (f" (with {names})" if names else "")
         tools: tuple[str, ...] = (before.tool or "",)
         objected = CallRule(RuleKind.OBJECTED, before.tool or "")
         rule = objected if objected.tool else None
@@ -357,7 +358,7 @@ def _negative_feedback(ctx: _Context, feedback: Event, before: Event | None) -> 
         action = ("The agent did: ", done, ".")
         advice = ("Take into account what the user said after you did this (", done, "): ", said, ".")
     return ctx.draft(
-        (*ctx.task(), " The user objected" + (f" to {code(before.tool)}." if before.is_tool_call else ".")),
+        (*ctx.task(), " The user objected" + (f" to {code(before.tool or '')}." if before.is_tool_call else ".")),
         action,
         ("The user said: ", said),
         ("The user objected to this step: ", said),

@@ -43,7 +43,7 @@ class DecayPolicy:
 def freshness_at(renewed_at: datetime, now: datetime, half_life_days: float) -> float:
     """Exponential decay since the lesson was last written or used: 1.0 now, 0.5 per half-life."""
     age_days = max(0.0, (now - renewed_at).total_seconds() / 86400.0)
-    return 0.5 ** (age_days / half_life_days)
+    return float(0.5 ** (age_days / half_life_days))
 
 
 def current_freshness(exp: Experience | Candidate, now: datetime, half_life_days: float) -> float:

@@ -11,7 +11,7 @@ import math
 from typing import Iterable, Sequence
 
 
-class Vector(tuple):
+class Vector(tuple[float, ...]):
     """An immutable sequence of floats with the vector operations the services use. ``+`` is
     element-wise (not tuple concatenation), and ``0 + v`` is ``v`` so that ``sum`` works."""
 
@@ -20,19 +20,21 @@ class Vector(tuple):
     def __new__(cls, values: Iterable[float]) -> "Vector":
         return super().__new__(cls, (float(x) for x in values))
 
-    def _same_length(self, other) -> None:
+    def _same_length(self, other: Sequence[float]) -> None:
         if len(other) != len(self):
             raise ValueError(f"vectors of {len(self)} and {len(other)} dimensions")
 
-    def __add__(self, other) -> "Vector":  # type: ignore[override]
-        if isinstance(other, (int, float)) and other == 0:
-            return self
+    def __add__(self, other: Sequence[float] | float) -> "Vector":  # type: ignore[override]
+        if isinstance(other, (int, float)):
+            if other == 0:
+                return self
+            raise TypeError(f"a vector plus {other!r}: only 0 adds to a vector")
         self._same_length(other)
         return Vector(a + b for a, b in zip(self, other))
 
     __radd__ = __add__
 
-    def __matmul__(self, other) -> float:
+    def __matmul__(self, other: Sequence[float]) -> float:
         self._same_length(other)
         return math.fsum(a * b for a, b in zip(self, other))
 
@@ -44,7 +46,7 @@ class Vector(tuple):
     def __mul__(self, scalar: float) -> "Vector":  # type: ignore[override]
         return Vector(a * scalar for a in self)
 
-    __rmul__ = __mul__
+    __rmul__ = __mul__  # type: ignore[assignment]
 
     def norm(self) -> float:
         return math.sqrt(self @ self)

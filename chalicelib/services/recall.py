@@ -8,7 +8,7 @@ per hit.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..domain.advice import render_advice
 from ..domain.corrections import corrections_first
@@ -19,6 +19,11 @@ from ..domain.scoring import as_seen_at, recall_score, score_hit
 from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .deps import Deps
+
+if TYPE_CHECKING:  # the Lambda package has no numpy
+    import numpy as np
+
+    from ..domain.vectors import Vector
 
 
 def query_text(q: RecallQuery, query: str | None = None) -> str:
@@ -52,6 +57,7 @@ def query_embedding(deps: Deps, q: RecallQuery):
     ``embedded_texts``), else None."""
     texts = list(embedded_texts(q, deps.recall_negation))
     tokens = None
+    vectors: np.ndarray | Sequence[Vector]
     if deps.late_on and deps.token_pass is not None:
         vectors, made = deps.token_pass.embed_with_tokens(texts, query=True)
         tokens = made[-1]
@@ -128,12 +134,12 @@ def recall(
     hits: list[Hit] = []
     # only the lessons served are copied as seen now (ranking and _distinct read no freshness)
     for r in chosen:
-        exp = wholes.get(r.lesson.experience_id)
-        if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
+        whole = wholes.get(r.lesson.experience_id)
+        if whole is None or whole.status is not ExperienceStatus.ACTIVE or not whole.scope.visible_to(q.agent_id, q.user_id):
             continue  # forgotten (or moved) between the two reads: left out, as a recall after the change would
         # the ranking's score (equal to the explained one unless late interaction moved it)
-        _, explanation = score_hit(exp, r.cosine, q, now, deps.weights, deps.decay, lexical=r.lexical)
-        hits.append(Hit(as_seen_at(exp, now, deps.decay.half_life_days), round(r.score, 4), explanation))
+        _, explanation = score_hit(whole, r.cosine, q, now, deps.weights, deps.decay, lexical=r.lexical)
+        hits.append(Hit(as_seen_at(whole, now, deps.decay.half_life_days), round(r.score, 4), explanation))
     hits = corrections_first(hits)
     return hits, render_advice(hits, deps.advice_max_items)
 
@@ -165,11 +171,11 @@ def _with_whole(deps: Deps, q: RecallQuery, ranked: list[Ranked], count: int) ->
 def late_text(exp: Experience | Candidate, which: str) -> str:
     """The text of a lesson whose tokens the query's meet in ``late_interaction`` (a ``Candidate``
     holds only the text of ``lesson``)."""
-    if which == "examples":
-        return " ".join(exp.embedding_texts())
-    if which == "search":
-        return exp.search_text()
-    return exp.embedding_text()
+    if which not in ("examples", "search"):
+        return exp.embedding_text()
+    if not isinstance(exp, Experience):
+        raise TypeError(f"the {which} text of a lesson is read from the whole lesson, not its ranking candidate")
+    return " ".join(exp.embedding_texts()) if which == "examples" else exp.search_text()
 
 
 def late_interaction(deps: Deps, q: RecallQuery, ranked: list[Ranked], query_tokens=None) -> list[Ranked]:
@@ -209,7 +215,7 @@ def _distinct(ranked: list[Ranked], limit: int) -> list[Ranked]:
     """The first ``limit`` of one hit per lesson: the same fix learned in two scopes, or worded
     identically, would only take the place of another lesson in the handful an agent reads."""
     seen: set[str] = set()
-    out = []
+    out: list[Ranked] = []
     for item in ranked:
         if len(out) >= limit:
             break

@@ -88,7 +88,7 @@ def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict, until: datetime) 
             continue
         seen.add(key)
         started = time.perf_counter()
-        step = _attempt(deps, job, lambda kind, job=job: prepare_review(deps, job.tenant_id, job.trajectory_id, kind, job.triggers))
+        step = _attempt(deps, job, lambda kind: prepare_review(deps, job.tenant_id, job.trajectory_id, kind, job.triggers))
         if isinstance(step, DraftedReview):
             drafted.append((job, step, started))
         elif step is not None:
@@ -100,7 +100,7 @@ def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict, until: datetime) 
         except Exception as exc:  # each review then embeds its own texts, and fails or retries alone
             log.warning("embedding the lessons of %d reviews together failed: %s", len(drafted), f"{type(exc).__name__}: {exc}"[:300])
     for job, d, started in drafted:
-        traj = _attempt(deps, job, lambda kind, d=d: d.finish(deps, known))
+        traj = _attempt(deps, job, lambda kind: d.finish(deps, known))
         if traj is not None:
             _done(deps, job, traj, started)
     for job in later:

@@ -56,6 +56,7 @@ def test_every_requirement_is_in_the_package(package):
 
 # the embedded backend's modules: never imported with HINDSIGHT_BACKEND=aws
 EMBEDDED_ONLY = {"chalicelib.adapters.embedded.index", "chalicelib.adapters.embedded.sign_codes",
+                 *(f"chalicelib.adapters.embedded.{m}" for m in ("partition", "bm25", "search", "changes", "token_vectors")),
                  "chalicelib.adapters.embedders.onnx",
                  "chalicelib.adapters.embedders.hash", "chalicelib.adapters.embedded.db", "chalicelib.adapters.embedded.stores"}
 

@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pynamodb.exceptions import PynamoDBException, TransactWriteError
+from pynamodb.exceptions import DeleteError, PutError, PynamoDBException, TransactWriteError, UpdateError
 
 from chalicelib.domain.errors import HindsightError, Unavailable
 
@@ -31,6 +31,18 @@ class StoreUnavailable(Unavailable, RuntimeError):
 def failed_condition(exc: PynamoDBException) -> bool:
     """True when a single-item write failed only because its condition did not hold."""
     return exc.cause_response_code == CONDITIONAL_CHECK_FAILED
+
+
+def written_if(write: Callable[[], Any]) -> bool:
+    """Make a conditional single-item write (a save, update or delete): True if it was made, False
+    if its condition did not hold; any other failure propagates."""
+    try:
+        write()
+        return True
+    except (PutError, UpdateError, DeleteError) as exc:
+        if failed_condition(exc):
+            return False
+        raise
 
 
 def cancellation_codes(exc: TransactWriteError) -> list[str | None]:

@@ -6,6 +6,7 @@ experience is active, so a put that archives it takes it out of them in the same
 """
 from __future__ import annotations
 
+import builtins
 import heapq
 import json
 from itertools import islice
@@ -151,7 +152,7 @@ class DynamoExperienceStore:
 
     def find_active_by_situation(
         self, tenant_id: str, situation_key: str, agent_id: str | None, user_id: str | None
-    ) -> list[Experience]:
+    ) -> builtins.list[Experience]:  # ``list`` names a method here
         with boundary("find by situation"):
             items = list(self.Item.by_situation.query(scope_key(tenant_id, agent_id, user_id, situation_key)))
         return [self._experience(i) for i in items]  # oldest first: the index sorts by created_sk

@@ -75,16 +75,19 @@ class DynamoConfig:
     shards: int = 4  # partitions of each cross-tenant sparse index; may grow, never shrink
 
 
+def _index(table: str, name: str, hash_name: str, range_name: str, keys_only: bool = False) -> GlobalSecondaryIndex:
+    """A global secondary index of the table, keyed on two string attributes; ``keys_only``: it
+    projects the keys alone, else every attribute."""
+    meta = type("Meta", (), {"index_name": name, "projection": KeysOnlyProjection() if keys_only else AllProjection()})
+    cls = type(
+        f"_{table}_{name}",
+        (GlobalSecondaryIndex,),
+        {"Meta": meta, hash_name: UnicodeAttribute(hash_key=True), range_name: UnicodeAttribute(range_key=True)},
+    )
+    return cls()
+
+
 # --- tenants ------------------------------------------------------------------------------------
-
-
-class _TenantsByCreated(GlobalSecondaryIndex):
-    class Meta:
-        index_name = "by_created"
-        projection = AllProjection()
-
-    listing = UnicodeAttribute(hash_key=True)
-    created_sk = UnicodeAttribute(range_key=True)
 
 
 class TenantItem(Model):
@@ -96,28 +99,10 @@ class TenantItem(Model):
     revoked = BooleanAttribute(null=True)
     listing = UnicodeAttribute(null=True)
     created_sk = UnicodeAttribute(null=True)
-    by_created = _TenantsByCreated()
+    by_created = _index("Tenants", "by_created", "listing", "created_sk")
 
 
 # --- trajectories and events --------------------------------------------------------------------
-
-
-class _TrajectoriesByStatus(GlobalSecondaryIndex):
-    class Meta:
-        index_name = "by_status"
-        projection = KeysOnlyProjection()
-
-    tenant_status = UnicodeAttribute(hash_key=True)
-    trajectory_id = UnicodeAttribute(range_key=True)
-
-
-class _TrajectoriesOutbox(GlobalSecondaryIndex):
-    class Meta:
-        index_name = "outbox"
-        projection = KeysOnlyProjection()
-
-    outbox_shard = UnicodeAttribute(hash_key=True)
-    outbox_sk = UnicodeAttribute(range_key=True)
 
 
 class TrajectoryItem(Model):
@@ -136,8 +121,8 @@ class TrajectoryItem(Model):
     tenant_status = UnicodeAttribute()
     outbox_shard = UnicodeAttribute(null=True)
     outbox_sk = UnicodeAttribute(null=True)
-    by_status = _TrajectoriesByStatus()
-    outbox = _TrajectoriesOutbox()
+    by_status = _index("Trajectories", "by_status", "tenant_status", "trajectory_id", keys_only=True)
+    outbox = _index("Trajectories", "outbox", "outbox_shard", "outbox_sk", keys_only=True)
 
 
 class EventItem(Model):
@@ -153,15 +138,6 @@ class EventItem(Model):
 # --- experiences --------------------------------------------------------------------------------
 
 
-def _experience_index(name: str, hash_name: str, range_name: str = "created_sk") -> type[GlobalSecondaryIndex]:
-    meta = type("Meta", (), {"index_name": name, "projection": AllProjection()})
-    return type(
-        f"_Experiences_{name}",
-        (GlobalSecondaryIndex,),
-        {"Meta": meta, hash_name: UnicodeAttribute(hash_key=True), range_name: UnicodeAttribute(range_key=True)},
-    )
-
-
 class ExperienceItem(Model):
     tenant_id = UnicodeAttribute(hash_key=True)
     experience_id = UnicodeAttribute(range_key=True)
@@ -174,24 +150,15 @@ class ExperienceItem(Model):
     situation_scope = UnicodeAttribute(null=True)
     active_shard = UnicodeAttribute(null=True)
     active_sk = UnicodeAttribute(null=True)
-    by_created = _experience_index("by_created", "tenant_id")()
-    by_status = _experience_index("by_status", "tenant_status")()
-    by_agent = _experience_index("by_agent", "tenant_agent")()
-    by_fingerprint = _experience_index("by_fingerprint", "fp_scope")()
-    by_situation = _experience_index("by_situation", "situation_scope")()
-    active = _experience_index("active", "active_shard", "active_sk")()
+    by_created = _index("Experiences", "by_created", "tenant_id", "created_sk")
+    by_status = _index("Experiences", "by_status", "tenant_status", "created_sk")
+    by_agent = _index("Experiences", "by_agent", "tenant_agent", "created_sk")
+    by_fingerprint = _index("Experiences", "by_fingerprint", "fp_scope", "created_sk")
+    by_situation = _index("Experiences", "by_situation", "situation_scope", "created_sk")
+    active = _index("Experiences", "active", "active_shard", "active_sk")
 
 
 # --- review jobs --------------------------------------------------------------------------------
-
-
-class _JobsDue(GlobalSecondaryIndex):
-    class Meta:
-        index_name = "due"
-        projection = AllProjection()
-
-    due_shard = UnicodeAttribute(hash_key=True)
-    due_sk = UnicodeAttribute(range_key=True)
 
 
 class JobItem(Model):
@@ -206,7 +173,7 @@ class JobItem(Model):
     due_shard = UnicodeAttribute(null=True)
     due_sk = UnicodeAttribute(null=True)
     triggers = UnicodeAttribute(null=True)  # JSON list: the events a local review reviews
-    due = _JobsDue()
+    due = _index("Jobs", "due", "due_shard", "due_sk")
 
 
 # --- rate limits --------------------------------------------------------------------------------

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pynamodb.exceptions import UpdateError
-
-from chalicelib.adapters.dynamo.errors import boundary, failed_condition
+from chalicelib.adapters.dynamo.errors import boundary, written_if
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.ratelimit import RatePolicy, charged, decide, epoch_us
 
@@ -65,10 +63,4 @@ class DynamoRateLimiter:
         return self.policy.interval_us / 1_000_000
 
     def _update(self, item, actions: list, condition, expires: datetime) -> bool:
-        try:
-            item.update(actions=[*actions, self.Item.expires.set(expires)], condition=condition)
-            return True
-        except UpdateError as exc:
-            if failed_condition(exc):
-                return False
-            raise
+        return written_if(lambda: item.update(actions=[*actions, self.Item.expires.set(expires)], condition=condition))

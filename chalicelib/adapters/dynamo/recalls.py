@@ -9,9 +9,7 @@ import json
 from datetime import datetime, timezone
 from typing import Sequence
 
-from pynamodb.exceptions import PutError
-
-from chalicelib.adapters.dynamo.errors import boundary, failed_condition
+from chalicelib.adapters.dynamo.errors import boundary, written_if
 from chalicelib.adapters.dynamo.items import dumps
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.ratelimit import epoch_us
@@ -41,11 +39,7 @@ class DynamoRecallLedger:
         item = self.Item(served.tenant_id, recall_key(served.recall_id), doc=dumps(doc),
                          expires_us=epoch_us(served.expires_at), expires=served.expires_at)
         with boundary("record recall"):
-            try:
-                item.save(condition=self.Item.key.does_not_exist())
-            except PutError as exc:
-                if not failed_condition(exc):
-                    raise
+            written_if(lambda: item.save(condition=self.Item.key.does_not_exist()))
 
     def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
         keys = [(tenant_id, recall_key(i)) for i in dict.fromkeys(recall_ids)]
@@ -67,13 +61,7 @@ class DynamoRecallLedger:
         item = self.Item(tenant_id, credit_key(trajectory_id, experience_id), expires_us=epoch_us(expires_at),
                          expires=expires_at)
         with boundary("mark credited"):
-            try:
-                item.save(condition=self.Item.key.does_not_exist())
-            except PutError as exc:
-                if failed_condition(exc):
-                    return False
-                raise
-        return True
+            return written_if(lambda: item.save(condition=self.Item.key.does_not_exist()))
 
     def is_credited(self, tenant_id: str, trajectory_id: str, experience_id: str) -> bool:
         with boundary("is credited"):

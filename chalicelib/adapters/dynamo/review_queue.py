@@ -28,9 +28,9 @@ from datetime import datetime, timedelta, timezone
 from itertools import islice
 from typing import Any, Sequence
 
-from pynamodb.exceptions import DeleteError, DoesNotExist, UpdateError
+from pynamodb.exceptions import DoesNotExist
 
-from chalicelib.adapters.dynamo.errors import boundary, failed_condition
+from chalicelib.adapters.dynamo.errors import boundary, written_if
 from chalicelib.adapters.dynamo.items import compose, micros, shard_of, us_key, us_key_bound
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.adapters.fair_claim import in_turns
@@ -81,13 +81,7 @@ class DynamoReviewQueue:
 
     def _update(self, item: Any, actions: list, condition: Any) -> bool:
         """True if the update was made, False if its condition did not hold."""
-        try:
-            item.update(actions=actions, condition=condition)
-            return True
-        except UpdateError as exc:
-            if failed_condition(exc):
-                return False
-            raise
+        return written_if(lambda: item.update(actions=actions, condition=condition))
 
     def enqueue(self, tenant_id: str, trajectory_id: str, kind: str, now: datetime) -> None:
         J = self.Job
@@ -210,11 +204,7 @@ class DynamoReviewQueue:
 
     def _delete_turn(self, turn: Any) -> None:
         J = self.Job
-        try:
-            turn.delete(condition=J.attempts == turn.attempts)
-        except DeleteError as exc:
-            if not failed_condition(exc):
-                raise
+        written_if(lambda: turn.delete(condition=J.attempts == turn.attempts))
 
     def _finish(self, job: ReviewJob, actions: list, operation: str) -> None:
         J = self.Job

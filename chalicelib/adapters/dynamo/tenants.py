@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pynamodb.exceptions import TransactWriteError, UpdateError
+from pynamodb.exceptions import TransactWriteError
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, boundary, cancellation_codes, failed_condition
+from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, boundary, cancellation_codes, written_if
 from chalicelib.adapters.dynamo.items import time_key
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
@@ -108,15 +108,10 @@ class DynamoTenantStore:
                 key_hash = ref.sk[len("key#") :]
                 if key_hash == keep:
                     continue
-                try:
-                    self.Item(key_pk(key_hash), KEY_SK).update(
-                        actions=[self.Item.revoked.set(True)],
-                        condition=self.Item.pk.exists() & (self.Item.revoked == False),  # noqa: E712
-                    )
+                item = self.Item(key_pk(key_hash), KEY_SK)
+                not_yet = self.Item.pk.exists() & (self.Item.revoked == False)  # noqa: E712
+                if written_if(lambda: item.update(actions=[self.Item.revoked.set(True)], condition=not_yet)):  # not when revoked already: counted once
                     revoked += 1
-                except UpdateError as exc:
-                    if not failed_condition(exc):  # already revoked: not counted again
-                        raise
         return revoked
 
     def list_tenants(self) -> list[Tenant]:

@@ -17,11 +17,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Iterator, Sequence
 
-from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
+from pynamodb.exceptions import TransactWriteError, UpdateError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.adapters.codec import event_from_doc, to_doc, trajectory_from_doc
-from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, StoreUnavailable, boundary, cancellation_codes, failed_condition
+from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, StoreUnavailable, boundary, cancellation_codes, failed_condition, written_if
 from chalicelib.adapters.dynamo.items import (
     ITEM_DOC_BUDGET,
     TRANSACTION_MAX_BYTES,
@@ -125,11 +127,7 @@ class DynamoTrajectoryStore:
             tenant_status=compose(traj.tenant_id, traj.status.value),
         )
         with boundary("create trajectory"):
-            try:
-                item.save(condition=self.Traj.tenant_id.does_not_exist())
-            except PutError as exc:
-                if not failed_condition(exc):
-                    raise
+            if not written_if(lambda: item.save(condition=self.Traj.tenant_id.does_not_exist())):
                 return self._trajectory(self._item(traj.tenant_id, traj.trajectory_id)), False
         return self._trajectory(item), True
 
@@ -207,7 +205,7 @@ class DynamoTrajectoryStore:
                     for offset, (event, doc) in enumerate(new, start=1):
                         seq = count + offset
                         doc = {**doc, "seq": seq}
-                        common = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq)
+                        common: dict[str, Any] = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq)
                         tx.save(E(pk, seq_sk(seq), doc=dumps(doc), **common), condition=E.pk.does_not_exist())
                         tx.save(E(pk, marker_sk(event.event_id), **common), condition=E.pk.does_not_exist())
                     tx.update(
@@ -229,21 +227,28 @@ class DynamoTrajectoryStore:
             items = self.Event.query(events_pk(tenant_id, trajectory_id), self.Event.sk.startswith("seq#"), consistent_read=True)
             return [event_from_doc(json.loads(i.doc)) for i in items]
 
+    def _set_status(self, tenant_id: str, trajectory_id: str, status: TrajectoryStatus, now: datetime,
+                    actions: list[Action], condition: Condition) -> Any:
+        """The trajectory's item moved to ``status`` with ``actions`` (its updated time and version
+        too) when ``condition`` holds; UpdateError when it does not."""
+        T = self.Traj
+        item = T(tenant_id, trajectory_id)
+        item.update(
+            actions=[*self._status_attrs(tenant_id, trajectory_id, status, now), *actions,
+                     T.updated_at.set(now.isoformat()), T.rev.add(1)],
+            condition=condition,
+        )
+        return item
+
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
         T = self.Traj
         with boundary("finalize"):
-            item = T(tenant_id, trajectory_id)
             try:
-                item.update(
-                    actions=[
-                        *self._status_attrs(tenant_id, trajectory_id, TrajectoryStatus.FINALIZED, now),
-                        T.outcome.set(outcome),
-                        T.feedback.set(feedback) if feedback is not None else T.feedback.remove(),
-                        T.finalized_at.set(now.isoformat()),
-                        T.updated_at.set(now.isoformat()),
-                        T.rev.add(1),
-                    ],
-                    condition=T.status == TrajectoryStatus.OPEN.value,
+                item = self._set_status(
+                    tenant_id, trajectory_id, TrajectoryStatus.FINALIZED, now,
+                    [T.outcome.set(outcome), T.feedback.set(feedback) if feedback is not None else T.feedback.remove(),
+                     T.finalized_at.set(now.isoformat())],
+                    T.status == TrajectoryStatus.OPEN.value,
                 )
             except UpdateError as exc:
                 if not failed_condition(exc):
@@ -257,17 +262,11 @@ class DynamoTrajectoryStore:
     ) -> Trajectory:
         T = self.Traj
         with boundary("save_review"):
-            item = T(tenant_id, trajectory_id)
             try:
-                item.update(
-                    actions=[
-                        *self._status_attrs(tenant_id, trajectory_id, TrajectoryStatus(status), now),
-                        T.experience_ids.set(dumps(list(experience_ids))),
-                        T.review.set(dumps(fit(review, ITEM_DOC_BUDGET // 2))),
-                        T.updated_at.set(now.isoformat()),
-                        T.rev.add(1),
-                    ],
-                    condition=T.tenant_id.exists(),
+                item = self._set_status(
+                    tenant_id, trajectory_id, TrajectoryStatus(status), now,
+                    [T.experience_ids.set(dumps(list(experience_ids))), T.review.set(dumps(fit(review, ITEM_DOC_BUDGET // 2)))],
+                    T.tenant_id.exists(),
                 )
             except UpdateError as exc:
                 if failed_condition(exc):
@@ -286,21 +285,15 @@ class DynamoTrajectoryStore:
                 review = ReviewSummary.with_local_review(traj.review, summary)
                 ids = list(dict.fromkeys([*traj.experience_ids, *experience_ids]))
                 item = T(tenant_id, trajectory_id)
-                try:
-                    item.update(
-                        actions=[
-                            T.review.set(dumps(fit(review, ITEM_DOC_BUDGET // 2))),
-                            T.experience_ids.set(dumps(ids)),
-                            T.updated_at.set(now.isoformat()),
-                            T.rev.add(1),
-                        ],
-                        condition=T.rev == current.rev,  # nobody wrote since the read
-                    )
+                actions: list[Action] = [
+                    T.review.set(dumps(fit(review, ITEM_DOC_BUDGET // 2))),
+                    T.experience_ids.set(dumps(ids)),
+                    T.updated_at.set(now.isoformat()),
+                    T.rev.add(1),
+                ]
+                if written_if(lambda: item.update(actions=actions, condition=T.rev == current.rev)):  # nobody wrote since the read
                     return self._trajectory(item)
-                except UpdateError as exc:
-                    if not failed_condition(exc):
-                        raise
-                    _backoff(attempt)
+                _backoff(attempt)
         raise StoreUnavailable(f"local review of {trajectory_id}: too much contention")
 
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:

@@ -9,25 +9,34 @@ then scores the nearest in float32, at least 40 times k of them and a 25th of th
 returned are the float32 ones.
 Filters are boolean masks over per-row codes, applied before ranking, so a selective filter never
 starves the result. Each tenant is its own partition, loaded from disk on first use.
+
+This module holds the index and its tuning, and reads and writes its rows; its parts are
+``partition`` (one tenant's matrix, filter codes and tool sets), ``bm25`` (postings and term
+scores), ``search`` (the product, k-NN and top k), ``changes`` (the log that keeps several
+processes' indexes on the same files in step) and ``token_vectors`` (late interaction's rows).
 """
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
-from array import array
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from chalicelib.adapters.embedded.bm25 import DENSE_SHARE, TERM_CACHE_POSTINGS
+from chalicelib.adapters.embedded.bm25 import Postings as _Postings  # noqa: F401  (the index's parts, by their names here)
+from chalicelib.adapters.embedded.changes import CHANGES_KEPT, PRUNE_EVERY, ChangeLog, Changes
 from chalicelib.adapters.embedded.db import SqliteDatabase, dumps, rows_in
-from chalicelib.adapters.embedded.sign_codes import SignCodes
-from chalicelib.domain.lexical import Bm25Params, idf, terms, terms_key
-from chalicelib.domain.models import match_key, match_keys
+from chalicelib.adapters.embedded.partition import Partition as _Partition
+from chalicelib.adapters.embedded.search import RowProduct, bm25_top, knn
+from chalicelib.adapters.embedded.token_vectors import TokenVectorTable
+from chalicelib.domain.lexical import Bm25Params, terms, terms_key
 from chalicelib.ports import IndexEntry, IndexFilter
 
+# The tuning, read as partitions are made and searches run.
 _ROWS_PER_THREAD = 16384  # below this many rows a thread is not worth waking for a block
 _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a few BLAS calls
 # from this many rows a k-NN search first ranks the rows its filter leaves by their sign codes
@@ -35,38 +44,11 @@ _GATHER_ROWS = 8192  # listed rows copied at a time: 12 MB at 384 dimensions, a 
 # float32: at least ``_RESCORE`` x k of them and 1/``_RESCORE_SHARE`` of the rows ranked
 _SIGNS_MIN_ROWS = 16384
 _RESCORE, _RESCORE_SHARE = 40, 25
-_NO_ROWS = np.zeros(0, dtype=np.int32)
-_NO_TFS = np.zeros(0, dtype=np.float32)
-# postings whose BM25 shares a partition keeps between writes, for the terms queries used first; a
-# write empties them. 8 bytes each: at most 16 MB per partition
-_TERM_CACHE_POSTINGS = 1 << 21
-# a term held by at least this share of the rows keeps its shares as one vector over every row (4 bytes
-# a row, counted as half a posting; 0 where the term is not): added in one pass, where scattering each
-# share to its row costs several times more per share
-_DENSE_SHARE = 1 / 8
+_TERM_CACHE_POSTINGS = TERM_CACHE_POSTINGS  # BM25 term scores kept between writes (``bm25.Bm25Rows``)
+_DENSE_SHARE = DENSE_SHARE
 _CHECKED_ROWS = 64  # stored terms compared with a fresh tokenization at each load: the first rows and a spread
-# changes kept in ``index_changes`` for the other processes on the same files (``NumpyVectorIndex._sync``);
-# one that has fallen further behind loads its partitions again
-_CHANGES_KEPT = 100_000
-_PRUNE_EVERY = 1024  # a writer prunes the log when its seq passes a multiple of this
-
-
-def _packed(vectors: np.ndarray, dim: int) -> bytes:
-    """Token vectors as the index keeps them: per row a float32 scale, then the row in int8 (388
-    bytes a token at 384 dimensions, a quarter of float32; a unit row's cosines move by ~1e-3)."""
-    v = np.asarray(vectors, dtype=np.float32).reshape(-1, dim)
-    scale = np.abs(v).max(axis=1) / 127
-    scale = np.where(scale > 0, scale, 1).astype(np.float32)
-    return scale.tobytes() + np.rint(v / scale[:, None]).astype(np.int8).tobytes()
-
-
-def _unpacked(blob: bytes, dim: int) -> np.ndarray:
-    """``_packed``'s rows again, as float32 unit rows."""
-    n = len(blob) // (dim + 4)
-    scale = np.frombuffer(blob, np.float32, n)
-    v = np.frombuffer(blob, np.int8, n * dim, 4 * n).reshape(n, dim) * scale[:, None]
-    v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    return v
+_CHANGES_KEPT = CHANGES_KEPT  # the change log (``changes``)
+_PRUNE_EVERY = PRUNE_EVERY
 
 
 class _StaleTerms(Exception):
@@ -78,380 +60,23 @@ def _stored(key: str, words: list[str]) -> str:
     return f"{key}\t{' '.join(words)}"
 
 
-class _Postings:
-    """BM25 postings of one partition, compact: a base built in bulk (every posting of a term in one
-    slice of two flat arrays, and every term of a row in one slice of a third), plus the rows
-    written since, in dicts, folded into a new base once there are many of them.
-
-    Per posting the base holds 12 bytes (row, term frequency, and the term id by row, to unlink a
-    row); dicts and Counters per row cost about 20 times that at 100k lessons.
-    """
-
-    REBUILD_MIN = 4096  # recent rows kept in dicts before a rebuild, at least (or an eighth of the rows)
-
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.df = np.zeros(0, dtype=np.int64)  # live rows holding each term: BM25's document frequency
-        self.off = np.zeros(1, dtype=np.int64)  # base: term t's postings are rows/tfs[off[t]:off[t+1]]
-        self.rows, self.tfs = _NO_ROWS, _NO_TFS
-        self.row_off = np.zeros(1, dtype=np.int64)  # base: row r's term ids are row_terms[row_off[r]:row_off[r+1]]
-        self.row_terms = _NO_ROWS
-        self.in_base = np.zeros(0, dtype=bool)  # the row's base postings are its current ones
-        self.stale = np.zeros(0, dtype=np.int64)  # per term: base postings no longer current
-        self.delta: dict[int, dict[int, int]] = {}  # term -> row -> tf, rows written since the base
-        self.delta_rows: dict[int, np.ndarray] = {}  # row -> its term ids, for those rows
-
-    def _term_ids(self, counts: dict[str, int]) -> list[int]:
-        ids = self.ids
-        out = [ids.setdefault(term, len(ids)) for term in counts]
-        if len(ids) > len(self.df):
-            grow = max(len(ids), 2 * len(self.df), 64) - len(self.df)
-            self.df = np.concatenate([self.df, np.zeros(grow, np.int64)])
-            self.stale = np.concatenate([self.stale, np.zeros(grow, np.int64)])
-        return out
-
-    def add(self, row: int, counts: dict[str, int], n_rows: int) -> None:
-        """The row's terms (the row holds none now)."""
-        tids = self._term_ids(counts)
-        for t, tf in zip(tids, counts.values()):
-            self.delta.setdefault(t, {})[row] = tf
-        self.df[tids] += 1  # a row's term ids are distinct
-        self.delta_rows[row] = np.array(tids, dtype=np.int32)  # an array: nothing for the garbage collector
-        if len(self.delta_rows) > max(self.REBUILD_MIN, n_rows // 8):
-            self.rebuild(n_rows)
-
-    def remove(self, row: int) -> None:
-        tids = self.delta_rows.pop(row, None)
-        if tids is not None:
-            for t in tids.tolist():
-                d = self.delta[t]
-                del d[row]
-                if not d:
-                    del self.delta[t]
-            self.df[tids] -= 1
-        elif row < len(self.in_base) and self.in_base[row]:
-            base = self.row_terms[self.row_off[row] : self.row_off[row + 1]]
-            self.df[base] -= 1
-            self.stale[base] += 1
-            self.in_base[row] = False
-
-    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """(rows, term frequencies) of the live rows holding the term, or None."""
-        t = self.ids.get(term)
-        if t is None or not self.df[t]:
-            return None
-        rows, tfs = _NO_ROWS, _NO_TFS
-        if t + 1 < len(self.off):
-            lo, hi = self.off[t], self.off[t + 1]
-            rows, tfs = self.rows[lo:hi], self.tfs[lo:hi]
-            if self.stale[t]:
-                keep = self.in_base[rows]
-                rows, tfs = rows[keep], tfs[keep]
-        recent = self.delta.get(t)
-        if recent:
-            rows = np.concatenate([rows, np.fromiter(recent, dtype=np.int32, count=len(recent))])
-            tfs = np.concatenate([tfs, np.fromiter(recent.values(), dtype=np.float32, count=len(recent))])
-        return rows, tfs
-
-    def rebuild(self, n_rows: int) -> None:
-        """Fold the recent rows into a new base, leaving out postings no longer current."""
-        nt = len(self.off) - 1
-        base_terms = np.repeat(np.arange(nt, dtype=np.int32), np.diff(self.off))
-        keep = self.in_base[self.rows] if len(self.rows) else np.zeros(0, dtype=bool)
-        n_recent = sum(len(d) for d in self.delta.values())
-        d_terms = np.empty(n_recent, dtype=np.int32)
-        d_rows = np.empty(n_recent, dtype=np.int32)
-        d_tfs = np.empty(n_recent, dtype=np.float32)
-        i = 0
-        for t, d in self.delta.items():
-            j = i + len(d)
-            d_terms[i:j] = t
-            d_rows[i:j] = np.fromiter(d, dtype=np.int32, count=len(d))
-            d_tfs[i:j] = np.fromiter(d.values(), dtype=np.float32, count=len(d))
-            i = j
-        live = np.zeros(n_rows, dtype=bool)
-        live[: len(self.in_base)] = self.in_base[:n_rows]
-        live[list(self.delta_rows)] = True
-        self.build(
-            np.concatenate([base_terms[keep], d_terms]), np.concatenate([self.rows[keep], d_rows]),
-            np.concatenate([self.tfs[keep], d_tfs]), live,
-        )
-
-    def build(self, term_ids: np.ndarray, rows: np.ndarray, tfs: np.ndarray, live: np.ndarray) -> None:
-        """A new base of these postings; ``live``: the rows whose postings these are (all of them)."""
-        n_terms, n_rows = len(self.ids), len(live)
-        by_term = np.argsort(term_ids, kind="stable")
-        self.off = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(np.bincount(term_ids, minlength=n_terms), out=self.off[1:])
-        self.rows, self.tfs = rows[by_term].astype(np.int32), tfs[by_term].astype(np.float32)
-        by_row = np.argsort(rows, kind="stable")
-        self.row_off = np.zeros(n_rows + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=n_rows), out=self.row_off[1:])
-        self.row_terms = term_ids[by_row].astype(np.int32)
-        self.in_base = live.copy()
-        self.stale = np.zeros(len(self.df), dtype=np.int64)
-        self.delta, self.delta_rows = {}, {}
+# the vector of an entry read back from the files: its row of the partition's matrix holds it
+_NO_VECTOR = np.zeros(0, dtype=np.float32)
 
 
-class _Partition:
-    def __init__(self, dim: int, bm25: Bm25Params) -> None:
-        self.dim = dim
-        self.bm25_params = bm25
-        self.n = 0
-        # Per-row objects live in object arrays, which the cyclic garbage collector does not walk: in
-        # lists, every full collection visited each of the 1e5 ids and tool sets (about 40 ms).
-        self.ids = np.zeros(0, dtype=object)  # the experience id of each row, None once removed
-        self.pos: dict[str, int] = {}
-        self.vecs = np.zeros((0, dim), dtype=np.float32)
-        self.signs: SignCodes | None = None  # the rows' sign codes, once a search wanted them
-        self.alive = np.zeros(0, dtype=bool)
-        self.agent = np.zeros(0, dtype=np.int32)  # 0 = shared (no agent)
-        self.user = np.zeros(0, dtype=np.int32)
-        self.task = np.zeros(0, dtype=np.int32)  # 0 = any task type
-        self.intent = np.zeros(0, dtype=np.int32)  # 0 = any intent
-        self.doc_len = np.zeros(0, dtype=np.float32)
-        self.has_tools = np.zeros(0, dtype=bool)
-        self.row_tools = np.zeros(0, dtype=object)  # frozenset[str] per row
-        self.tool_rows: dict[str, dict[int, None]] = {}  # rows by tool: dicts of ints, which the collector skips
-        self._tool_arrays: dict[str, np.ndarray] = {}  # tool_rows as arrays, until the tool's rows change
-        self._interned: dict[frozenset[str], frozenset[str]] = {}  # one frozenset per distinct tool set
-        self.postings = _Postings()
-        self._len_norm: np.ndarray | None = None  # BM25's length normalisation per row, until a write
-        # each term's rows and their share of the BM25 score, as a query made them, until a write: the
-        # common words of queries are most of a search's arithmetic and come back in query after query
-        self._term_scores: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
-        self._term_postings = 0  # postings held in _term_scores, at most _TERM_CACHE_POSTINGS
-        self.codes: dict[str, int] = {}
-        self.total_len = 0  # an exact count of terms: it stays exact however rows come and go
-        self.live = 0
-        # a tenant's searches and writes take its partition's lock: another tenant's never wait on it
-        self.lock = threading.RLock()
-        self.used = 0.0  # when a search or write last took it (``NumpyVectorIndex.idle_seconds``)
-
-    def sign_codes(self) -> SignCodes:
-        """The rows' sign codes (``sign_codes``), made now if there are none."""
-        if self.signs is None:
-            self.signs = SignCodes(self.vecs, self.n)
-        return self.signs
-
-    def code(self, value: str | None, create: bool) -> int:
-        if value is None:
-            return 0
-        c = self.codes.get(value)
-        if c is None:
-            if not create:
-                return -1  # matches no row
-            c = self.codes[value] = len(self.codes) + 1
-        return c
-
-    def _grow(self, need: int) -> None:
-        cap = len(self.alive)
-        if need <= cap:
-            return
-        new = max(need, cap * 2, 64)
-        vecs = np.zeros((new, self.dim), np.float32)
-        vecs[:cap] = self.vecs
-        self.vecs = vecs
-        if self.signs is not None:
-            self.signs.grow(new)
-        for name, dtype in (("alive", bool), ("agent", np.int32), ("user", np.int32), ("task", np.int32),
-                            ("intent", np.int32), ("doc_len", np.float32), ("has_tools", bool), ("ids", object),
-                            ("row_tools", object)):
-            more = np.empty(new - cap, dtype) if dtype is object else np.zeros(new - cap, dtype)  # None, or zeros
-            setattr(self, name, np.concatenate([getattr(self, name), more]))
-
-    def _place(self, entry: IndexEntry) -> int:
-        """The entry's row, emptied (a new one at the end for a new id), with its filter codes set."""
-        row = self.pos.get(entry.experience_id)
-        if row is not None:
-            self._unlink(row)
-        else:
-            row = self.n
-            self._grow(row + 1)
-            self.n += 1
-            self.ids[row] = entry.experience_id
-            self.pos[entry.experience_id] = row
-        self.alive[row] = True
-        self.live += 1
-        self.agent[row] = self.code(entry.agent_id, True)
-        self.user[row] = self.code(entry.user_id, True)
-        self.task[row] = self.code(match_key(entry.task_type), True)
-        self.intent[row] = self.code(match_key(entry.intent), True)
-        tools = frozenset(match_keys(entry.tools))
-        tools = self._interned.setdefault(tools, tools)
-        self.has_tools[row] = bool(tools)
-        self.row_tools[row] = tools
-        for t in tools:
-            self.tool_rows.setdefault(t, {})[row] = None
-            self._tool_arrays.pop(t, None)
-        self._written()
-        return row
-
-    def put(self, entry: IndexEntry, vec: np.ndarray | None, counts: Counter[str] | None = None) -> None:
-        """``counts``: the terms of the entry's text, counted, when the caller has them already."""
-        row = self._place(entry)
-        if vec is not None:
-            self.vecs[row] = vec
-            if self.signs is not None:
-                self.signs.set(row, vec)
-        if counts is None:
-            counts = Counter(terms(entry.text, self.bm25_params.stemmer))
-        self._set_len(row, sum(counts.values()))
-        self.postings.add(row, counts, self.n)
-
-    def put_bulk(self, entries: Iterable[tuple[IndexEntry, Counter[str] | None]]) -> None:
-        """``put`` of the entries of an empty partition, in rows 0.. (their vectors in place already),
-        with one build of the postings. Entries (each with its counted terms, or None to tokenize
-        its text) are taken one at a time and only their postings kept."""
-        if self.n:
-            raise ValueError("put_bulk fills an empty partition")
-        term_ids, rows, tfs = array("i"), array("i"), array("f")
-        for entry, counts in entries:
-            if entry.experience_id in self.pos:
-                raise ValueError(f"put_bulk: {entry.experience_id} twice")
-            row = self._place(entry)
-            if counts is None:
-                counts = Counter(terms(entry.text, self.bm25_params.stemmer))
-            self._set_len(row, sum(counts.values()))
-            term_ids.extend(self.postings._term_ids(counts))
-            rows.extend([row] * len(counts))
-            tfs.extend(counts.values())
-        ids = np.frombuffer(term_ids, dtype=np.int32) if term_ids else _NO_ROWS
-        np.add.at(self.postings.df, ids, 1)
-        self.postings.build(ids, np.frombuffer(rows, dtype=np.int32) if rows else _NO_ROWS,
-                            np.frombuffer(tfs, dtype=np.float32) if tfs else _NO_TFS, self.alive[: self.n])
-
-    def _set_len(self, row: int, length: int) -> None:
-        self.doc_len[row] = length
-        self.total_len += length
-
-    def _unlink(self, row: int) -> None:
-        if self.alive[row]:
-            self.live -= 1
-            self.total_len -= int(self.doc_len[row])
-        for t in self.row_tools[row]:
-            self.tool_rows[t].pop(row, None)
-            self._tool_arrays.pop(t, None)
-        self.postings.remove(row)
-        self.row_tools[row] = frozenset()
-        self.alive[row] = False
-        self.doc_len[row] = 0
-        self._written()
-
-    def remove(self, experience_id: str) -> None:
-        row = self.pos.pop(experience_id, None)
-        if row is not None:
-            self._unlink(row)
-            self.ids[row] = None
-
-    def _tool(self, tool: str) -> np.ndarray | None:
-        rows = self._tool_arrays.get(tool)
-        if rows is None:
-            source = self.tool_rows.get(tool)
-            if not source:
-                return None
-            rows = self._tool_arrays[tool] = np.fromiter(source, dtype=np.int64, count=len(source))
-        return rows
-
-    def mask(self, flt: IndexFilter) -> np.ndarray:
-        n = self.n
-        m = self.alive[:n].copy()
-        m &= (self.agent[:n] == 0) | (self.agent[:n] == self.code(flt.agent_id, False))
-        m &= (self.user[:n] == 0) | (self.user[:n] == self.code(flt.user_id, False))
-        if match_key(flt.task_type):
-            m &= (self.task[:n] == 0) | (self.task[:n] == self.code(match_key(flt.task_type), False))
-        if match_key(flt.intent):
-            m &= (self.intent[:n] == 0) | (self.intent[:n] == self.code(match_key(flt.intent), False))
-        if flt.tools:
-            tool_ok = ~self.has_tools[:n]
-            for t in match_keys(flt.tools):
-                found = self._tool(t)
-                if found is not None:
-                    tool_ok[found] = True
-            m &= tool_ok
-        return m
-
-    def _written(self) -> None:
-        """A row changed: the length normalisation and every term's scores are made again."""
-        self._len_norm = None
-        if self._term_postings:
-            self._term_scores, self._term_postings = {}, 0
-
-    def _term_score(self, term: str, len_norm: np.ndarray) -> tuple[np.ndarray | None, np.ndarray] | None:
-        """(rows, their BM25 score for the term) of the live rows holding it, or None; (None, the
-        score of every row, 0 where the term is not) for a term that many rows hold."""
-        cached = self._term_scores.get(term)
-        if cached is not None:
-            return cached
-        found = self.postings.postings(term)
-        if found is None:
-            return None
-        rows, tfs = found
-        norm = tfs + len_norm[rows]
-        shares = idf(len(rows), self.live) * tfs * (self.bm25_params.k1 + 1) / norm
-        made: tuple[np.ndarray | None, np.ndarray] = rows, shares
-        size = len(rows)
-        # dense only when it is kept: made for one query, it would cost more than the scatter it saves
-        if len(rows) >= self.n * _DENSE_SHARE and self._term_postings + self.n // 2 <= _TERM_CACHE_POSTINGS:
-            dense = np.zeros(self.n, dtype=shares.dtype)
-            dense[rows] = shares
-            made, size = (None, dense), self.n // 2
-        if self._term_postings + size <= _TERM_CACHE_POSTINGS:
-            self._term_scores[term] = made
-            self._term_postings += size
-        return made
-
-    def bm25(self, query: str) -> np.ndarray:
-        scores = np.zeros(self.n, dtype=np.float32)
-        if not self.live:
-            return scores
-        if self._len_norm is None:
-            # float32 throughout, as the per-term arithmetic below; the same values whether computed
-            # for every row once or for each term's rows
-            avg_len = np.float32(self.total_len) / np.float32(self.live)
-            k1, b = self.bm25_params.k1, self.bm25_params.b
-            self._len_norm = k1 * (1 - b + b * self.doc_len[: self.n] / max(avg_len, 1e-9))
-        len_norm = self._len_norm
-        # in the order the query names them: a float32 sum in set order would differ between processes
-        for term in dict.fromkeys(terms(query, self.bm25_params.stemmer)):
-            found = self._term_score(term, len_norm)
-            if found is not None:
-                rows, share = found
-                if rows is None:
-                    scores += share  # x + 0 is x: the rows without the term keep their score exactly
-                else:
-                    scores[rows] += share
-        return scores
-
-
-def _entry(row) -> IndexEntry:
+def _entry(row: sqlite3.Row) -> IndexEntry:
     """A stored row's entry, without its vector."""
     m = json.loads(row["meta"])
     # rows written before intents were indexed have none: they fit any intent
     return IndexEntry(
-        row["experience_id"], None, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
+        row["experience_id"], _NO_VECTOR, m.get("agent_id"), m.get("user_id"), tuple(m.get("tools", ())),
         m.get("task_type"), tuple(m.get("tags", ())), m.get("text", ""), m.get("intent"),
     )
 
 
-def _top(ids: np.ndarray, candidates: np.ndarray | None, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
-    """The k best (id, score), best first; ``candidates``: the row of each score (None: score i is
-    row i's). Called under the partition's lock: ``ids`` is read, not copied."""
-    if scores.size == 0:
-        return []
-    if scores.size > k:
-        top = np.argpartition(-scores, k - 1)[:k]
-        candidates, scores = (top if candidates is None else candidates[top]), scores[top]
-    elif candidates is None:
-        candidates = np.arange(scores.size)
-    order = np.argsort(-scores, kind="stable")
-    return [(ids[candidates[i]], float(scores[i])) for i in order]
-
-
 class NumpyVectorIndex:
     """Implements ``ports.VectorIndex`` and ``ports.TokenVectorIndex``. Writes go to SQLite first,
-    then to memory. Token vectors stay in SQLite only (``token_vectors``, int8): a recall reads its
-    leading candidates' in one query, where 100k lessons' would take gigabytes of memory.
+    then to memory. Token vectors stay in SQLite only (``token_vectors``).
 
     Several processes may keep an index on the same files (the embedded server answers recalls, its
     review process writes lessons): every write also lists what it changed in ``index_changes``,
@@ -472,14 +97,13 @@ class NumpyVectorIndex:
         self.dim = dim
         self._parts: dict[str, _Partition] = {}
         self._loading: dict[str, threading.Lock] = {}  # tenants being loaded, each its lock
-        self._lock = threading.RLock()  # the partitions' and loads' maps and the pool; each partition has its own
-        self._threads = max(1, threads)
+        self._lock = threading.RLock()  # the partitions' and loads' maps; each partition has its own
+        self._product = RowProduct(threads)
         self.bm25 = bm25
-        self._pool: ThreadPoolExecutor | None = None
-        self._sync_lock = threading.Lock()
-        # every loaded partition holds each change up to this seq of ``index_changes`` (``_sync``);
-        # read before any partition loads: what loads after holds it
-        self._seen = self._last_change()
+        # every loaded partition holds each change up to the log's ``seen`` (``_sync``), read before
+        # any partition loads
+        self._changes = ChangeLog(db, _CHANGES_KEPT, _PRUNE_EVERY)
+        self._tokens = TokenVectorTable(db, dim)
         self.idle_seconds = idle_seconds
         self._clock = clock
         self._swept = clock()
@@ -505,50 +129,39 @@ class NumpyVectorIndex:
             with loading:
                 part = self._parts.get(tenant_id)
                 if part is None:
-                    synced = self._last_change()  # before its rows are read: any change after it is read again
+                    synced = self._changes.last()  # before its rows are read: any change after it is read again
                     part = self._load(tenant_id)
                     with self._lock:
                         self._parts[tenant_id] = part
                         del self._loading[tenant_id]
-                    with self._sync_lock:  # changes made while it loaded are read again (for every partition)
-                        self._seen = min(self._seen, synced)
+                    self._changes.loaded(synced)
         part.used = now
         return part
 
-    def _last_change(self) -> int:
-        row = self.db.read().execute("SELECT seq FROM index_changes ORDER BY seq DESC LIMIT 1").fetchone()
-        return int(row[0]) if row else 0
+    def _new_partition(self) -> _Partition:
+        return _Partition(self.dim, self.bm25, terms, _TERM_CACHE_POSTINGS, _DENSE_SHARE)
 
     def _sync(self) -> None:
         """The loaded partitions brought up to the last change any process made to the files: each
         changed entry read again (gone: removed). A process that fell behind the changes kept
         drops its partitions, which then load afresh."""
-        if self._last_change() <= self._seen:
-            return
-        with self._sync_lock:
-            since = self._seen
-            conn = self.db.read()
-            changes = conn.execute(
-                "SELECT seq, tenant_id, experience_id FROM index_changes WHERE seq > ? ORDER BY seq", (since,)
-            ).fetchall()
-            if not changes:
-                return
-            if changes[0][0] != since + 1:  # pruned past us: what was changed is not known
-                with self._lock:
-                    self._parts.clear()
-                self._seen = changes[-1][0]
-                return
-            with self._lock:
-                parts = dict(self._parts)
-            by_tenant: dict[str, dict[str, None]] = {}
-            for _, tenant_id, experience_id in changes:
-                if tenant_id in parts:  # one not loaded reads them all when it loads
-                    by_tenant.setdefault(tenant_id, {})[experience_id] = None
-            for tenant_id, ids in by_tenant.items():
-                self._reread(conn, parts[tenant_id], tenant_id, list(ids))
-            self._seen = changes[-1][0]
+        self._changes.catch_up(self._apply)
 
-    def _reread(self, conn, part: _Partition, tenant_id: str, ids: list[str]) -> None:
+    def _apply(self, conn: sqlite3.Connection, changes: Changes) -> None:
+        if changes is None:
+            with self._lock:
+                self._parts.clear()
+            return
+        with self._lock:
+            parts = dict(self._parts)
+        by_tenant: dict[str, dict[str, None]] = {}
+        for tenant_id, experience_id in changes:
+            if tenant_id in parts:  # one not loaded reads them all when it loads
+                by_tenant.setdefault(tenant_id, {})[experience_id] = None
+        for tenant_id, ids in by_tenant.items():
+            self._reread(conn, parts[tenant_id], tenant_id, list(ids))
+
+    def _reread(self, conn: sqlite3.Connection, part: _Partition, tenant_id: str, ids: list[str]) -> None:
         """The entries as the files hold them now: reading one again that the partition holds already
         changes nothing."""
         sql = "SELECT experience_id, vec, meta, terms FROM vectors WHERE tenant_id=? AND experience_id IN ({marks})"
@@ -565,27 +178,11 @@ class NumpyVectorIndex:
                 counts = Counter(words.split()) if kept == key else None
                 part.put(entry, np.frombuffer(r["vec"], dtype=np.float32), counts)
 
-    @staticmethod
-    def _log_changes(conn, tenant_id: str, experience_ids: Iterable[str]) -> tuple[int, int]:
-        """List the written entries in ``index_changes`` (in the write's transaction); the seqs
-        they got, first and last. The log is pruned to the last ``_CHANGES_KEPT``."""
-        rows = [(tenant_id, i) for i in experience_ids]
-        conn.executemany("INSERT INTO index_changes(tenant_id, experience_id) VALUES (?,?)", rows)
-        # one writer at a time: the write's rows have consecutive seqs, ending at the last one inserted
-        (last,) = conn.execute("SELECT last_insert_rowid()").fetchone()
-        first = last - len(rows) + 1
-        if (first - 1) // _PRUNE_EVERY != last // _PRUNE_EVERY:
-            conn.execute("DELETE FROM index_changes WHERE seq <= ?", (last - _CHANGES_KEPT,))
-        return first, last
-
     def _wrote(self, first: int, last: int) -> None:
         """After this process applied its own write (seqs ``first`` to ``last``, one tenant's) to
-        that tenant's partition: when nothing else was written since what every partition holds,
-        the log's entries of the write need not be read again. Not under the partition's lock:
-        ``_sync`` takes the two the other way round."""
-        with self._sync_lock:
-            if self._seen == first - 1:
-                self._seen = last
+        that tenant's partition. Not under the partition's lock: ``_sync`` takes the two the other
+        way round."""
+        self._changes.wrote(first, last)
 
     def _load(self, tenant_id: str) -> _Partition:
         conn = self.db.read()
@@ -599,16 +196,16 @@ class NumpyVectorIndex:
         self._store_terms(tenant_id, missing)
         return part
 
-    def _load_rows(self, tenant_id: str, count: int, trust: bool, missing: list) -> _Partition:
-        part = _Partition(self.dim, self.bm25)
-        part._grow(count)
+    def _load_rows(self, tenant_id: str, count: int, trust: bool, missing: list[tuple[str, str | None, str]]) -> _Partition:
+        part = self._new_partition()
+        part.grow(count)
         part.put_bulk(self._stream(tenant_id, part, count, trust, missing))
         if part.n >= _SIGNS_MIN_ROWS:  # made now, not in a first search
             part.sign_codes()
         return part
 
     def _stream(
-        self, tenant_id: str, part: _Partition, count: int, trust: bool, missing: list
+        self, tenant_id: str, part: _Partition, count: int, trust: bool, missing: list[tuple[str, str | None, str]]
     ) -> Iterator[tuple[IndexEntry, Counter[str]]]:
         """The tenant's stored entries with their counted terms, in chunks: the rows' blobs and
         texts are never all in memory at once. Each chunk's vectors go straight into the partition's
@@ -622,7 +219,7 @@ class NumpyVectorIndex:
         )
         start = 0
         while rows := cursor.fetchmany(2048):
-            part._grow(start + len(rows))  # rows written since the count
+            part.grow(start + len(rows))  # rows written since the count
             part.vecs[start : start + len(rows)] = np.frombuffer(
                 b"".join(r["vec"] for r in rows), dtype=np.float32
             ).reshape(len(rows), self.dim)
@@ -665,7 +262,7 @@ class NumpyVectorIndex:
         vecs = [self._checked(e.vector) for e in entries]
         words = [terms(e.text, self.bm25.stemmer) for e in entries]
         key = terms_key(self.bm25.stemmer)
-        late = [(tenant_id, e.experience_id, e.late.key, _packed(e.late.vectors, self.dim)) for e in entries if e.late]
+        late = self._tokens.rows(tenant_id, entries)
         with self.db.write() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors(tenant_id, experience_id, vec, meta, terms) VALUES (?,?,?,?,?)",
@@ -677,15 +274,8 @@ class NumpyVectorIndex:
                     for e, v, w in zip(entries, vecs, words)
                 ],
             )
-            # an entry's token vectors are written with it: one written without them keeps none
-            conn.executemany(
-                "DELETE FROM token_vectors WHERE tenant_id=? AND experience_id=?",
-                [(tenant_id, e.experience_id) for e in entries if not e.late],
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO token_vectors(tenant_id, experience_id, text_key, vecs) VALUES (?,?,?,?)", late
-            )
-            first, last = self._log_changes(conn, tenant_id, [e.experience_id for e in entries])
+            self._tokens.write(conn, tenant_id, entries, late)
+            first, last = self._changes.record(conn, tenant_id, [e.experience_id for e in entries])
         part = self._partition(tenant_id)
         with part.lock:
             for e, v, w in zip(entries, vecs, words):
@@ -696,11 +286,11 @@ class NumpyVectorIndex:
         if not experience_ids:
             return
         with self.db.write() as conn:
-            for table in ("vectors", "token_vectors"):
-                conn.executemany(
-                    f"DELETE FROM {table} WHERE tenant_id=? AND experience_id=?", [(tenant_id, i) for i in experience_ids]
-                )
-            first, last = self._log_changes(conn, tenant_id, experience_ids)
+            conn.executemany(
+                "DELETE FROM vectors WHERE tenant_id=? AND experience_id=?", [(tenant_id, i) for i in experience_ids]
+            )
+            self._tokens.delete(conn, tenant_id, experience_ids)
+            first, last = self._changes.record(conn, tenant_id, experience_ids)
         part = self._partition(tenant_id)
         with part.lock:
             for i in experience_ids:
@@ -719,58 +309,12 @@ class NumpyVectorIndex:
             return self._knn(part, q, part.mask(flt), k)
 
     def _knn(self, part: _Partition, q: np.ndarray, mask: np.ndarray, k: int) -> list[tuple[str, float]]:
-        # None: no row filtered out, every row's score as the product gives it, no list of rows
-        candidates = None if mask.all() else np.flatnonzero(mask)
-        count = part.n if candidates is None else candidates.size
-        keep = max(k * _RESCORE, count // _RESCORE_SHARE)
-        if part.n >= _SIGNS_MIN_ROWS and count > 2 * keep:
-            # every row the filter leaves ranked by its sign code, the nearest few scored in float32
-            rows = part.sign_codes().nearest(q, part.n, candidates, keep)
-            if rows.size * 2 <= count:  # not when codes too alike to tell rows apart tie past half
-                return _top(part.ids, rows, self._cosines(part, q, rows), k)
-        if candidates is not None and count * 4 < part.n:
-            # the candidates' rows alone when they are few enough to be cheaper than every row
-            return _top(part.ids, candidates, self._cosines(part, q, candidates), k)
-        if candidates is None:
-            return _top(part.ids, None, self._cosines(part, q), k)
-        return _top(part.ids, candidates, self._cosines(part, q)[candidates], k)
-
-    @staticmethod
-    def _bm25_top(part: _Partition, text: str, mask: np.ndarray, k: int) -> list[tuple[str, float]]:
-        scores = part.bm25(text)
-        candidates = np.flatnonzero(mask & (scores > 0))
-        return _top(part.ids, candidates, scores[candidates], k)
+        return knn(part, q, mask, k, self._cosines, signs_min_rows=_SIGNS_MIN_ROWS, rescore=_RESCORE,
+                   rescore_share=_RESCORE_SHARE)
 
     def _cosines(self, part: _Partition, q: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """The cosine of ``q`` with every row, or with ``rows`` (in their order), into one output:
-        contiguous blocks, one per thread, each row's dot product computed alone (so blocks give the
-        scores one product gives). Listed rows are copied a few thousand at a time, never all."""
-        vecs = part.vecs
-        n = part.n if rows is None else len(rows)
-        out = np.empty(n, dtype=np.float32)
-
-        def block(lo: int, hi: int) -> None:
-            if rows is None:
-                np.matmul(vecs[lo:hi], q, out=out[lo:hi])
-                return
-            for start in range(lo, hi, _GATHER_ROWS):
-                end = min(start + _GATHER_ROWS, hi)
-                np.matmul(vecs[rows[start:end]], q, out=out[start:end])
-
-        blocks = min(self._threads, n // _ROWS_PER_THREAD)
-        if blocks < 2:
-            block(0, n)
-            return out
-        if self._pool is None:
-            with self._lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(self._threads - 1, thread_name_prefix="hindsight-index")
-        edges = [n * i // blocks // 64 * 64 for i in range(blocks)] + [n]
-        pending = [self._pool.submit(block, lo, hi) for lo, hi in zip(edges[1:-1], edges[2:])]
-        block(0, edges[1])
-        for done in pending:
-            done.result()
-        return out
+        """The cosine of ``q`` with every row, or with ``rows`` (in their order) (``search.RowProduct``)."""
+        return self._product.cosines(part.vecs, part.n, q, rows, _ROWS_PER_THREAD, _GATHER_ROWS)
 
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
@@ -780,7 +324,7 @@ class NumpyVectorIndex:
         with part.lock:
             if part.n == 0:
                 return []
-            return self._bm25_top(part, text, part.mask(flt), k)
+            return bm25_top(part, text, part.mask(flt), k)
 
     def similarities(self, tenant_id: str, vector: np.ndarray, experience_ids: Sequence[str]) -> dict[str, float]:
         self._sync()
@@ -807,7 +351,7 @@ class NumpyVectorIndex:
                 return {}, {}
             mask = part.mask(flt)
             semantic = dict(self._knn(part, q, mask, k))
-            lexical = dict(self._bm25_top(part, text, mask, k))
+            lexical = dict(bm25_top(part, text, mask, k))
             missing = [i for i in lexical if i not in semantic]
             if missing:
                 sims = part.vecs[[part.pos[i] for i in missing]] @ q
@@ -815,18 +359,10 @@ class NumpyVectorIndex:
         return semantic, lexical
 
     def token_vectors(self, tenant_id: str, keys: Mapping[str, str]) -> dict[str, np.ndarray]:
-        sql = "SELECT experience_id, text_key, vecs FROM token_vectors WHERE tenant_id=? AND experience_id IN ({marks})"
-        rows = self.db.read_in(sql, (tenant_id,), keys)
-        return {i: _unpacked(blob, self.dim) for i, key, blob in rows if keys[i] == key}
+        return self._tokens.of_entries(tenant_id, keys)
 
     def token_vectors_of_texts(self, tenant_id: str, keys: Iterable[str]) -> dict[str, np.ndarray]:
-        # one row of each text, chosen on the (tenant_id, text_key) index alone: a text that many of
-        # the tenant's entries hold (a lesson in several scopes) has one blob read, not each entry's
-        sql = (
-            "SELECT text_key, vecs FROM token_vectors WHERE rowid IN (SELECT MIN(rowid) FROM token_vectors"
-            " WHERE tenant_id=? AND text_key IN ({marks}) GROUP BY text_key)"
-        )
-        return {key: _unpacked(blob, self.dim) for key, blob in rows_in(self.db.read(), sql, (tenant_id,), keys)}
+        return self._tokens.of_texts(tenant_id, keys)
 
     def count(self, tenant_id: str) -> int:
         self._sync()

@@ -1,11 +1,12 @@
 """SQLite implementations of the tenant, trajectory, experience stores and the review queue."""
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 from dataclasses import fields, replace
 from datetime import datetime
-from typing import Sequence
+from typing import Any, Sequence
 
 from chalicelib.adapters.codec import event_from_doc, experience_from_doc, to_doc, trajectory_from_doc
 from chalicelib.adapters.cursors import decode_parts, encode_cursor
@@ -273,7 +274,8 @@ _CANDIDATE_PATHS = ("experience_id", "status", "agent_id", "user_id", "tools", "
 # a row's ranking column holds these values, written with its doc; a row written before it had one
 # (NULL) has them taken out of the doc by SQLite's JSON parser
 _CANDIDATE_FIELDS = "COALESCE(ranking, json_extract(doc, " + ", ".join(f"'$.{name}'" for name in _CANDIDATE_PATHS) + "))"
-_DEFAULTS = {f.name: f.default for f in fields(Experience)}  # of the scalars a doc written before them lacks
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Experience)}  # of the scalars a doc written before them lacks
+_STATUSES = {s.value: s for s in ExperienceStatus}  # by value, looked up without ``ExperienceStatus(value)``'s call
 
 
 def _candidate(tenant_id: str, values: list) -> Candidate:
@@ -281,7 +283,7 @@ def _candidate(tenant_id: str, values: list) -> Candidate:
     (experience_id, status, agent_id, user_id, tools, tags, task_type, intent, anchors, freshness, renewed_at,
      utility, confidence, advice, fingerprint, situation, lesson) = values
     return Candidate(
-        tenant_id, experience_id, ExperienceStatus._value2member_map_.get(status) or ExperienceStatus(status),
+        tenant_id, experience_id, _STATUSES.get(status) or ExperienceStatus(status),
         agent_id, user_id, tools or [], tags or [], task_type, intent, anchors or [],
         _DEFAULTS["freshness"] if freshness is None else freshness, datetime.fromisoformat(renewed_at),
         _DEFAULTS["utility"] if utility is None else utility,
@@ -392,7 +394,7 @@ class SqliteExperienceStore:
 
     def find_active_by_situation(
         self, tenant_id: str, situation_key: str, agent_id: str | None, user_id: str | None
-    ) -> list[Experience]:
+    ) -> builtins.list[Experience]:  # ``list`` names a method here
         rows = self.db.read().execute(
             "SELECT doc FROM experiences WHERE tenant_id=? AND situation_key=? AND status='active'"
             " AND agent_id IS ? AND user_id IS ? ORDER BY created_us, experience_id",

@@ -41,8 +41,10 @@ from chalicelib.domain.errors import Unavailable
 from chalicelib.ports import IndexEntry, IndexFilter
 
 if TYPE_CHECKING:
+    import numpy as np
+
     # a numpy array (embedded embedders) or a domain.vectors.Vector (the Lambda's): a float sequence
-    Vector = Sequence[float]
+    Vector = Sequence[float] | np.ndarray
 
 
 log = logging.getLogger(__name__)

@@ -194,7 +194,7 @@ An empty list is a valid answer."""
 FEW_SHOT_LESSONS = {"lessons": FEW_SHOT_ANSWER["lessons"]}
 
 # answer fields -> (schema, model class, system prompt, example answer)
-ANSWERS = {
+ANSWERS: dict[str, tuple[dict[str, Any], type[LLMReview | LLMLessons], str, dict[str, Any]]] = {
     "all": (REVIEW_SCHEMA, LLMReview, SYSTEM_PROMPT, FEW_SHOT_ANSWER),
     "lessons": (LESSONS_SCHEMA, LLMLessons, SYSTEM_PROMPT_LESSONS, FEW_SHOT_LESSONS),
 }
@@ -318,7 +318,7 @@ class LLMReviewer:
     def _model(self, kind: str) -> str:
         return self.models.get(kind, self.models[FULL_SCOPE])
 
-    def _ask(self, compact: str, kind: str) -> tuple[BaseModel | None, str]:
+    def _ask(self, compact: str, kind: str) -> tuple[LLMReview | LLMLessons | None, str]:
         """The model's answer, validated, and how it went: ok, or why it was dropped (``DROPPED``)."""
         messages = [
             {"role": "system", "content": self.system_prompt},

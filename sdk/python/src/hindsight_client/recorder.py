@@ -263,7 +263,8 @@ class TrajectoryRecorder:
             recent = list(self._recent)
         try:
             call = _calls.advise(tool, snapshot(dict(params or {})), goal=self.goal, trajectory_id=self.trajectory_id,
-                                 recent_events=recent, timeout=self.advise_timeout, **self._scope)  # fmt: skip
+                                 recent_events=recent, timeout=self.advise_timeout, agent_id=self._scope["agent_id"],
+                                 user_id=self._scope["user_id"])  # fmt: skip
             result = self._advisor._transport.run(call)
         except (HindsightError, ValueError, TypeError) as exc:
             self.advise_errors.append(exc)
