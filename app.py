@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chalicelib import gc_pause
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from chalicelib.domain.ratelimit import CostPolicy
 
 with gc_pause.loading():  # the API's imports, scanned by no collection (gc_pause)
-    from chalice import AuthResponse, Chalice, Rate
+    from chalice import AuthResponse, Chalice, Rate, Response
 
     from chalicelib import redaction
     from chalicelib.api import presenters as out
@@ -29,7 +29,7 @@ with gc_pause.loading():  # the API's imports, scanned by no collection (gc_paus
 
 app = Chalice(app_name="hindsight", configure_logs=False)
 redaction.install()  # Lambda's handler on the root logger: no key in a log line, whoever logs it
-app.api.binary_types = []  # every body is JSON text
+app.api.binary_types = ["application/x-protobuf"]  # OTLP/HTTP traces; every other body is JSON text
 
 
 @app.authorizer(name="api_key_authorizer", ttl_seconds=int(os.environ.get("HINDSIGHT_AUTHORIZER_TTL", "0")))
@@ -184,6 +184,29 @@ def finalize(trajectory_id: str, tenant_id: str, body: s.FinalizeIn) -> s.Trajec
     from chalicelib.services import ingest
 
     return out.trajectory_out(ingest.finalize(get_deps(), tenant_id, trajectory_id, body.outcome, body.feedback))
+
+
+@api.route("POST", "/v1/otlp/v1/traces", "OTLP/HTTP traces in (protobuf or JSON, gzip): each trace becomes a trajectory",
+           errors=(413, 415, 422), raw_body=("application/x-protobuf", "application/json"))
+def otlp_traces(tenant_id: str, request: Any) -> Response:
+    from chalicelib.api import otlp
+    from chalicelib.domain.otlp import assemble
+    from chalicelib.services.otlp import record_traces
+
+    headers = request.headers
+    kind = otlp.media_type(headers.get("content-type"))
+    limit = get_settings().max_body_bytes
+    raw = request.raw_body or b""
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"request body is larger than {limit} bytes")
+    drafts = assemble(otlp.spans(otlp.decode(otlp.inflate(raw, headers.get("content-encoding"), limit), kind)))
+    for draft in drafts:  # the same limits as the trajectory routes
+        s.validate_trace(draft)
+    recorded = record_traces(get_deps(), tenant_id, drafts)
+    # protobuf when the client accepts it: a binary answer needs the Accept header behind API Gateway
+    accepts = "application/x-protobuf" in (headers.get("accept") or "")
+    body, media = otlp.answer(kind if accepts else otlp.JSON, recorded.rejected_spans, recorded.message)
+    return Response(body=body, status_code=200, headers={"Content-Type": media})
 
 
 @api.route("POST", "/v1/experiences", "Write a lesson by hand; a repeated experience_id answers 200 with the stored one",

@@ -23,6 +23,7 @@ ERROR_DESCRIPTIONS = {
     404: "Unknown id (or another tenant's id: never 403)",
     409: "The state forbids the change",
     413: "Too large: body, event or number of events",
+    415: "A body of another media type than the route takes",
     422: "Well-formed JSON that is not acceptable; details name the fields",
     429: "Too many requests for this tenant; retry after Retry-After seconds",
     503: "A dependency (store, index, embedder, LLM) did not answer; retry after Retry-After seconds",

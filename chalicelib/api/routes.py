@@ -122,12 +122,15 @@ class Router:
         check: Callable[[Any, bytes], None] | None = None,
         media_type: str = "application/json",
         cost: Callable[[Any], int] | None = None,
+        raw_body: tuple[str, ...] = (),
     ) -> Callable[[Callable[..., Any]], Callable[..., Response]]:
         """Register ``view`` for ``method path``. The view gets the path parameters, then
         ``tenant_id`` (auth="tenant"), ``body`` and ``query`` (validated models) by keyword.
         ``check(data, raw)`` sees the parsed JSON body and its bytes before validation (limits that answer 413).
         ``cost``: the tokens of the tenant's rate limit the validated body takes (one was taken
-        when the key was checked, the rest once the body says what work it asks for)."""
+        when the key was checked, the rest once the body says what work it asks for).
+        ``raw_body``: the body's media types, when the view reads it itself (``request``: the
+        request, its body and headers unparsed) and answers with a ``Response`` of its own."""
         declared = Route(method.lower(), path, summary, body, query, response, status, auth, errors,
                          repeat_status, uses_dependencies, media_type)
         if auth == "tenant" and "tenant_id" in declared.path_parameters:
@@ -156,12 +159,15 @@ class Router:
                         tenants.admit(get_deps(), values["tenant_id"], cost(values["body"]) - 1)
                 if query is not None:
                     values["query"] = validate(query, dict(request.query_params or {}))
-                return self.answer(declared, view(**values))
+                if raw_body:
+                    values["request"] = request
+                answered = view(**values)
+                return answered if isinstance(answered, Response) else self.answer(declared, answered)
 
             self.routes.append(declared)
             options: dict[str, Any] = {"methods": [method.upper()]}
             if declared.method in BODY_METHODS:
-                options["content_types"] = BODY_TYPES
+                options["content_types"] = list(raw_body) or BODY_TYPES
             if auth == "tenant":
                 options["authorizer"] = self.authorizer
             registered = endpoint(handle)

@@ -548,3 +548,13 @@ class ErrorBody(Model):
 
 class ErrorOut(Model):
     error: ErrorBody
+
+
+def validate_trace(draft: Any) -> None:
+    """A trace's trajectory and events hold to the trajectory routes' limits (InvalidInput if not)."""
+    from .http import validate
+
+    validate(TrajectoryIn, {"agent_id": draft.agent_id, "goal": draft.goal, "user_id": draft.user_id,
+                            "trajectory_id": draft.trajectory_id, "task_type": draft.task_type, "tools": draft.tools[:100]})
+    for event in draft.events:
+        validate(EventIn, event)

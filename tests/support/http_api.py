@@ -15,8 +15,9 @@ class Api:
         self.client = client
         self.deps = deps
 
-    def call(self, method: str, path: str, key: str | None = None, body=None, raw: bytes | str | None = None):
-        headers = {"Content-Type": "application/json"}
+    def call(self, method: str, path: str, key: str | None = None, body=None, raw: bytes | str | None = None,
+             headers: dict[str, str] | None = None):
+        headers = {"Content-Type": "application/json"} | (headers or {})
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
         payload = raw if raw is not None else (json.dumps(body) if body is not None else None)

@@ -1,0 +1,204 @@
+"""An agent's OpenTelemetry trace as a trajectory: which span is the task, which are its tool calls
+and model steps, and how the trace ends.
+
+Spans arrive decoded (``Span``: ids in hex, attribute values as plain Python values) from
+``api.otlp``. They follow the GenAI semantic conventions (``gen_ai.operation.name`` =
+``invoke_agent`` / ``execute_tool`` / ``chat``...) or OpenInference's (``openinference.span.kind`` =
+``AGENT`` / ``TOOL`` / ``LLM``). What the service takes from them, in order of precedence:
+
+- trajectory id: the attribute ``hindsight.trajectory_id`` (on any span of the trace, or the
+  resource), else the trace id (32 hex characters);
+- agent id: ``hindsight.agent_id``, ``gen_ai.agent.id``, ``gen_ai.agent.name``, the resource's
+  ``service.name``, else ``otel-agent``; user id: ``hindsight.user_id``, ``user.id``, ``enduser.id``;
+- goal: ``hindsight.goal``, the first user message of ``gen_ai.input.messages``, OpenInference's
+  ``input.value`` of the agent span, else the agent span's name;
+- a tool call per tool span: the tool from ``gen_ai.tool.name`` (``tool.name``), its arguments from
+  ``gen_ai.tool.call.arguments`` (``input.value``), its result from ``gen_ai.tool.call.result``
+  (``output.value``); failed when the span's status is ERROR, the error being the status message,
+  the span's ``exception`` event, or ``error.type``;
+- a reasoning step per model span whose output was recorded (``gen_ai.output.messages``,
+  ``output.value``); none where content capture is off;
+- the decision graph: each event's parent is its parent span's event, where that span is one;
+- the end: the trace's root span (no parent) finalizes it, with ``hindsight.outcome`` if set, else
+  ``failure`` when its status is ERROR and ``success`` otherwise.
+
+Event ids derive from span ids, so a span sent twice, or in several batches, is stored once.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
+DEFAULT_AGENT = "otel-agent"
+OUTCOMES = ("success", "failure", "partial")
+TEXT_LIMIT = 4000  # a goal or a reasoning step's text, at most (the API's own limit on a goal)
+MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
+
+
+@dataclass(frozen=True)
+class Span:
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+    status_code: int = 0
+    status_message: str = ""
+    events: tuple[tuple[str, dict[str, Any]], ...] = ()  # (name, attributes) of the span's events
+    resource: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TraceDraft:
+    """What one batch says of one trace: the trajectory to start (idempotent), its events, and its
+    outcome when the batch holds the root span."""
+
+    trace_id: str
+    trajectory_id: str
+    agent_id: str
+    goal: str
+    user_id: str | None = None
+    task_type: str | None = None
+    tools: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    outcome: str | None = None
+    spans: int = 0
+
+
+def _attr(spans: Iterable[Span], *names: str) -> Any:
+    for name in names:
+        for span in spans:
+            for attrs in (span.attributes, span.resource):
+                value = attrs.get(name)
+                if value not in (None, ""):
+                    return value
+    return None
+
+
+def kind(span: Span) -> str:
+    """``agent``, ``tool``, ``model`` or ``other``."""
+    op = str(span.attributes.get("gen_ai.operation.name") or "").lower()
+    oi = str(span.attributes.get("openinference.span.kind") or "").upper()
+    if op == "execute_tool" or oi == "TOOL" or span.name.startswith("execute_tool "):
+        return "tool"
+    if op in ("invoke_agent", "create_agent") or oi == "AGENT" or span.name.startswith("invoke_agent"):
+        return "agent"
+    if op in MODEL_OPERATIONS or oi == "LLM":
+        return "model"
+    return "other"
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _message_text(messages: Any, role: str) -> str | None:
+    """The text of the first message of ``role`` in GenAI's ``[{role, parts: [{type, content}]}]``
+    (or the older ``[{role, content}]``)."""
+    for msg in _json(messages) if isinstance(_json(messages), list) else []:
+        if not isinstance(msg, dict) or msg.get("role") != role:
+            continue
+        if isinstance(msg.get("content"), str):
+            return msg["content"]
+        texts = [p.get("content") for p in msg.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("content"), str)]
+        if texts:
+            return " ".join(texts)
+    return None
+
+
+def _text(value: Any) -> str:
+    return (value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str))[:TEXT_LIMIT]
+
+
+def safe_id(value: Any) -> str:
+    """An attribute's value as an id the API takes (letters, digits and ``._:@/+=-``, at most 200)."""
+    text = re.sub(r"[^A-Za-z0-9._:@/+=-]+", "-", str(value)).lstrip("._:@/+=-")[:200]
+    return text or DEFAULT_AGENT
+
+
+def safe_tool(value: Any) -> str:
+    """A span's tool name as a tool name the API takes."""
+    text = " ".join(re.sub(r"[^A-Za-z0-9_.:/@+-]+", "_", w) for w in str(value).split())[:128]
+    return text or "tool"
+
+
+def _time(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+
+
+def event_id(span: Span) -> str:
+    return f"span-{span.span_id}"
+
+
+def _tool_event(span: Span, parent: str | None) -> dict[str, Any]:
+    a = span.attributes
+    tool = a.get("gen_ai.tool.name") or a.get("tool.name") or span.name.removeprefix("execute_tool ").strip() or "tool"
+    params = _json(a.get("gen_ai.tool.call.arguments", a.get("input.value")))
+    content: dict[str, Any] = {"tool": safe_tool(tool), "params": params if isinstance(params, dict) else ({} if params is None else {"input": params})}
+    if span.status_code == STATUS_ERROR:
+        exc = next((attrs for name, attrs in span.events if name == "exception"), {})
+        error = span.status_message or exc.get("exception.message") or a.get("error.type") or "error"
+        content |= {"status": "error", "error": _text(error)}
+    else:
+        result = a.get("gen_ai.tool.call.result", a.get("output.value"))
+        content |= {"status": "ok", "result": _json(result)}
+    return {"event_id": event_id(span), "type": "tool_call", "timestamp": _time(span.start_ns), "parent_id": parent, "content": content}
+
+
+def _model_event(span: Span, parent: str | None) -> dict[str, Any] | None:
+    a = span.attributes
+    text = _message_text(a.get("gen_ai.output.messages"), "assistant") or a.get("gen_ai.completion") or a.get("output.value")
+    if not text:
+        return None  # content capture off: the step says nothing to review
+    return {"event_id": event_id(span), "type": "llm_reasoning", "timestamp": _time(span.start_ns), "parent_id": parent,
+            "content": {"text": _text(_json(text) if not isinstance(text, str) else text)}}
+
+
+def assemble(spans: Iterable[Span]) -> list[TraceDraft]:
+    """One draft per trace in the batch, its events in the order the spans started."""
+    by_trace: dict[str, list[Span]] = {}
+    for span in spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    return [_draft(trace_id, sorted(group, key=lambda s: (s.start_ns, s.span_id))) for trace_id, group in by_trace.items()]
+
+
+def _draft(trace_id: str, spans: list[Span]) -> TraceDraft:
+    ids = {s.span_id for s in spans}
+    agents = [s for s in spans if kind(s) == "agent"]
+    roots = [s for s in spans if not s.parent_span_id]
+    head = agents[:1] or roots[:1] or spans[:1]
+    goal = (_attr(spans, "hindsight.goal") or _message_text(_attr(head, "gen_ai.input.messages"), "user")
+            or _attr(head, "input.value") or head[0].name)
+    draft = TraceDraft(
+        trace_id=trace_id,
+        trajectory_id=safe_id(_attr(spans, "hindsight.trajectory_id") or trace_id),
+        agent_id=safe_id(_attr(spans, "hindsight.agent_id", "gen_ai.agent.id", "gen_ai.agent.name", "service.name") or DEFAULT_AGENT),
+        goal=_text(goal).strip() or head[0].name or "task",
+        user_id=(lambda u: safe_id(u) if u is not None else None)(_attr(spans, "hindsight.user_id", "user.id", "enduser.id")),
+        task_type=(lambda t: str(t) if t is not None else None)(_attr(spans, "hindsight.task_type")),
+        spans=len(spans),
+    )
+    emitted = {s.span_id for s in spans if kind(s) in ("tool", "model")}
+    for span in spans:
+        parent = f"span-{span.parent_span_id}" if span.parent_span_id in emitted and span.parent_span_id in ids else None
+        k = kind(span)
+        event = _tool_event(span, parent) if k == "tool" else _model_event(span, parent) if k == "model" else None
+        if event is not None:
+            draft.events.append(event)
+            if k == "tool" and event["content"]["tool"] not in draft.tools:
+                draft.tools.append(event["content"]["tool"])
+    if roots:
+        stated = str(_attr(roots, "hindsight.outcome") or "").lower()
+        draft.outcome = stated if stated in OUTCOMES else "failure" if roots[0].status_code == STATUS_ERROR else "success"
+    return draft
