@@ -109,9 +109,10 @@ def _message_text(messages: Any, role: str) -> str | None:
     for msg in _json(messages) if isinstance(_json(messages), list) else []:
         if not isinstance(msg, dict) or msg.get("role") != role:
             continue
-        if isinstance(msg.get("content"), str):
-            return msg["content"]
-        texts = [p.get("content") for p in msg.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("content"), str)]
+        content = msg.get("content")
+        if isinstance(content, str):
+            return content
+        texts: list[str] = [p["content"] for p in msg.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("content"), str)]
         if texts:
             return " ".join(texts)
     return None
