@@ -8,7 +8,7 @@ asks hindsight before each call, and gives the advice to put in the prompt:
   without a city: hindsight warns before the call, and the warning goes into the next prompt.
 
     make run                                         # in another terminal: the local service
-    pip install "hindsight-client[langchain]"        # or: the project's .venv has it
+    pip install "./sdk/python[langchain]"        # or: the project's .venv has it
     .venv/bin/python examples/langchain_weather.py
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
-from hindsight_client import Hindsight, TrajectoryRecorder
-from hindsight_client.integrations.langchain import HindsightCallbackHandler
+from hindsight_xp import Hindsight, TrajectoryRecorder
+from hindsight_xp.integrations.langchain import HindsightCallbackHandler
 
 QUESTION = "Will it rain tomorrow?"
 

@@ -1,4 +1,4 @@
-"""The `hindsight` command against the real server (in process, through typer's runner)."""
+"""The `hindsight-xp` command against the real server (in process, through typer's runner)."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ from typing import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from hindsight_client import Hindsight, Unauthorized
-from hindsight_client.cli import app
+from hindsight_xp import Hindsight, Unauthorized
+from hindsight_xp.cli import app
 
 from .conftest import FAST_RETRY
 from .servers import HindsightServer

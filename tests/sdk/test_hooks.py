@@ -1,4 +1,4 @@
-"""`hindsight hook ...` as a coding agent runs it: a subprocess fed real-shaped hook JSON on stdin,
+"""`hindsight-xp hook ...` as a coding agent runs it: a subprocess fed real-shaped hook JSON on stdin,
 against the real server; and fail-open when anything is wrong."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hindsight_client import Hindsight
+from hindsight_xp import Hindsight
 
 from devtools.server_process import ROOT
 
@@ -31,7 +31,7 @@ def hook(event: str, payload: Any, *, url: str, api_key: str | None, state: Path
     if api_key:
         env["HINDSIGHT_API_KEY"] = api_key
     return subprocess.run(
-        [sys.executable, "-m", "hindsight_client", "hook", event, "--state-dir", str(state), "--timeout", str(timeout)],
+        [sys.executable, "-m", "hindsight_xp", "hook", event, "--state-dir", str(state), "--timeout", str(timeout)],
         input=raw if raw is not None else json.dumps(payload), capture_output=True, text=True, env=env, timeout=60,
     )
 

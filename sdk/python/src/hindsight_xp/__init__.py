@@ -1,4 +1,4 @@
-"""hindsight_client: record agent runs, recall the lessons hindsight learned from them.
+"""hindsight_xp: record agent runs, recall the lessons hindsight learned from them.
 
 The public surface is what this module exports; modules starting with ``_`` are private.
 """

@@ -1,4 +1,4 @@
-"""The `hindsight` command. Settings: --url/--api-key/--admin-key, else HINDSIGHT_URL /
+"""The `hindsight-xp` command. Settings: --url/--api-key/--admin-key, else HINDSIGHT_URL /
 HINDSIGHT_API_KEY / HINDSIGHT_ADMIN_KEY."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from . import backup, hooks, ops, reviews, tenants
 from ._common import config
 
 app = typer.Typer(
-    name="hindsight",
+    name="hindsight-xp",
     help="hindsight: experience memory for LLM agents. Manage tenants, back up lessons, recall, serve MCP.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # locals would print API keys

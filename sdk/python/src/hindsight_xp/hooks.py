@@ -1,11 +1,11 @@
 """Hooks for coding agents that call a command around each tool (Claude Code and the like).
 
-    hindsight hook prompt     UserPromptSubmit: starts the turn's trajectory with the prompt as its
+    hindsight-xp hook prompt     UserPromptSubmit: starts the turn's trajectory with the prompt as its
                               goal, recalls lessons for it and hands them to the agent
-    hindsight hook pre-tool   PreToolUse: advise on the call about to be made; the advice goes to
+    hindsight-xp hook pre-tool   PreToolUse: advise on the call about to be made; the advice goes to
                               the agent and its recall id onto the trajectory
-    hindsight hook post-tool  PostToolUse (and PostToolUseFailure): records the call and its outcome
-    hindsight hook stop       Stop: finalizes the turn's trajectory (failure if the last call failed)
+    hindsight-xp hook post-tool  PostToolUse (and PostToolUseFailure): records the call and its outcome
+    hindsight-xp hook stop       Stop: finalizes the turn's trajectory (failure if the last call failed)
 
 Each reads the hook's JSON on stdin (``session_id``, ``hook_event_name``, ``tool_name``,
 ``tool_input``, ``tool_response``, ``tool_use_id``, ``prompt``, ``cwd``). A session is a series of

@@ -1,4 +1,4 @@
-"""`hindsight hook prompt | pre-tool | post-tool | stop`: the commands a coding agent's hooks run.
+"""`hindsight-xp hook prompt | pre-tool | post-tool | stop`: the commands a coding agent's hooks run.
 
 Fail-open by construction: whatever happens (no key, service down or slow, a payload it does not
 understand), the command prints nothing and exits 0 within ``--timeout`` seconds (plus start-up),
@@ -51,7 +51,7 @@ def run_hook(ctx: typer.Context, event: str, agent_id: str, timeout: float, stat
             sys.stdout.write(json.dumps(answer) + "\n")
     except (Exception, _Deadline) as exc:  # fail-open: the agent must never wait on its memory
         if verbose:
-            sys.stderr.write(f"hindsight hook {event}: {type(exc).__name__}: {exc}\n")
+            sys.stderr.write(f"hindsight-xp hook {event}: {type(exc).__name__}: {exc}\n")
     finally:
         if has_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
