@@ -1,4 +1,4 @@
 """`python -m hindsight_xp ...` is the `hindsight-xp` command."""
-from .cli import main
+from ._entry import main
 
 main()
