@@ -70,12 +70,40 @@ def hook_command(argv: Sequence[str]) -> dict[str, Any] | None:
             "state_dir": opts.get("state_dir") or None, "verbose": bool(opts.get("verbose"))}  # fmt: skip
 
 
+def hoist_global_options(argv: Sequence[str]) -> list[str]:
+    """``--url``, ``--api-key`` and ``--admin-key`` moved before the command wherever they stand
+    (``tenants create acme --admin-key K`` as ``--admin-key K tenants create acme``); ``--`` ends
+    the options."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            rest += argv[i:]
+            break
+        name, eq, _ = word.partition("=")
+        if name in _GLOBAL:
+            if eq:
+                front.append(word)
+            elif i + 1 < len(argv):
+                front += [word, argv[i + 1]]
+                i += 1
+            else:
+                rest.append(word)  # no value: typer says so
+        else:
+            rest.append(word)
+        i += 1
+    return front + rest
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = hook_command(sys.argv[1:] if argv is None else argv)
-    if args is not None:
+    args = hoist_global_options(sys.argv[1:] if argv is None else argv)
+    hook = hook_command(args)
+    if hook is not None:
         from .hooks import run_hook
 
-        raise SystemExit(run_hook(args.pop("event"), **args))
-    from .cli import main as cli_main
+        raise SystemExit(run_hook(hook.pop("event"), **hook))
+    from .cli import app
 
-    cli_main()
+    app(args=args, prog_name="hindsight-xp")

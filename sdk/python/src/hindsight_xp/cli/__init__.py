@@ -59,4 +59,9 @@ def mcp(
 
 
 def main() -> None:
-    app()
+    """The typer app, with the global options accepted after the command too (``_entry``)."""
+    import sys
+
+    from .._entry import hoist_global_options
+
+    app(args=hoist_global_options(sys.argv[1:]), prog_name="hindsight-xp")
