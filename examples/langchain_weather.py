@@ -7,9 +7,10 @@ asks hindsight before each call, and gives the advice to put in the prompt:
 * run 2: the lesson is in the system prompt; the scripted model still calls ``get_weather``
   without a city: hindsight warns before the call, and the warning goes into the next prompt.
 
-    make run                                         # in another terminal: the local service
-    pip install "./sdk/python[langchain]"        # or: the project's .venv has it
-    .venv/bin/python examples/langchain_weather.py
+    make run                                  # in another terminal: the local service
+    python3 -m venv .venv-examples            # a virtualenv of its own; `make test`'s .venv has the frameworks too
+    .venv-examples/bin/pip install "./sdk/python[langchain]"
+    .venv-examples/bin/python examples/langchain_weather.py
 """
 from __future__ import annotations
 
