@@ -29,7 +29,7 @@ install: $(VENV)/.installed
 install-run: $(VENV)/.run-installed
 
 run: install-run
-	@echo "==> starting the server (the CLI is $(VENV)/bin/hindsight)"
+	@echo "==> starting the server (the CLI is $(VENV)/bin/hindsight-xp)"
 	$(PY) -m local.server
 
 # What ruff reads: the service, the embedded server, the SDK and the tools beside them

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from devtools.net import free_port
 from devtools.server_process import ServerProcess
-from hindsight_client import Hindsight, TrajectoryRecorder
+from hindsight_xp import Hindsight, TrajectoryRecorder
 
 PARAMS = {"city": "Lyon", "date": "tomorrow", "units": "metric"}
 

@@ -155,7 +155,25 @@ def render(doc: dict[str, Any]) -> str:
                 out += ["", f"It must also match one of these ({'exactly one' if key == 'oneOf' else 'at least one'}):", ""]
                 for option in schema[key]:
                     out.append(f"- {_cell(_variant(option))}")
+    out += event_contents(doc)
     return "\n".join(out) + "\n"
+
+
+def event_contents(doc: dict[str, Any]) -> list[str]:
+    """An event's `content` by its `type`: every field of each, from the oneOf of EventIn."""
+    event = (doc.get("components") or {}).get("schemas", {}).get("EventIn") or {}
+    out = ["", "## Event content by type", "",
+           "An event's `content` has the fields of its `type` ([EventIn](#eventin)):"]  # fmt: skip
+    for option in event.get("oneOf", ()):
+        kind = option["properties"]["type"]["const"]
+        content = option["properties"]["content"]
+        out += ["", f"### `{kind}` content", ""]
+        if content.get("description"):
+            out += [" ".join(content["description"].split()), ""]
+        out += fields_table(content) or ["No fields."]
+        extra = content.get("additionalProperties")
+        out += ["", "Other fields: " + ("refused (422)." if extra is False else "kept as sent, not read.")]
+    return out
 
 
 def _variant(option: dict[str, Any]) -> str:

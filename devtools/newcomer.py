@@ -8,7 +8,7 @@ Steps, each a block copied from the documentation as it stands (nothing here re-
 2. the README's curl recipe ("From zero to a recalled lesson"), twice: the lesson must be recalled;
 3. the SDK quick start (docs/sdk.md): `.venv/bin/python examples/weather_agent.py`;
 4. the CLI examples (docs/cli.md "Examples"), twice: the recall must show the README's lesson;
-5. the MCP example (docs/mcp.md): `hindsight mcp --http`, then the Python block.
+5. the MCP example (docs/mcp.md): `hindsight-xp mcp --http`, then the Python block.
 
 It prints how long each step took and the time from the clone to the first recalled lesson.
 Standard library only: it runs before any virtualenv exists. With ``--venv`` the clone's `.venv`
@@ -152,7 +152,7 @@ class Newcomer:
         mcp_port = free_port()
         key = (self.repo / ".hindsight" / "acme_key").read_text().strip()
         mcp_env = self.env | {"HINDSIGHT_MCP_URL": f"http://127.0.0.1:{mcp_port}/mcp", "HINDSIGHT_API_KEY": key}
-        mcp = self.background([".venv/bin/hindsight", "mcp", "--http", "--port", str(mcp_port)], "mcp.log", mcp_env)
+        mcp = self.background([".venv/bin/hindsight-xp", "mcp", "--http", "--port", str(mcp_port)], "mcp.log", mcp_env)
         self.wait_for(f"http://127.0.0.1:{mcp_port}/health", mcp, "mcp.log", 60)
         snippet = self.workdir / "mcp_example.py"
         snippet.write_text(block(self.repo / "docs" / "mcp.md", "From Python", "python"))

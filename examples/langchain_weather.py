@@ -7,9 +7,10 @@ asks hindsight before each call, and gives the advice to put in the prompt:
 * run 2: the lesson is in the system prompt; the scripted model still calls ``get_weather``
   without a city: hindsight warns before the call, and the warning goes into the next prompt.
 
-    make run                                         # in another terminal: the local service
-    pip install "hindsight-client[langchain]"        # or: the project's .venv has it
-    .venv/bin/python examples/langchain_weather.py
+    make run                                  # in another terminal: the local service
+    python3 -m venv .venv-examples            # a virtualenv of its own; `make test`'s .venv has the frameworks too
+    .venv-examples/bin/pip install "./sdk/python[langchain]"
+    .venv-examples/bin/python examples/langchain_weather.py
 """
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
-from hindsight_client import Hindsight, TrajectoryRecorder
-from hindsight_client.integrations.langchain import HindsightCallbackHandler
+from hindsight_xp import Hindsight, TrajectoryRecorder
+from hindsight_xp.integrations.langchain import HindsightCallbackHandler
 
 QUESTION = "Will it rain tomorrow?"
 

@@ -7,9 +7,10 @@ and puts what it knows into the agent's instructions:
 * run 2: the lesson is in the instructions from the start, and the agent (scripted to follow it)
   asks for the city first; its outcome credits the lesson (served, adopted, success rates).
 
-    make run                                            # in another terminal: the local service
-    pip install "hindsight-client[openai-agents]"       # or: the project's .venv has it
-    .venv/bin/python examples/openai_agents_weather.py
+    make run                                  # in another terminal: the local service
+    python3 -m venv .venv-examples            # a virtualenv of its own; `make test`'s .venv has the frameworks too
+    .venv-examples/bin/pip install "./sdk/python[openai-agents]"
+    .venv-examples/bin/python examples/openai_agents_weather.py
 
 Needs HINDSIGHT_URL (default http://127.0.0.1:8000) and HINDSIGHT_API_KEY; without a key it
 creates a tenant with HINDSIGHT_ADMIN_KEY or ./.hindsight/admin_key, as `make run` leaves it.
@@ -24,9 +25,9 @@ from typing import Any
 
 from agents import Agent, RunConfig, Runner, function_tool
 
-from hindsight_client import Hindsight, TrajectoryRecorder
-from hindsight_client.integrations.openai_agents import HindsightRunHooks
-from hindsight_client.testing.agents_model import ScriptedAgentsModel
+from hindsight_xp import Hindsight, TrajectoryRecorder
+from hindsight_xp.integrations.openai_agents import HindsightRunHooks
+from hindsight_xp.testing.agents_model import ScriptedAgentsModel
 
 QUESTION = "Will it rain tomorrow?"
 

@@ -27,9 +27,9 @@ from typing import Any
 
 import openai
 
-from hindsight_client import Hindsight, TrajectoryRecorder, advice_for, with_advice
-from hindsight_client.errors import HindsightError, TransportError
-from hindsight_client.testing import StubOpenAI, say, tool_call
+from hindsight_xp import Hindsight, TrajectoryRecorder, advice_for, with_advice
+from hindsight_xp.errors import HindsightError, TransportError
+from hindsight_xp.testing import StubOpenAI, say, tool_call
 
 TOOLS = ["get_weather", "ask_user"]
 TOOL_SCHEMAS = [

@@ -6,6 +6,7 @@ Lambda package (app.py and chalicelib/) does not ship it.
 """
 from __future__ import annotations
 
+import errno
 import gc
 import logging
 import os
@@ -46,6 +47,29 @@ def describe_reviewer(settings: Any) -> str:
     return f"rules + LLM on ({models} at {settings.openai_base_url or 'the OpenAI API'})"
 
 
+def busy_port_message(host: str, port: int) -> str:
+    return (f"hindsight: port {port} on {host} is already in use (another hindsight server?): stop it, or serve on "
+            f"another port with HINDSIGHT_PORT, e.g. HINDSIGHT_PORT={port + 1} make run")
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something listens on host:port already: a bind as waitress makes it (SO_REUSEADDR),
+    at once, before the model loads and the children start."""
+    import socket
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except OSError:
+        return False  # waitress will say what is wrong with the address
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
     # Before numpy loads: BLAS's idle threads spin for about 100 ms after each vector search, a
     # core the other requests lose under load; the index splits its product over threads that sleep.
@@ -54,6 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     from chalicelib.container import admin_key_path, get_deps, get_settings
 
     settings = get_settings()
+    if port_in_use(settings.host, settings.port):  # one line, not a traceback after "serving"
+        raise SystemExit(busy_port_message(settings.host, settings.port))
     configure_logging(settings)
     ingest_count = ingest_process_count(settings)
     shared_dir = prepare_ingest_processes(settings, ingest_count)
@@ -83,13 +109,20 @@ def main(argv: list[str] | None = None) -> None:
     if reviews is not None:
         print(f"reviews: a child process (pid {reviews.pid})", flush=True)
     ingest = start_ingest_processes(deps, ingest_count, shared_dir)
-    server = create_server(make_wsgi_app(chalice_app, settings.max_body_bytes, ingest), settings)
-    # SIGTERM ends the server as Ctrl-C does: through the finally below, which stops its children
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    server = None
     try:
+        try:
+            server = create_server(make_wsgi_app(chalice_app, settings.max_body_bytes, ingest), settings)
+        except OSError as exc:  # taken since the check above
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise SystemExit(busy_port_message(settings.host, settings.port)) from None
+        # SIGTERM ends the server as Ctrl-C does: through the finally below, which stops its children
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
         server.run()
     finally:
-        server.close()
+        if server is not None:
+            server.close()
         if ingest is not None:
             ingest.close()
             print(f"ingest answered by children: {ingest.sent}", flush=True)

@@ -66,7 +66,7 @@ class Outcome:
 
 def learn(hs: Any, agent_id: str) -> None:
     """One training task per tool: the naive call fails, the fixed one works; then reviewed."""
-    from hindsight_client import TrajectoryRecorder
+    from hindsight_xp import TrajectoryRecorder
 
     ids = []
     for tool, (naive, fixed, error, words) in TRAPS.items():
@@ -119,7 +119,7 @@ WRONG = ("When you call `pay_invoice`, set `amount` to a decimal number (e.g. 19
 
 
 def part_two(hs: Any, agent_id: str, episodes: int, credit: bool) -> dict[str, Any]:
-    from hindsight_client import TrajectoryRecorder
+    from hindsight_xp import TrajectoryRecorder
 
     right = hs.write_experience("Paying a supplier invoice", advice=RIGHT, tools=["pay_invoice"], agent_id=agent_id).experience_id
     wrong = hs.write_experience("Paying a supplier invoice", advice=WRONG, tools=["pay_invoice"], agent_id=agent_id,
@@ -152,7 +152,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     args = ap.parse_args()
 
-    from hindsight_client import Hindsight
+    from hindsight_xp import Hindsight
 
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="hindsight-advise-credit-") as data_dir, \

@@ -4,7 +4,8 @@ import json
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 Id = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/+=-]*$")]
 Name = Annotated[str, Field(min_length=1, max_length=128)]
@@ -121,34 +122,66 @@ class EventContext(Model):
     last_user_input: Text | None = None
 
 
+def _no_error(value: Any) -> bool:
+    """``null``, ``false`` and an empty text, object or list say "no error" (tools write all four)."""
+    return value is None or value is False or (isinstance(value, (str, dict, list)) and not (value.strip() if isinstance(value, str) else value))
+
+
 class ToolCallContent(Model):
-    model_config = ConfigDict(extra="allow", defer_build=True)
-    tool: ToolName
-    params: dict[str, Any] = {}
-    status: Literal["ok", "error"] = "ok"
-    result: Any = None
-    error: Any = None
-    available_tools: ToolList = []
+    """A call of one of the agent's tools and its outcome. A call with an `error` failed: its status is
+    "error" unless given, and `status: "ok"` beside an `error` is refused (422), as is any field not listed
+    here."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    tool: ToolName = Field(description="The tool's name, as the agent knows it")
+    params: dict[str, Any] = Field(default={}, description="The arguments the agent called it with")
+    status: Literal["ok", "error"] | None = Field(
+        default=None, description='Default: "error" when `error` is given, else "ok"; "ok" beside an `error` is 422')
+    result: Any = Field(default=None, description="What the tool returned")
+    error: Any = Field(default=None, description='What went wrong; null, false, "", {} and [] mean no error')
+    available_tools: ToolList = Field(default=[], description="The tools the agent could have called instead")
+    duration_ms: Annotated[float, Field(ge=0)] | None = Field(default=None, description="How long the call took")
+
+    @model_validator(mode="after")
+    def _status_follows_error(self) -> "ToolCallContent":
+        if _no_error(self.error):
+            self.__dict__["error"] = None
+        if self.status is None:
+            self.__dict__["status"] = "ok" if self.error is None else "error"
+        elif self.status == "ok" and self.error is not None:
+            raise PydanticCustomError(
+                "status_contradicts_error",
+                '`status` is "ok" but `error` is given: a call with an error failed. Send status "error" with the '
+                'error, or leave status out (an error then means "error"), or leave error out if the call succeeded')
+        return self
 
 
 class TextContent(Model):
+    """What the user said (`user_input`) or the model thought (`llm_reasoning`)."""
+
     model_config = ConfigDict(extra="allow", defer_build=True)
     text: str
 
 
 class FeedbackContent(Model):
+    """What the user said about the agent's work; a negative sentiment is an objection."""
+
     model_config = ConfigDict(extra="allow", defer_build=True)
     text: str = ""
     sentiment: Literal["positive", "negative"] | None = None
 
 
 class StateChangeContent(Model):
+    """Something in the agent's world changed."""
+
     model_config = ConfigDict(extra="allow", defer_build=True)
-    key: Name
-    value: Any = None
+    key: Name = Field(description="What changed")
+    value: Any = Field(default=None, description="Its new value")
 
 
 class RecallContent(Model):
+    """Lessons were shown to the agent at this point; the review credits them with the outcome."""
+
     model_config = ConfigDict(extra="allow", defer_build=True)
     recall_id: Id = Field(description="The recall_id of a recall or advise answer shown to the agent at this point.")
 
@@ -175,6 +208,21 @@ def _content_by_type(schema: dict[str, Any]) -> None:
     schema["oneOf"] = variants
 
 
+def _under_content(exc: ValidationError, model: type[BaseModel]) -> ValidationError:
+    """The content's errors located under ``content`` (``events.0.content.tool``, not ``events.0.tool``);
+    an unknown field's error names the fields the content has."""
+    fields = ", ".join(model.model_fields)
+    details: list[InitErrorDetails] = []
+    for e in exc.errors(include_url=False):
+        loc = ("content", *e["loc"])
+        if e["type"] == "extra_forbidden":
+            error = PydanticCustomError("unknown_field", f"unknown field (this content has {fields})")
+            details.append({"type": error, "loc": loc, "input": e["input"]})
+        else:
+            details.append({"type": PydanticCustomError(e["type"], e["msg"]), "loc": loc, "input": e["input"]})
+    return ValidationError.from_exception_data(exc.title, details)
+
+
 class EventIn(Strict):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True, json_schema_extra=_content_by_type)
     type: Literal["user_input", "llm_reasoning", "tool_call", "state_change", "feedback", "recall"]
@@ -191,7 +239,11 @@ class EventIn(Strict):
         # model_validate(...).model_dump(exclude_none=True), without their wrappers: this runs for
         # every event of every append
         model = CONTENT_MODELS[self.type]
-        content = model.__pydantic_serializer__.to_python(model.__pydantic_validator__.validate_python(self.content), exclude_none=True)
+        try:
+            valid = model.__pydantic_validator__.validate_python(self.content)
+        except ValidationError as exc:
+            raise _under_content(exc, model) from None
+        content = model.__pydantic_serializer__.to_python(valid, exclude_none=True)
         # what BaseModel.__setattr__ does for a field (no validate_assignment here), without its dispatch
         self.__dict__["content"] = content
         self.__pydantic_fields_set__.add("content")

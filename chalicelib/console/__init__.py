@@ -44,6 +44,11 @@ def _file(name: str, cache: str) -> Response:
 
 @console.route("/console", methods=["GET"])
 def page() -> Response:
+    # The router serves /console/ here too, where the page's relative asset paths (console/main.js)
+    # would resolve under /console/console/: send the browser to /console. A relative Location
+    # keeps an API Gateway stage prefix (/api/console/ -> /api/console).
+    if str((console.current_request.context or {}).get("path") or "").endswith("/"):
+        return Response(body="", status_code=301, headers={"Location": "../console", "Cache-Control": "no-store", **SECURITY_HEADERS})
     # no-store: the page is the entry point; a stale copy could load assets it no longer matches
     return _file("index.html", "no-store")
 

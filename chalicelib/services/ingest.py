@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from ..domain.anomaly import CONTEXT, detect, may_complete_anomaly
 from ..domain.attribution import Attribution, attribute
-from ..domain.errors import Conflict
+from ..domain.errors import Conflict, TrajectoryFull
 from ..domain.models import FULL_REVIEW, Event, Trajectory, TrajectoryStatus
 from ..ports import AppendResult
 from .deps import Deps
@@ -53,13 +53,25 @@ def append_events(
     calls in a row, negative feedback, a call repeated three times), queues a local review, or
     adds them to the one queued (at most ``max_local_reviews`` per trajectory). It reads back only
     the batch and the ``CONTEXT`` events before it. Raises TrajectoryFull past
-    ``max_events_per_trajectory``.
+    ``max_events_per_trajectory``, and Conflict for new events once the trajectory is finalized (a
+    batch it already holds is counted as duplicates then too).
 
     ``events`` hold the fields of ``Event`` but ``seq``; without an ``event_id`` or a ``timestamp``
     an event gets a new id and the time of arrival."""
     now = deps.clock.now()
     built = [_event(e, now) for e in events]
-    result = deps.trajectories.append_events(tenant_id, trajectory_id, built, now, deps.max_events_per_trajectory)
+    try:
+        result = deps.trajectories.append_events(tenant_id, trajectory_id, built, now, deps.max_events_per_trajectory)
+    except TrajectoryFull:
+        raise
+    except Conflict:
+        # no longer open: a retried append (every event already stored) is a duplicate, as it would be
+        # while open, so that a client that sends again after finalizing sees no error; new events 409
+        ids = [e.event_id for e in built]
+        stored = {e.event_id for e in deps.trajectories.events_around(tenant_id, trajectory_id, ids, 0)}
+        if ids and stored.issuperset(ids):
+            return AppendResult(accepted=0, duplicates=len(ids))
+        raise
     if deps.local_reviews and deps.max_local_reviews and result.accepted_ids and any(may_complete_anomaly(e) for e in built):
         recent = deps.trajectories.events_around(tenant_id, trajectory_id, result.accepted_ids, CONTEXT)
         triggers = [a.trigger.event_id for a in detect(recent, set(result.accepted_ids))]

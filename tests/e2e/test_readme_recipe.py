@@ -44,7 +44,10 @@ def test_the_readme_recipe_recalls_its_lesson_and_can_be_run_twice(tmp_path, sta
     for run in (1, 2):
         out = subprocess.run(["bash", "-c", recipe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
-        recalled = printed_documents(out.stdout)[-1]  # the recall is the last thing printed
+        printed = printed_documents(out.stdout)
+        assert [d for d in printed if "error" in d] == [], f"run {run} printed an error: {out.stdout}"
+        assert out.stderr == "", out.stderr
+        recalled = printed[-1]  # the recall is the last thing printed
         assert recalled["hits"], f"run {run} recalled nothing: {out.stdout}"
         assert "Call `ask_user` before `get_weather`" in recalled["advice"], recalled["advice"]
     admin = (data / "admin_key").read_text().strip()

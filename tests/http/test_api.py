@@ -116,6 +116,18 @@ def test_events_after_finalize_are_refused_with_409(api):
     assert api.call("POST", "/v1/trajectories/tr1/finalize", key, {"outcome": "success"}).status_code == 409
 
 
+def test_a_retried_append_after_finalize_counts_duplicates_and_new_events_still_409(api):
+    # the README's recipe run twice: the same trajectory, the same events, the same finalize
+    key = api.tenant()
+    learn_weather_lesson(api, key)
+    again = api.call("POST", "/v1/trajectories/tr1/events", key, {"events": WEATHER_EVENTS})
+    assert again.status_code == 202 and again.json_body == {"accepted": 0, "duplicates": len(WEATHER_EVENTS)}
+    new = {"event_id": "e9", "type": "user_input", "content": {"text": "And the day after?"}}
+    mixed = api.call("POST", "/v1/trajectories/tr1/events", key, {"events": [WEATHER_EVENTS[0], new]})
+    assert mixed.status_code == 409 and mixed.json_body["error"]["code"] == "conflict"
+    assert api.call("GET", "/v1/trajectories/tr1", key).json_body["event_count"] == len(WEATHER_EVENTS)
+
+
 def test_a_review_that_runs_twice_creates_no_second_experience(api):
     key = api.tenant()
     ids = learn_weather_lesson(api, key)

@@ -36,3 +36,17 @@ def test_a_schema_reads_as_types_a_person_understands():
     assert ref.type_of({"anyOf": [{"type": "string"}, {"type": "null"}]}) == "string or null"
     assert ref.type_of({"enum": ["a", "b"]}) == 'one of `"a"`, `"b"`'
     assert ref.limits({"type": "string", "minLength": 1, "maxLength": 200}) == "min length 1; max length 200"
+
+
+def test_the_reference_lists_every_field_of_every_event_types_content():
+    from chalicelib.api.schemas import CONTENT_MODELS
+
+    text = (ROOT / "docs" / "api.md").read_text()
+    for kind, model in CONTENT_MODELS.items():
+        heading = f"### `{kind}` content\n"
+        assert heading in text, kind
+        section = text.split(heading, 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+        for field in model.model_fields:
+            assert f"| `{field}` |" in section, (kind, field)
+    tool_call = text.split("### `tool_call` content\n", 1)[1].split("\n### ", 1)[0]
+    assert "Other fields: refused (422)." in tool_call and '"ok" beside an `error` is 422' in tool_call

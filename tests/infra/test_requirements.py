@@ -34,7 +34,7 @@ from chalicelib.container import get_deps
 get_deps().embedder.embed(["warm up"])
 assert type(get_deps().reviewer).__name__ == "LLMReviewer" and get_deps().reviewer.client.timeout
 import app, local.server, local.worker, local.ingest, local.review, waitress
-import hindsight_client.cli, hindsight_client.mcp_server, hindsight_client.testing, openai
+import hindsight_xp.cli, hindsight_xp.mcp_server, hindsight_xp.testing, openai
 loaded = {name.split(".")[0] for name in sys.modules}
 print(json.dumps(sorted({d for top in loaded for d in md.packages_distributions().get(top, [])})))
 """
@@ -75,7 +75,7 @@ def test_make_run_installs_everything_the_first_hour_imports():
     assert out.returncode == 0, out.stderr
     imported = {_norm(d) for d in json.loads(out.stdout.splitlines()[-1])}
     with_deps = set(pinned_requirements(ROOT / "requirements/local.txt")) | set(pinned_requirements(ROOT / "requirements/sdk.txt"))
-    with_deps |= {"hindsight-client"}  # the SDK, installed editable by requirements/sdk.txt
+    with_deps |= {"hindsight-xp"}  # the SDK, installed editable by requirements/sdk.txt
     without_deps = set(pinned_requirements(ROOT / "requirements/local-nodeps.txt"))
     installed = _closure(with_deps) | without_deps | {"pip", "setuptools"}  # the last two come with every venv
     optional = {"zstandard"}  # httpx decodes zstd when it happens to be installed: used if there, not needed

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import pytest
 
-from hindsight_client import Hindsight, RetryPolicy
+from hindsight_xp import Hindsight, RetryPolicy
 
 from .servers import FaultProxy, HindsightServer
 

@@ -9,9 +9,9 @@ from typing import Any
 import mcp
 import pytest
 
-from hindsight_client import Conflict, Hindsight, TrajectoryRecorder
-from hindsight_client.config import Config
-from hindsight_client.mcp_server import build_server
+from hindsight_xp import Conflict, Hindsight, TrajectoryRecorder
+from hindsight_xp.config import Config
+from hindsight_xp.mcp_server import build_server
 
 from .conftest import FAST_RETRY
 from .servers import HindsightServer

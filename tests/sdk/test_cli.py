@@ -1,4 +1,4 @@
-"""The `hindsight` command against the real server (in process, through typer's runner)."""
+"""The `hindsight-xp` command against the real server (in process, through typer's runner)."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ from typing import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from hindsight_client import Hindsight, Unauthorized
-from hindsight_client.cli import app
+from hindsight_xp import Hindsight, Unauthorized
+from hindsight_xp.cli import app
 
 from .conftest import FAST_RETRY
 from .servers import HindsightServer
@@ -242,3 +242,44 @@ def test_a_failed_review_is_listed_with_its_reason_and_redriven_once_the_llm_is_
             assert "redriven 0" in hindsight(srv, "reviews", "redrive", "--all").stdout
         finally:
             srv.stop()
+
+
+def test_the_admin_key_where_docs_sdk_md_puts_it_creates_a_tenant(server: HindsightServer, tmp_path: Path) -> None:
+    """docs/sdk.md's line, run as written by a shell from a directory where `make run` left its key."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from devtools.server_process import ROOT
+
+    doc = (ROOT / "docs" / "sdk.md").read_text()
+    (line,) = [m.group(1) for m in re.finditer(r"^(hindsight-xp tenants create .*?)\s+#", doc, re.M)]
+    assert "--admin-key" in line.split("tenants create", 1)[1]  # after the command, where the CLI used to refuse it
+    (tmp_path / ".hindsight").mkdir()
+    (tmp_path / ".hindsight" / "admin_key").write_text(server.admin_key + "\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "hindsight-xp"  # the console script pip makes, pointed at this checkout's SDK
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={ROOT / 'sdk' / 'python' / 'src'} exec {sys.executable} -m hindsight_xp \"$@\"\n")
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env |= {"PATH": f"{bin_dir}{os.pathsep}{env['PATH']}", "HINDSIGHT_URL": server.url, "COLUMNS": "200"}
+    out = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    key = re.search(r"api_key:\s+(\S+)", out.stdout).group(1)
+    with tenant_client(server, key) as c:
+        assert c.list_experiences().items == ()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["tenants", "create", "a", "--admin-key", "K"], ["--admin-key", "K", "tenants", "create", "a"]),
+    (["recall", "q", "--url=http://h", "--api-key", "k", "--json"], ["--url=http://h", "--api-key", "k", "recall", "q", "--json"]),
+    (["--admin-key", "K", "decay"], ["--admin-key", "K", "decay"]),
+    (["recall", "--", "--admin-key"], ["recall", "--", "--admin-key"]),
+    (["tenants", "list", "--admin-key"], ["tenants", "list", "--admin-key"]),
+])  # fmt: skip
+def test_global_options_move_before_the_command(argv, expected) -> None:
+    from hindsight_xp._entry import hoist_global_options
+
+    assert hoist_global_options(argv) == expected

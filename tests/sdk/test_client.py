@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from hindsight_client import (
+from hindsight_xp import (
     AsyncHindsight,
     ConfigurationError,
     Conflict,
@@ -13,7 +13,7 @@ from hindsight_client import (
     PayloadTooLarge,
     Unauthorized,
 )
-from hindsight_client.models import Experience, RecallResult, Trajectory
+from hindsight_xp.models import Experience, RecallResult, Trajectory
 
 from .conftest import FAST_RETRY
 

@@ -5,7 +5,7 @@ import importlib.util
 import io
 import sys
 
-from hindsight_client import Hindsight
+from hindsight_xp import Hindsight
 
 from devtools.server_process import ROOT
 

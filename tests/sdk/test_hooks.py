@@ -1,4 +1,4 @@
-"""`hindsight hook ...` as a coding agent runs it: a subprocess fed real-shaped hook JSON on stdin,
+"""`hindsight-xp hook ...` as a coding agent runs it: a subprocess fed real-shaped hook JSON on stdin,
 against the real server; and fail-open when anything is wrong."""
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from hindsight_client import Hindsight
-
 from devtools.server_process import ROOT
+from hindsight_xp import Hindsight
 
 from .servers import HindsightServer
 
@@ -31,7 +31,7 @@ def hook(event: str, payload: Any, *, url: str, api_key: str | None, state: Path
     if api_key:
         env["HINDSIGHT_API_KEY"] = api_key
     return subprocess.run(
-        [sys.executable, "-m", "hindsight_client", "hook", event, "--state-dir", str(state), "--timeout", str(timeout)],
+        [sys.executable, "-m", "hindsight_xp", "hook", event, "--state-dir", str(state), "--timeout", str(timeout)],
         input=raw if raw is not None else json.dumps(payload), capture_output=True, text=True, env=env, timeout=60,
     )
 
@@ -135,3 +135,114 @@ def test_a_service_that_never_answers_holds_the_agent_for_the_timeout_only(tmp_p
         silent.close()
     assert (result.returncode, result.stdout) == (0, "")
     assert elapsed < 5.0  # interpreter start-up plus at most twice the timeout and a second
+
+
+def test_a_turn_hands_each_lesson_to_the_agent_once(server: HindsightServer, api_key: str, client: Hindsight,
+                                                    tmp_path: Path) -> None:  # fmt: skip
+    run = lambda event, payload: hook(event, payload, url=server.url, api_key=api_key, state=tmp_path)  # noqa: E731
+    run("prompt", base("d1", "UserPromptSubmit", prompt="Will it rain tomorrow?"))
+    run("post-tool", base("d1", "PostToolUseFailure", tool_name=WEATHER, tool_input={"date": "tomorrow"},
+                          tool_use_id="toolu_01", error="MissingParameter: city is required"))  # fmt: skip
+    run("post-tool", base("d1", "PostToolUse", tool_name=WEATHER, tool_input={"date": "tomorrow", "city": "Lyon"},
+                          tool_use_id="toolu_02", tool_response={"forecast": "rain"}))  # fmt: skip
+    run("stop", base("d1", "Stop", stop_hook_active=False))
+    (lesson_id,) = client.wait_for_review("cc-d1-1", timeout=20).experience_ids
+
+    # the next session's prompt recalls the lesson: the agent has it from here on
+    prompt = run("prompt", base("d2", "UserPromptSubmit", prompt="Will it rain tomorrow in my city? Check the weather."))
+    assert "`city`" in json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+    # three weather calls in the same turn: the lesson is not handed over again, warning or not
+    for n, params in enumerate(({"date": "tomorrow"}, {"date": "today"}, {"date": "tomorrow", "city": "Lyon"})):
+        pre = run("pre-tool", base("d2", "PreToolUse", tool_name=WEATHER, tool_input=params, tool_use_id=f"toolu_1{n}"))
+        assert (pre.returncode, pre.stdout) == (0, ""), (params, pre.stdout)
+    assert client.advise(WEATHER, {"date": "tomorrow"}, agent_id="claude-code").warnings  # the service still warns
+    run("stop", base("d2", "Stop", stop_hook_active=False))
+    # a new turn starts afresh: its first call that breaks the lesson is warned
+    warned = run("pre-tool", base("d2", "PreToolUse", tool_name=WEATHER, tool_input={"date": "today"}, tool_use_id="toolu_20"))
+    assert "WARNING:" in json.loads(warned.stdout)["hookSpecificOutput"]["additionalContext"]
+    again = run("pre-tool", base("d2", "PreToolUse", tool_name=WEATHER, tool_input={"date": "today"}, tool_use_id="toolu_21"))
+    assert again.stdout == ""
+    events = httpx.get(f"{server.url}/v1/trajectories/cc-d2-2/events", headers={"Authorization": f"Bearer {api_key}"}).json()
+    assert [e["type"] for e in events["events"]] == ["recall"]  # attached once: when the lesson was shown
+
+
+HEAVY = ("httpx", "typer", "rich", "click", "anyio", "pydantic", "mcp", "urllib.request", "http.client", "email",
+         "ssl", "typing", "dataclasses", "inspect", "pathlib", "tempfile", "asyncio")  # fmt: skip
+WHAT_LOADED = """
+import io, json, sys
+startup = set(sys.modules)
+sys.argv = ["hindsight-xp", *json.loads(sys.argv[1])]
+sys.stdin = io.StringIO(json.dumps({"session_id": "imports", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                                   "tool_input": {"command": "ls"}}))
+from hindsight_xp._entry import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "loaded": sorted(set(sys.modules) - startup)}))
+"""
+
+
+@pytest.mark.parametrize("event", ["prompt", "pre-tool", "post-tool", "stop"])
+def test_a_hook_command_loads_the_standard_library_and_nothing_heavy(server: HindsightServer, api_key: str,
+                                                                     tmp_path: Path, event: str) -> None:  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env |= {"HINDSIGHT_URL": server.url, "HINDSIGHT_API_KEY": api_key, "PYTHONPATH": str(SRC)}
+    argv = ["hook", event, "--state-dir", str(tmp_path), "--timeout", "5"]
+    out = subprocess.run([sys.executable, "-c", WHAT_LOADED, json.dumps(argv)], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert seen["code"] == 0
+    ours = {m for m in seen["loaded"] if m.split(".")[0] == "hindsight_xp"}
+    assert ours <= {"hindsight_xp", "hindsight_xp._entry", "hindsight_xp._env", "hindsight_xp.hooks",
+                    "hindsight_xp._hookhttp", "hindsight_xp._snapshot"}  # fmt: skip
+    others = {m.split(".")[0] for m in seen["loaded"]} - {"hindsight_xp"}
+    assert others <= set(sys.stdlib_module_names), others - set(sys.stdlib_module_names)
+    assert not {m for m in seen["loaded"] if m in HEAVY or m.split(".")[0] in HEAVY}
+
+
+def test_the_hook_commands_work_over_urllib_too(server: HindsightServer, api_key: str, client: Hindsight,
+                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    # a proxy in the environment (here one that is bypassed for the loopback address) takes the urllib path
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    run = lambda event, payload: hook(event, payload, url=server.url, api_key=api_key, state=tmp_path)  # noqa: E731
+    run("post-tool", base("u1", "PostToolUse", tool_name="Read", tool_input={"file_path": "/x.py"}, tool_use_id="toolu_1",
+                          tool_response={"content": "print(1)"}))  # fmt: skip
+    run("stop", base("u1", "Stop", stop_hook_active=False))
+    traj = client.get_trajectory("cc-u1-1")
+    assert traj.event_count == 1 and traj.status in ("finalized", "reviewed")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["hook", "stop"], {"event": "stop", "timeout": 2.0, "state_dir": None, "verbose": False, "agent_id": "claude-code"}),
+    (["--url", "http://h:1", "--api-key=k", "--admin-key", "a", "hook", "pre-tool", "--timeout=0.5", "--verbose",
+      "--agent-id", "cc2", "--state-dir", "/s"],
+     {"event": "pre-tool", "url": "http://h:1", "api_key": "k", "timeout": 0.5, "verbose": True, "agent_id": "cc2", "state_dir": "/s"}),
+])  # fmt: skip
+def test_the_fast_path_reads_the_hook_command_lines_the_docs_show(argv, expected, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hindsight_xp._entry import hook_command
+
+    args = hook_command(argv)
+    assert args is not None and {k: args[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("argv", [
+    ["hook"], ["hook", "nope"], ["hook", "stop", "--help"], ["--help"], ["hook", "stop", "--timeout", "99"],
+    ["hook", "stop", "--timeout", "x"], ["hook", "stop", "extra"], ["--bogus", "hook", "stop"], ["recall", "q"],
+    ["hook", "stop", "--timeout"],
+])  # fmt: skip
+def test_anything_else_goes_to_the_typer_app(argv) -> None:
+    from hindsight_xp._entry import hook_command
+
+    assert hook_command(argv) is None
+
+
+def test_hook_help_still_answers(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"PYTHONPATH": str(SRC)}
+    out = subprocess.run([sys.executable, "-m", "hindsight_xp", "hook", "pre-tool", "--help"], capture_output=True,
+                         text=True, env=env, timeout=60)  # fmt: skip
+    assert out.returncode == 0 and "--timeout" in out.stdout and "PreToolUse" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "hindsight_xp", "hook", "pre-tool", "--timeout", "99"], capture_output=True,
+                         text=True, env=env, timeout=60, input="{}")  # fmt: skip
+    assert bad.returncode == 2 and "--timeout" in bad.stderr

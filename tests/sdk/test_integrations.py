@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hindsight_client import Hindsight, TrajectoryRecorder
+from hindsight_xp import Hindsight, TrajectoryRecorder
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -49,8 +49,8 @@ def run_agents(client: Hindsight, steps: list[Any]) -> tuple[TrajectoryRecorder,
     pytest.importorskip("agents")
     from agents import Agent, RunConfig, Runner, function_tool
 
-    from hindsight_client.integrations.openai_agents import HindsightRunHooks
-    from hindsight_client.testing.agents_model import ScriptedAgentsModel
+    from hindsight_xp.integrations.openai_agents import HindsightRunHooks
+    from hindsight_xp.testing.agents_model import ScriptedAgentsModel
 
     model = ScriptedAgentsModel(steps)
     with TrajectoryRecorder(client, agent_id="weather-agents", goal="Will it rain tomorrow?", advise=False) as rec:
@@ -100,7 +100,7 @@ def run_langchain(client: Hindsight, calls: list[dict[str, Any]]) -> tuple[Traje
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.tools import tool
 
-    from hindsight_client.integrations.langchain import HindsightCallbackHandler
+    from hindsight_xp.integrations.langchain import HindsightCallbackHandler
 
     tools = {t.name: t for t in (tool(get_weather), tool(ask_user))}
     replies = [AIMessage(content="", tool_calls=[{"name": c["tool"], "args": c["arguments"], "id": f"call_{i}"}])

@@ -13,9 +13,9 @@ import mcp
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 
-from hindsight_client import Hindsight
-from hindsight_client.config import Config
-from hindsight_client.mcp_server import build_server
+from hindsight_xp import Hindsight
+from hindsight_xp.config import Config
+from hindsight_xp.mcp_server import build_server
 
 from devtools.net import free_port, wait_http
 from devtools.server_process import ROOT
@@ -91,7 +91,7 @@ async def test_in_process_lessons_are_written_fed_back_queried_and_forgotten(ser
 
 
 async def test_over_stdio_as_a_subprocess(server, api_key: str) -> None:
-    params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "hindsight_client", "mcp"], cwd=str(ROOT),
+    params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "hindsight_xp", "mcp"], cwd=str(ROOT),
                                        env={"HINDSIGHT_URL": server.url, "HINDSIGHT_API_KEY": api_key})  # fmt: skip
     with open(os.devnull, "w") as quiet:
         async with mcp.Client(params) as c:
@@ -107,7 +107,7 @@ async def test_over_stdio_as_a_subprocess(server, api_key: str) -> None:
 async def mcp_http(server) -> AsyncIterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"HINDSIGHT_URL": server.url}
-    proc = subprocess.Popen([sys.executable, "-m", "hindsight_client", "mcp", "--http", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "hindsight_xp", "mcp", "--http", "--port", str(port)],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         wait_http(f"http://127.0.0.1:{port}/health", proc)

@@ -7,8 +7,8 @@ import json
 import anyio
 import openai
 
-from hindsight_client import Hindsight, TrajectoryRecorder
-from hindsight_client.testing import Scripted, StubOpenAI, say, tool_call
+from hindsight_xp import Hindsight, TrajectoryRecorder
+from hindsight_xp.testing import Scripted, StubOpenAI, say, tool_call
 
 from .servers import FaultProxy
 from .test_recorder import sent_events

@@ -8,8 +8,8 @@ import anyio
 import httpx
 import pytest
 
-from hindsight_client import Hindsight, RetryPolicy, TrajectoryRecorder, Unauthorized
-from hindsight_client.anomalies import Anomaly
+from hindsight_xp import Hindsight, RetryPolicy, TrajectoryRecorder, Unauthorized
+from hindsight_xp.anomalies import Anomaly
 
 
 from .servers import FaultProxy

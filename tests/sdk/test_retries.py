@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from hindsight_client import Hindsight, RateLimited, RetryPolicy, ServerError, TransportError
+from hindsight_xp import Hindsight, RateLimited, RetryPolicy, ServerError, TransportError
 
 from devtools.net import free_port
 

@@ -1,4 +1,4 @@
-"""`hindsight export` / `hindsight import`: a tenant's experiences as JSON lines.
+"""`hindsight-xp export` / `hindsight-xp import`: a tenant's experiences as JSON lines.
 
 An export line is the experience as the service returns it (every field, every status). Import
 re-creates each with POST /v1/experiences and its own experience_id, so importing the same file
@@ -95,7 +95,7 @@ def line_body(doc: object) -> dict:
 
 def import_(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="A file written by `hindsight export`."),
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="A file written by `hindsight-xp export`."),
     archived: Archived = typer.Option(Archived.skip, "--archived",
                                       help="Archived lessons: skip them, or bring them back as active."),  # fmt: skip
 ) -> None:

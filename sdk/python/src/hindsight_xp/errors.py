@@ -23,7 +23,7 @@ import httpx
 
 
 class HindsightError(Exception):
-    """Base of every error raised by hindsight_client."""
+    """Base of every error raised by hindsight_xp."""
 
 
 class ConfigurationError(HindsightError):

@@ -7,7 +7,7 @@ from typing import Sequence
 from .client import Hindsight
 from .errors import HindsightError
 
-log = logging.getLogger("hindsight_client")
+log = logging.getLogger("hindsight_xp")
 
 
 def advice_for(

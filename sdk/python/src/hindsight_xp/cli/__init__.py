@@ -1,4 +1,4 @@
-"""The `hindsight` command. Settings: --url/--api-key/--admin-key, else HINDSIGHT_URL /
+"""The `hindsight-xp` command. Settings: --url/--api-key/--admin-key, else HINDSIGHT_URL /
 HINDSIGHT_API_KEY / HINDSIGHT_ADMIN_KEY."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from . import backup, hooks, ops, reviews, tenants
 from ._common import config
 
 app = typer.Typer(
-    name="hindsight",
+    name="hindsight-xp",
     help="hindsight: experience memory for LLM agents. Manage tenants, back up lessons, recall, serve MCP.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # locals would print API keys
@@ -59,4 +59,9 @@ def mcp(
 
 
 def main() -> None:
-    app()
+    """The typer app, with the global options accepted after the command too (``_entry``)."""
+    import sys
+
+    from .._entry import hoist_global_options
+
+    app(args=hoist_global_options(sys.argv[1:]), prog_name="hindsight-xp")

@@ -1,8 +1,8 @@
 """hindsight for LangChain: a callback handler that records tool calls and their errors, asks
 advise before each call, and the advice to put in the prompt.
 
-    from hindsight_client import TrajectoryRecorder
-    from hindsight_client.integrations.langchain import HindsightCallbackHandler
+    from hindsight_xp import TrajectoryRecorder
+    from hindsight_xp.integrations.langchain import HindsightCallbackHandler
 
     with TrajectoryRecorder(agent_id="weather-bot", goal=question) as rec:
         handler = HindsightCallbackHandler(rec)

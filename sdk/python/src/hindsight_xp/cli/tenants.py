@@ -1,4 +1,4 @@
-"""`hindsight tenants ...`: tenants and their API keys (admin key)."""
+"""`hindsight-xp tenants ...`: tenants and their API keys (admin key)."""
 from __future__ import annotations
 
 import json

@@ -39,7 +39,7 @@ from .models import AdviseResult, EventType, Outcome, RecallResult
 F = TypeVar("F", bound=Callable[..., Any])
 _TEXT_LIMIT = 8000  # the service's limit on context fields
 _RECENT = 20  # the tool calls sent with an advise: what the agent did just before
-log = logging.getLogger("hindsight_client")
+log = logging.getLogger("hindsight_xp")
 
 
 class TrajectoryRecorder:

@@ -2,8 +2,8 @@
 the instructions.
 
     from agents import Agent, Runner, function_tool
-    from hindsight_client import TrajectoryRecorder
-    from hindsight_client.integrations.openai_agents import HindsightRunHooks
+    from hindsight_xp import TrajectoryRecorder
+    from hindsight_xp.integrations.openai_agents import HindsightRunHooks
 
     with TrajectoryRecorder(agent_id="weather-bot", goal=question) as rec:
         hooks = HindsightRunHooks(rec)

@@ -1,11 +1,11 @@
 """Hooks for coding agents that call a command around each tool (Claude Code and the like).
 
-    hindsight hook prompt     UserPromptSubmit: starts the turn's trajectory with the prompt as its
+    hindsight-xp hook prompt     UserPromptSubmit: starts the turn's trajectory with the prompt as its
                               goal, recalls lessons for it and hands them to the agent
-    hindsight hook pre-tool   PreToolUse: advise on the call about to be made; the advice goes to
+    hindsight-xp hook pre-tool   PreToolUse: advise on the call about to be made; the advice goes to
                               the agent and its recall id onto the trajectory
-    hindsight hook post-tool  PostToolUse (and PostToolUseFailure): records the call and its outcome
-    hindsight hook stop       Stop: finalizes the turn's trajectory (failure if the last call failed)
+    hindsight-xp hook post-tool  PostToolUse (and PostToolUseFailure): records the call and its outcome
+    hindsight-xp hook stop       Stop: finalizes the turn's trajectory (failure if the last call failed)
 
 Each reads the hook's JSON on stdin (``session_id``, ``hook_event_name``, ``tool_name``,
 ``tool_input``, ``tool_response``, ``tool_use_id``, ``prompt``, ``cwd``). A session is a series of
@@ -14,7 +14,11 @@ reviewed turn by turn. What a hook must remember between calls (the turn, its go
 last call failed) is a small JSON file per session in ``state_dir``.
 
 A hook never stands in the agent's way: every request has a short timeout and no retry, and any
-error ends the hook with exit code 0 and no output (``run_hook``).
+error ends the hook with exit code 0 and no output (``run_hook``). It is a new process on every
+tool call, so this module and the client it uses (``_hookhttp``) import the standard library only.
+
+A turn hands each lesson to the agent once: what recall gave at the prompt is not repeated before a
+tool call, and a call that breaks no lesson it has not seen gets nothing.
 """
 from __future__ import annotations
 
@@ -22,33 +26,47 @@ import hashlib
 import json
 import os
 import re
-import tempfile
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any, Callable
+import signal
+import sys
 
+from ._hookhttp import Answer, HookClient
 from ._snapshot import snapshot
-from .client import Hindsight
+
+# typing, dataclasses (which imports inspect), pathlib and tempfile are left out: each is a few
+# milliseconds of every hook's start-up
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import IO, Any, Callable, Sequence
 
 EVENTS = ("prompt", "pre-tool", "post-tool", "stop")
 DEFAULT_AGENT = "claude-code"
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:@/+=-]")
 
 
-def default_state_dir() -> Path:
+def default_state_dir() -> str:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "hindsight" / "hooks"
+    return os.path.join(base, "hindsight", "hooks")
 
 
-@dataclass
 class Turn:
     """What the hooks of one session remember between calls."""
 
-    turn: int = 1
-    goal: str | None = None
-    started: bool = False
-    last_failed: bool = False
-    calls: int = 0
+    FIELDS = ("turn", "goal", "started", "last_failed", "calls", "shown")
+
+    def __init__(self, turn: int = 1, goal: str | None = None, started: bool = False, last_failed: bool = False,
+                 calls: int = 0, shown: list[str] | None = None) -> None:  # fmt: skip
+        self.turn, self.goal, self.started, self.last_failed, self.calls = turn, goal, started, last_failed, calls
+        self.shown: list[str] = list(shown or ())  # the lessons handed to the agent in this turn
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Turn) and self.as_dict() == other.as_dict()
+
+    def __repr__(self) -> str:
+        return f"Turn({self.as_dict()})"
 
 
 def _safe(text: str, limit: int = 80) -> str:
@@ -61,23 +79,33 @@ def trajectory_id(session_id: str, turn: int) -> str:
 
 
 class SessionState:
-    def __init__(self, state_dir: Path, session_id: str) -> None:
+    def __init__(self, state_dir: str | Path, session_id: str) -> None:
         digest = hashlib.sha256(session_id.encode()).hexdigest()[:24]
-        self.path = state_dir / f"{digest}.json"
+        self.dir = os.fspath(state_dir)
+        self.path = os.path.join(self.dir, f"{digest}.json")
 
     def load(self) -> Turn:
         try:
-            return Turn(**json.loads(self.path.read_text()))
+            with open(self.path) as f:
+                return Turn(**json.load(f))
         except (OSError, ValueError, TypeError):
             return Turn()
 
     def save(self, turn: Turn) -> None:
         # written whole then renamed: a hook killed half way leaves the previous state, not half a file
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(asdict(turn), f)
-        os.replace(tmp, self.path)
+        os.makedirs(self.dir, exist_ok=True)
+        tmp = os.path.join(self.dir, f".tmp-{os.getpid()}-{os.urandom(4).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(turn.as_dict(), f)
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
 
 def tool_failed(payload: dict[str, Any]) -> bool:
@@ -99,11 +127,37 @@ def _error_text(payload: dict[str, Any]) -> str:
     return str(err or response or "the tool reported an error")[:2000]
 
 
+_ITEM = re.compile(r"^(\d+)\. ")
+
+
+def unseen_lessons(advice: str, hit_ids: Sequence[str], shown: Sequence[str]) -> tuple[str, list[str]]:
+    """``advice`` (the service's block: a header, one numbered line per hit in ``hit_ids`` order, a
+    footer) without the lines of lessons in ``shown``, renumbered; and the ids of the lines kept."""
+    if not advice or not hit_ids:
+        return "", []
+    lines = advice.splitlines()
+    items = [i for i, line in enumerate(lines) if _ITEM.match(line)]
+    if not items or len(items) > len(hit_ids):  # not the shape this reads: all of it, or nothing
+        new = [h for h in hit_ids if h not in shown]
+        return (advice, list(hit_ids)) if new else ("", [])
+    keep = {i: hit for i, hit in zip(items, hit_ids) if hit not in shown}
+    if not keep:
+        return "", []
+    out, n = [], 0
+    for i, line in enumerate(lines):
+        if i in keep:
+            n += 1
+            out.append(_ITEM.sub(f"{n}. ", line, count=1))
+        elif i not in items:
+            out.append(line)
+    return "\n".join(out), list(keep.values())
+
+
 class HookRunner:
     """One hook invocation: the payload, the client, the session's state."""
 
-    def __init__(self, client: Hindsight, payload: dict[str, Any], *, agent_id: str = DEFAULT_AGENT,
-                 state_dir: Path | None = None, timeout: float = 2.0) -> None:  # fmt: skip
+    def __init__(self, client: HookClient, payload: dict[str, Any], *, agent_id: str = DEFAULT_AGENT,
+                 state_dir: str | Path | None = None, timeout: float = 2.0) -> None:  # fmt: skip
         self.client, self.payload, self.agent_id, self.timeout = client, payload, agent_id, timeout
         self.session_id = str(payload.get("session_id") or "").strip()
         if not self.session_id:
@@ -149,12 +203,15 @@ class HookRunner:
         events: list[dict[str, Any]] = []
         if text:
             events.append({"event_id": self._event_id("prompt"), "type": "user_input", "content": {"text": text[:8000]}})
-        result = self.client.recall(text[:4000], agent_id=self.agent_id) if text else None
-        if result is not None and result.hits:
-            events.append({"event_id": f"recall-{result.recall_id}", "type": "recall", "content": {"recall_id": result.recall_id}})
+        text_for_agent = ""
+        if text:
+            answer = self.client.recall(text[:4000], agent_id=self.agent_id)
+            text_for_agent = self._unseen(answer)
+            if text_for_agent:
+                events.append(self._recall_event(answer))
         if events:
             self.client.append_events(self.trajectory_id, events)
-        return self._context(result.advice) if result is not None and result.advice else None
+        return self._context(text_for_agent) if text_for_agent else None
 
     def pre_tool(self) -> dict[str, Any] | None:
         tool = str(self.payload.get("tool_name") or "")
@@ -162,13 +219,23 @@ class HookRunner:
             return None
         self._ensure_started()
         params = self.payload.get("tool_input") if isinstance(self.payload.get("tool_input"), dict) else {}
-        result = self.client.advise(tool, snapshot(params), goal=self.turn.goal, agent_id=self.agent_id,
+        answer = self.client.advise(tool, snapshot(params), goal=self.turn.goal, agent_id=self.agent_id,
                                     trajectory_id=self.trajectory_id)  # fmt: skip
-        if not result.hits:
+        text = self._unseen(answer)
+        if not text:
             return None
-        self.client.append_events(self.trajectory_id, [
-            {"event_id": f"recall-{result.recall_id}", "type": "recall", "content": {"recall_id": result.recall_id}}])
-        return self._context(result.advice)
+        self.client.append_events(self.trajectory_id, [self._recall_event(answer)])
+        return self._context(text)
+
+    def _unseen(self, answer: Answer) -> str:
+        """The answer's block with only the lessons not yet handed over in this turn; marks them handed."""
+        text, new = unseen_lessons(answer.advice, answer.hit_ids, self.turn.shown)
+        self.turn.shown += new
+        return text
+
+    @staticmethod
+    def _recall_event(answer: Answer) -> dict[str, Any]:
+        return {"event_id": f"recall-{answer.recall_id}", "type": "recall", "content": {"recall_id": answer.recall_id}}
 
     def post_tool(self) -> None:
         tool = str(self.payload.get("tool_name") or "")
@@ -205,3 +272,47 @@ class HookRunner:
             return handler()
         finally:
             self.state.save(self.turn)
+
+
+MAX_PAYLOAD = 4 * 1024 * 1024
+
+
+class _Deadline(Exception):
+    pass
+
+
+def _alarm(_signum: int, _frame: Any) -> None:
+    raise _Deadline()
+
+
+def run_hook(event: str, *, url: str, api_key: str | None, agent_id: str = DEFAULT_AGENT, timeout: float = 2.0,
+             state_dir: str | Path | None = None, verbose: bool = False, stdin: IO[str] | None = None,
+             stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:  # fmt: skip
+    """One hook command: the payload from stdin, the answer (if any) to stdout; always exit code 0.
+
+    Fail-open: whatever happens (no key, the service down or slow, a payload it does not understand),
+    it prints nothing and returns within about twice ``timeout`` seconds; errors go to stderr only
+    with ``verbose``."""
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    # a hard stop for anything the per-request timeouts do not bound (DNS, a stuck read of stdin)
+    has_alarm = hasattr(signal, "SIGALRM")
+    if has_alarm:
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout * 2 + 1)
+    try:
+        payload = json.loads(stdin.read(MAX_PAYLOAD) or "{}")
+        if not isinstance(payload, dict):
+            raise ValueError("the hook payload is not a JSON object")
+        if not api_key:
+            raise ValueError("HINDSIGHT_API_KEY is not set")
+        client = HookClient(url, api_key, timeout=timeout)
+        answer = HookRunner(client, payload, agent_id=agent_id, state_dir=state_dir, timeout=timeout).run(event)
+        if answer:
+            stdout.write(json.dumps(answer) + "\n")
+    except (Exception, _Deadline) as exc:  # fail-open: the agent must never wait on its memory
+        if verbose:
+            stderr.write(f"hindsight-xp hook {event}: {type(exc).__name__}: {exc}\n")
+    finally:
+        if has_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return 0

@@ -1,6 +1,6 @@
 """hindsight as an MCP server: memory tools for any MCP-capable agent.
 
-Transports: stdio (``hindsight mcp``) and streamable HTTP (``hindsight mcp --http --port N``,
+Transports: stdio (``hindsight-xp mcp``) and streamable HTTP (``hindsight-xp mcp --http --port N``,
 endpoint ``/mcp``, health check ``GET /health``). The service is reached over HTTP with the SDK's
 async client. The tenant key is the ``Authorization: Bearer`` header of the MCP request when
 there is one (HTTP), else HINDSIGHT_API_KEY.

@@ -6,8 +6,11 @@ recorder must not spend the agent's time on a huge result.
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing and dataclasses stay out of a hook's start-up (hooks.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_STRING = 2000
 MAX_ITEMS = 50
@@ -61,6 +64,8 @@ def snapshot(value: Any, depth: int = 0) -> Any:
             return snapshot(dump(mode="json"), depth + 1)
         except Exception:  # noqa: BLE001 - a broken model still gets recorded, as its repr
             return _cut(repr(value))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
+        import dataclasses
+
         return snapshot(dataclasses.asdict(value), depth + 1)
     return _cut(repr(value))

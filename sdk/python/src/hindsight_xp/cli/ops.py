@@ -108,7 +108,7 @@ def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> 
                                        "freshness_histogram": [{"bucket": b, "count": c}
                                                                for b, c in s.freshness_histogram]}))  # fmt: skip
         return
-    counts = Table("kind", "status", "count", title="hindsight stats")
+    counts = Table("kind", "status", "count", title="hindsight-xp stats")
     for kind, by_status in (("experiences", s.experiences), ("trajectories", s.trajectories)):
         for status, count in by_status.items():
             counts.add_row(kind, status, str(count))

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from .errors import HindsightError, InvalidRequest, PayloadTooLarge, RateLimited, ServerError, TransportError
 
-log = logging.getLogger("hindsight_client.recorder")
+log = logging.getLogger("hindsight_xp.recorder")
 _TRANSIENT = (TransportError, ServerError, RateLimited)
 _REFUSED = (InvalidRequest, PayloadTooLarge)
 

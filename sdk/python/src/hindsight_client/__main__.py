@@ -1,4 +1,0 @@
-"""`python -m hindsight_client ...` is the `hindsight` command."""
-from .cli import main
-
-main()
