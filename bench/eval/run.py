@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bench.experience_reuse.service import Api, LocalServer, create_tenant
-from devtools.env import changed_env as server_env
-
 from bench.realruns import evaluate as realruns
 from bench.realruns import sets as realrun_sets
+from devtools.env import changed_env as server_env
 
 from . import compare, independent, locomo, offline, replay, reuse
 

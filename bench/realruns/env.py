@@ -16,9 +16,9 @@ import json
 import re
 import sys
 import types
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import MutableMapping
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .fetch import DEFAULT_DEST

@@ -3,9 +3,9 @@ the error that followed, a fix speaks of the error only outside quoted text."""
 from __future__ import annotations
 
 from bench.realruns import metrics as m
+from bench.realruns.env import Task
 from bench.realruns.raw import RawErrors
 from bench.realruns.runs import Call, Plan, Run
-from bench.realruns.env import Task
 
 SUBJECTS = m.Subjects(((r"invalid reason", ("reason",)), (r"^<v> not found$", ("item_ids", "item id"))))
 
