@@ -24,7 +24,7 @@ from tests.support import container as test_container
 
 TESTS = Path(__file__).resolve().parent
 TIERS = {
-    "unit": "unit", "service": "service", "http": "service", "local": "integration", "bench": "unit",
+    "unit": "unit", "service": "service", "http": "service", "local": "integration",
     "adapters": "integration", "contract": "integration",
     "e2e": "e2e", "sdk": "e2e", "browser": "e2e", "llm": "e2e", "infra": "slow", "bench": "unit",
 }  # fmt: skip
