@@ -7,7 +7,6 @@ import re
 from chalicelib.domain.escape import ends_task, is_scratchpad
 from chalicelib.domain.lesson import error_class
 from chalicelib.domain.review import review_by_rules
-
 from tests.support.builders import call, traj
 
 CANCEL = "cancel_pending_order"
