@@ -3,7 +3,10 @@ call is often followed by a hand-off to a human or a note to self rather than a 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from chalicelib.domain.advise import Situation, evaluate
+from chalicelib.domain.distill import draft_to_experience, merge_into
 from chalicelib.domain.escape import ends_task, is_scratchpad
 from chalicelib.domain.lesson import error_class
 from chalicelib.domain.review import review_by_rules
@@ -52,3 +55,31 @@ def test_tools_that_end_the_task_or_only_think_are_known_by_their_names():
     assert all(ends_task(t) for t in ("transfer_to_human_agents", "escalate", "escalate_to_human", "handoff", "give_up"))
     assert all(is_scratchpad(t) for t in ("think", "reflect"))
     assert not any(ends_task(t) or is_scratchpad(t) for t in ("transfer_funds", "get_order_details", "rethink_plan_x"))
+
+
+def _cancelled_after(reason_failed: str, reason_worked: str, order: str):
+    return [
+        call(CANCEL, {"order_id": order, "reason": reason_failed}, ok=False, error="Error: invalid reason"),
+        call(CANCEL, {"order_id": order, "reason": reason_worked}, result={"status": "cancelled"}),
+    ]
+
+
+def test_values_that_worked_become_a_rule_only_once_runs_repeat_them():
+    t = traj(tools=[CANCEL])
+    runs = [("changed my mind", "no longer needed", "#W1"), ("too slow", "ordered by mistake", "#W2"),
+            ("duplicate", "no longer needed", "#W3")]
+    exps = [draft_to_experience(review_by_rules(replace_id(t, i), _cancelled_after(*r)).lessons[0], replace_id(t, i), t.created_at)
+            for i, r in enumerate(runs)]
+    assert "#W1" not in exps[0].advice and "`reason`" in exps[0].advice
+    bad = Situation(CANCEL, {"order_id": "#W9", "reason": "found it cheaper"})
+    assert evaluate(exps[0].rule, bad, exps[0].error_class, exps[0].support).violations == ()  # one run: no rule
+    merged = merge_into(merge_into(exps[0], exps[1], t.created_at), exps[2], t.created_at)
+    assert merged.support == 3 and set(merged.rule.arguments[0].keys) == {"no longer needed", "ordered by mistake"}
+    assert "one of the values that worked: `no longer needed`, `ordered by mistake`" in merged.advice
+    assert evaluate(merged.rule, bad, merged.error_class, merged.support).violations == ("`reason` is none of the values that worked",)
+    good = Situation(CANCEL, {"order_id": "#W9", "reason": "ordered by mistake"})
+    assert not evaluate(merged.rule, good, merged.error_class, merged.support).applies
+
+
+def replace_id(t, i):
+    return replace(t, trajectory_id=f"tr{i}")
