@@ -629,7 +629,7 @@ def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_
             before = next((e for e in reversed(events[:i]) if e.type in ("tool_call", "llm_reasoning")), None)
             add(_negative_feedback(ctx, event, before))
 
-    if not review.lessons:  # a failure nothing fixed, when the run teaches nothing else
+    if not review.lessons and kind == FULL_SCOPE:  # a failure nothing fixed in the whole run, which teaches nothing else
         for call in unfixed:
             add(_no_fix(ctx, call))
 
