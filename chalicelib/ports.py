@@ -64,6 +64,24 @@ class AppendResult:
     accepted_ids: tuple[str, ...] = ()  # the event ids newly stored, in order
 
 
+@dataclass(frozen=True)
+class TrajectorySummary:
+    """A trajectory read without reading all its events: what advise holds a call against.
+
+    ``tools_ok``: every tool that had a call that worked, over the whole trajectory, kept by the
+    store as events are appended; ``recent``: the last events (at most the ``tail`` asked for),
+    oldest first; ``event_count``: how many events the trajectory holds."""
+
+    tools_ok: frozenset[str]
+    recent: tuple[Event, ...]
+    event_count: int
+
+
+def tools_that_worked(events: Iterable[Event]) -> set[str]:
+    """The tools of the calls among ``events`` that worked: what an append adds to ``tools_ok``."""
+    return {e.tool for e in events if e.succeeded and e.tool}
+
+
 class TrajectoryStore(Protocol):
     def create(self, traj: Trajectory) -> tuple[Trajectory, bool]:
         """Store a new trajectory; if (tenant, id) exists, return the stored one and False."""
@@ -86,6 +104,10 @@ class TrajectoryStore(Protocol):
     def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
         """The windows of the listed events: each one and the ``before`` events preceding it, each
         event once, in ``seq`` order. Unknown ids are ignored. Reads only those windows."""
+
+    def trajectory_summary(self, tenant_id: str, trajectory_id: str, tail: int) -> TrajectorySummary:
+        """The tools that worked over the whole trajectory and its last ``tail`` events, without
+        reading the others. Raises NotFound, also for another tenant's id."""
 
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
         """Open -> finalized. Raises NotFound, or Conflict if it is not open."""

@@ -1,11 +1,13 @@
 """Every evaluation set beside its baselines, measured in one run against one fresh server.
 
-    .venv/bin/python -m bench.eval [--sets reuse,independent,locomo] [--out results.json]
+    .venv/bin/python -m bench.eval [--sets reuse,independent,locomo,retail] [--out results.json]
         [--independent PATH] [--locomo PATH] [--url URL --admin-key KEY] [--reuse-tasks dev]
+        [--retail-roles dev]
 
 Dev sets (changes are decided on them): experience_reuse dev, the blind sets
-(bench/blind2, bench/blind3, bench/blind4), LoCoMo. Held-out sets (report only, run rarely, never tuned on): experience_reuse held-out, the
-independent set (bench/independent).
+(bench/blind2, bench/blind3, bench/blind4), LoCoMo, the real-runs set's dev tasks. Held-out sets (report only, run rarely, never tuned on): experience_reuse held-out, the
+independent set (bench/independent), the real-runs set's held-out tasks. The real-runs set (retail, bench/realruns) runs
+when ``python -m bench.realruns.fetch`` has fetched its environment, and is skipped otherwise.
 """
 from __future__ import annotations
 
@@ -19,12 +21,15 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bench.experience_reuse.service import Api, LocalServer, create_tenant
+from bench.realruns import evaluate as realruns
+from bench.realruns import sets as realrun_sets
 from devtools.env import changed_env as server_env
 
 from . import compare, corrections, independent, locomo, offline, replay, reuse
 
-SETS = ("reuse", "blind2", "blind3", "blind4", "independent", "corrections", "locomo")
-LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "blind3": "blind3", "blind4": "blind4", "independent": "independent", "corrections": "corrections", "locomo": "LoCoMo"}
+SETS = ("reuse", "blind2", "blind3", "blind4", "independent", "corrections", "locomo", "retail")
+LABELS = {"reuse": "experience_reuse", "blind2": "blind2", "blind3": "blind3", "blind4": "blind4", "independent": "independent",
+          "corrections": "corrections", "locomo": "LoCoMo", "retail": "real runs (retail)"}
 BLIND_SETS = independent.BLIND_SETS  # sets in the blind-set format, and their role
 COLUMNS = (  # key, header, as percent
     ("n", "n", False), ("hit@1", "hit@1", False), ("strict_hit@1", "strict@1", False), ("hit@3", "hit@3", False), ("mrr", "MRR", False),
@@ -55,6 +60,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--review-timeout", type=float, default=900.0)
     p.add_argument("--reuse-tasks", default="dev,heldout",
                    help="experience_reuse task sets to recall: dev,heldout (default) or dev alone while developing")
+    p.add_argument("--retail-roles", default="dev,heldout",
+                   help="real-runs task roles to advise and recall: dev,heldout (default) or dev alone while developing")
     p.add_argument("--out", help="also write every figure as JSON here")
     p.add_argument("--keep-data", metavar="DIR",
                    help="keep the fresh server's data (lessons, index) and the run's ids in DIR, for "
@@ -67,6 +74,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.reuse_tasks = tuple(s.strip() for s in args.reuse_tasks.split(",") if s.strip())
     if not args.reuse_tasks or set(args.reuse_tasks) - {"dev", "heldout"}:
         p.error("--reuse-tasks takes dev, heldout or both")
+    args.retail_roles = tuple(s.strip() for s in args.retail_roles.split(",") if s.strip())
+    if not args.retail_roles or set(args.retail_roles) - {"dev", "heldout"}:
+        p.error("--retail-roles takes dev, heldout or both")
     return args
 
 
@@ -82,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         res["skipped"]["locomo"] = "HINDSIGHT_LOCOMO not set"
     elif "locomo" in args.sets and not Path(args.locomo).exists():
         res["skipped"]["locomo"] = f"{args.locomo} not found"
+    if "retail" in args.sets and (why := realrun_sets.unavailable("retail")):
+        res["skipped"]["retail"] = why
 
     server = None
     if not set(args.sets) - set(res["skipped"]):
@@ -141,6 +153,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             http.pop("hits")
             res["sets"]["locomo"] = {"turns": len(turns), "questions": len(questions), "hindsight": http, **base}
             res["timings"]["locomo_s"] = time.monotonic() - t0
+        if "retail" in args.sets and "retail" not in res["skipped"]:
+            t0 = time.monotonic()
+            api = Api(url, create_tenant(url, admin, f"eval-retail-{nonce}"))
+            try:
+                res["sets"]["retail"] = realrun_sets.run("retail", api, nonce, args.review_timeout, log, args.retail_roles)
+            finally:
+                api.close()
+            res["timings"]["retail_s"] = time.monotonic() - t0
     finally:
         if server is not None:
             if args.keep_data:
@@ -228,5 +248,7 @@ def print_table(res: dict[str, Any]) -> None:
             p(f"  hindsight, 95% over families resampled: {line}")
     if any(n in res["sets"] for n in BLIND_SETS):
         p("Two runs compared test by test, with the interval of their difference: python -m bench.eval.compare BEFORE.json AFTER.json")
+    if "retail" in res["sets"]:
+        realruns.print_table(res["sets"]["retail"], p)
     t = res["timings"]
     p("timings: " + ", ".join(f"{k[:-2]} {v:.0f}s" for k, v in t.items()))

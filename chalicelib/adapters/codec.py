@@ -33,7 +33,7 @@ def to_doc(obj: Any) -> dict[str, Any]:
 
 def _argument_doc(arg: Argument) -> dict[str, Any]:
     doc: dict[str, Any] = {"kind": arg.kind.value, "name": arg.name}
-    for key in ("shape", "example", "avoided", "avoided_example", "words"):
+    for key in ("shape", "example", "avoided", "avoided_example", "words", "other"):
         if (value := getattr(arg, key)) is not None:
             doc[key] = value
     if arg.keys:
@@ -49,13 +49,17 @@ def rule_to_doc(rule: CallRule) -> dict[str, Any]:
         doc["other_tool"] = rule.other_tool
     if rule.first_arguments:
         doc["first_arguments"] = [_argument_doc(a) for a in rule.first_arguments]
+    if rule.alternatives:
+        doc["alternatives"] = list(rule.alternatives)
+    if rule.error is not None:
+        doc["error"] = rule.error
     return doc
 
 
 def _argument(doc: dict[str, Any]) -> Argument:
     return Argument(
         ArgumentKind(doc["kind"]), doc["name"], doc.get("shape"), doc.get("example"), doc.get("avoided"),
-        doc.get("avoided_example"), tuple(doc.get("keys") or ()), doc.get("words"),
+        doc.get("avoided_example"), tuple(doc.get("keys") or ()), doc.get("words"), doc.get("other"),
     )
 
 
@@ -63,6 +67,7 @@ def rule_from_doc(doc: dict[str, Any]) -> CallRule:
     return CallRule(
         RuleKind(doc["kind"]), doc["tool"], tuple(_argument(a) for a in doc.get("arguments") or ()),
         doc.get("other_tool"), tuple(_argument(a) for a in doc.get("first_arguments") or ()),
+        tuple(doc.get("alternatives") or ()), doc.get("error"),
     )
 
 

@@ -41,6 +41,7 @@ def rule_out(rule: CallRule | None) -> dict[str, Any] | None:
         "kind": rule.kind.value, "tool": rule.tool, "other_tool": rule.other_tool,
         "arguments": [_argument_out(a) for a in rule.arguments],
         "first_arguments": [_argument_out(a) for a in rule.first_arguments],
+        "alternatives": list(rule.alternatives), "error": rule.error,
     }
 
 

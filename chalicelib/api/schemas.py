@@ -358,10 +358,14 @@ class ExperienceIn(Strict):
 
 
 class RuleArgumentOut(Model):
-    kind: Literal["missing_argument", "forbidden_argument", "value", "value_shape", "structure", "keys", "named"] = Field(
+    kind: Literal["missing_argument", "forbidden_argument", "value", "value_shape", "structure", "keys", "named",
+                  "prefix", "without_characters", "one_of", "same_length", "from_result"] = Field(
         description="missing_argument: must be given; forbidden_argument: must be left out; value: must be given, "
                     "of `shape`; value_shape: when given, of `shape` and not of `avoided`; structure: must be given, "
-                    "holding `keys`; keys: a structure given holds `keys`; named: changed as `words` say, not checked")
+                    "holding `keys`; keys: a structure given holds `keys`; named: changed as `words` say, not checked; "
+                    "prefix: when given, starts with `shape`; without_characters: when given, holds none of the "
+                    "characters of `avoided`; one_of: when given, one of `keys`; same_length: when given, as many "
+                    "items as the argument `other`; from_result: when given, held by what the tool `other` returned")
     name: str = Field(description="The argument")
     shape: str | None = None
     example: str | None = None
@@ -369,15 +373,18 @@ class RuleArgumentOut(Model):
     avoided_example: str | None = None
     keys: list[str] = []
     words: str | None = None
+    other: str | None = None
 
 
 class CallRuleOut(Model):
-    kind: Literal["arguments", "call_first", "use_instead", "do_not_retry", "objected"]
+    kind: Literal["arguments", "call_first", "use_instead", "do_not_retry", "objected", "once_per", "no_fix"]
     tool: str = Field(description="The tool whose calls the rule is about")
     arguments: list[RuleArgumentOut] = Field(default=[], description="arguments: what a call must do with each; "
                                              "call_first: what to pass on from the first tool")
     other_tool: str | None = Field(default=None, description="call_first: the tool to call first; use_instead: the one to use")
     first_arguments: list[RuleArgumentOut] = Field(default=[], description="call_first: how to call the first tool")
+    alternatives: list[str] = Field(default=[], description="call_first: other tools, any of which does as well")
+    error: str | None = Field(default=None, description="The error the rule is about, as the lesson quotes it")
 
 
 class ExperienceOut(Model):

@@ -9,7 +9,10 @@ microseconds.
 
 A call is then matched on its structured situation first (the tool, the checks it breaks, the
 error class of this tool's recent failures) and on text only to break ties (``advise_score``).
-A lesson whose every check the call passes does not apply: the agent already does it right.
+A lesson whose every check the call passes does not apply: the agent already does it right. A
+warning is given only when the call breaks a check, that is when it meets the condition under which
+the lesson's failure happened (an argument's pattern, a tool to call first that the whole
+trajectory never called, the same call failing just now); it quotes the error it risks.
 """
 from __future__ import annotations
 
@@ -22,17 +25,22 @@ from .generalize import value_pattern
 from .lesson import error_class
 from .models import Event, Experience
 
-MAX_RECENT_EVENTS = 20
+MAX_RECENT_EVENTS = 20  # of the events an agent sends with the call
+MAX_TAIL_EVENTS = 50  # of a stored trajectory's last events read for a call (what earlier calls returned)
 
 
 @dataclass(frozen=True)
 class Situation:
-    """A tool call about to be made, and what the agent did just before it (oldest first)."""
+    """A tool call about to be made, and what the agent did just before it (oldest first).
+
+    ``called``: the tools whose calls worked over the whole trajectory, when known (a stored
+    trajectory's summary); None: only ``recent`` is known."""
 
     tool: str
     params: Mapping[str, Any] = field(default_factory=dict)
     goal: str = ""
     recent: Sequence[Event] = ()
+    called: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,10 +98,66 @@ def _keys(arg: Argument, params: Mapping[str, Any]) -> str | None | bool:
     return f"`{arg.name}` lacks {', '.join(f'`{k}`' for k in missing)}" if missing else False
 
 
-def _argument(arg: Argument, tool: str, params: Mapping[str, Any]) -> str | None | bool:
+def _scalars(value: Any) -> list[str]:
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _scalars(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _scalars(v)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
+def _returned(tool: str, sit: Situation) -> set[str] | None:
+    """The values what ``tool`` returned in the known events hold; None when none of its results is
+    known (it was never called, or only before the events read)."""
+    results = [e.content.get("result") for e in sit.recent if e.tool == tool and e.succeeded]
+    return {v.lower() for r in results for v in _scalars(r)} if results else None
+
+
+def _from_result(arg: Argument, tool: str, sit: Situation) -> str | None | bool:
+    source = arg.other or "?"
+    values = [v for v in _scalars(sit.params[arg.name])]
+    seen = _returned(source, sit)
+    if seen is None:
+        if sit.called is not None and source not in sit.called:
+            return f"`{arg.name}` is not taken from `{source}`, which was not called in this run"
+        return None
+    missing = [v for v in values if v.lower() not in seen]
+    return f"`{arg.name}` holds {', '.join(f'`{v}`' for v in missing[:3])}, which `{source}` did not return" if missing else False
+
+
+def _pattern(arg: Argument, tool: str, sit: Situation, support: int) -> str | None | bool:
+    """The arguments whose condition is a pattern of their value (``ArgumentKind.PREFIX`` ...)."""
+    p, kind, value = arg.name, arg.kind, sit.params.get(arg.name)
+    if p not in sit.params:
+        return None
+    if kind is ArgumentKind.PREFIX:
+        return False if str(value).startswith(arg.shape or "") else f"`{p}` does not start with `{arg.shape}`"
+    if kind is ArgumentKind.WITHOUT:
+        found = [c for c in arg.avoided or "" if c in str(value)]
+        return f"`{p}` holds {', '.join(f'`{c}`' for c in found)}" if found else False
+    if kind is ArgumentKind.ONE_OF:
+        if support < 2 or len(arg.keys) >= support or isinstance(value, (Mapping, list)):
+            return None  # one run's value is no rule, nor are values that never recur (names, not kinds)
+        return False if str(value) in arg.keys else f"`{p}` is none of the values that worked"
+    if kind is ArgumentKind.SAME_LENGTH:
+        other = sit.params.get(arg.other or "")
+        if not isinstance(value, list) or not isinstance(other, list):
+            return None
+        return False if len(value) == len(other) else f"`{p}` has {len(value)} items and `{arg.other}` {len(other)}"
+    return _from_result(arg, tool, sit)
+
+
+PATTERNS = (ArgumentKind.PREFIX, ArgumentKind.WITHOUT, ArgumentKind.ONE_OF, ArgumentKind.SAME_LENGTH,
+            ArgumentKind.FROM_RESULT)
+
+
+def _argument(arg: Argument, tool: str, params: Mapping[str, Any], sit: Situation | None = None,
+              support: int = 1) -> str | None | bool:
     """A message when the call breaks what the rule says of the argument, False when it keeps
     it, None when nothing here can tell."""
     p, kind = arg.name, arg.kind
+    if kind in PATTERNS:
+        return _pattern(arg, tool, sit or Situation(tool, params), support)
     if kind is ArgumentKind.FORBIDDEN:
         return f"`{p}` should be left out of `{tool}`" if p in params else False
     if kind is ArgumentKind.VALUE_SHAPE:
@@ -112,10 +176,32 @@ def _argument(arg: Argument, tool: str, params: Mapping[str, Any]) -> str | None
 
 
 def _call_first(rule: CallRule, sit: Situation) -> str | None | bool:
-    if not sit.recent:
+    """Whether a tool to call first was called: over the whole trajectory when its summary is
+    known, else in the events sent with the call."""
+    first = rule.first_tools
+    if sit.called is not None:
+        done = any(t in sit.called for t in first)
+    elif not sit.recent:
         return None
-    done = any(e.tool == rule.other_tool and e.succeeded for e in sit.recent)
-    return False if done else f"`{rule.other_tool}` has not been called before `{rule.tool}`"
+    else:
+        done = any(e.tool in first and e.succeeded for e in sit.recent)
+    return False if done else f"{' or '.join(f'`{t}`' for t in first)} has not been called before `{rule.tool}`"
+
+
+def _once_per(rule: CallRule, sit: Situation) -> str | None | bool:
+    key = rule.arguments[0].name if rule.arguments else None
+    if key is None or key not in sit.params:
+        return None
+    done = any(e.tool == rule.tool and e.succeeded and (e.content.get("params") or {}).get(key) == sit.params[key]
+               for e in sit.recent)
+    return f"`{rule.tool}` already worked for this `{key}` in this run" if done else False
+
+
+def _used_instead(rule: CallRule, sit: Situation, error_class: str | None) -> str | None:
+    """Another tool in place of this one: only once this one failed the same way in this run."""
+    if error_class and any(e.tool == rule.tool and e.failed and _error_class(e) == error_class for e in sit.recent):
+        return f"`{rule.tool}` failed this way just now; `{rule.other_tool}` worked in its place before"
+    return None
 
 
 def _not_retried(rule: CallRule, sit: Situation) -> str | None | bool:
@@ -125,7 +211,7 @@ def _not_retried(rule: CallRule, sit: Situation) -> str | None | bool:
     return None if not failed else False
 
 
-def _results(rule: CallRule, sit: Situation) -> list[str | None | bool]:
+def _results(rule: CallRule, sit: Situation, error_class: str | None = None, support: int = 1) -> list[str | None | bool]:
     """What the call does with each check of the rule: the tool-level one first, then each
     argument's (``_argument``)."""
     results: list[str | None | bool] = []
@@ -134,18 +220,21 @@ def _results(rule: CallRule, sit: Situation) -> list[str | None | bool]:
     elif rule.kind is RuleKind.DO_NOT_RETRY:
         results.append(_not_retried(rule, sit))
     elif rule.kind is RuleKind.USE_INSTEAD:
-        results.append(f"`{rule.tool}` failed for this kind of task before; `{rule.other_tool}` worked instead")
-    elif rule.kind is RuleKind.OBJECTED:
+        results.append(_used_instead(rule, sit, error_class))
+    elif rule.kind is RuleKind.ONCE_PER:
+        return [_once_per(rule, sit)]
+    elif rule.kind in (RuleKind.OBJECTED, RuleKind.NO_FIX):
         results.append(None)
-    return results + [_argument(a, rule.tool, sit.params) for a in rule.arguments]
+    return results + [_argument(a, rule.tool, sit.params, sit, support) for a in rule.arguments]
 
 
-def evaluate(rule: CallRule, sit: Situation, error_class: str | None = None) -> Finding:
-    """How the lesson's rule meets the call (``error_class``: the lesson's): only a lesson about
-    this very tool can apply."""
+def evaluate(rule: CallRule, sit: Situation, error_class: str | None = None, support: int = 1) -> Finding:
+    """How the lesson's rule meets the call (``error_class``: the lesson's; ``support``: how many
+    runs it was learned from: a value list learned from one run is not checked): only a lesson
+    about this very tool can apply."""
     if rule.tool.lower() != sit.tool.lower():
         return Finding(False, 0.0)
-    results = _results(rule, sit)
+    results = _results(rule, sit, error_class, support)
     violations = tuple(r for r in results if isinstance(r, str))
     decided = [r for r in results if r is not None]
     recent_classes = {_error_class(e) for e in sit.recent if e.tool == rule.tool and e.failed}
@@ -164,7 +253,8 @@ def advise_score(finding: Finding, text: float, utility: float, freshness: float
 
 
 def warning_message(rule: CallRule, finding: Finding, error_class: str | None = None) -> str:
-    cls = f" with {error_class}" if error_class else ""
+    """Which error the call risks (the rule's, quoted), and what in the call meets its condition."""
+    cls = f" with {rule.error}" if rule.error else (f" with {error_class}" if error_class else "")
     return f"`{rule.tool}` failed{cls} in past runs: " + "; ".join(finding.violations) + "."
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
+from .escape import never_a_fix
 from .models import Event
 
 # labels of tool calls
@@ -164,7 +165,8 @@ def _fix_for(
       and refused the same way, the contrast starts from that attempt;
     * it never did: the first call to succeed after its last failure replaced it (swap), unless
       the user objected to that tool (``objected_tools``): polling what never came was no fix.
-    A call the user objected to right after it does not count as a success.
+    A call the user objected to right after it does not count as a success, and a tool that ends
+    the task, hands it off or only records a thought (``escape.never_a_fix``) is never the fix.
     """
     produced = {} if produced is None else produced
     if ok is None:  # the calls of ``after`` that worked, unless the caller knows them
@@ -177,7 +179,7 @@ def _fix_for(
         now = params_of(same)
         failed = next((e for e in reversed(after) if e.tool == failed.tool and e.failed and failed.seq < e.seq < same.seq
                        and params_of(e) == now), failed)
-        between = [e for e in ok if failed.seq < e.seq < same.seq and e.tool != failed.tool]
+        between = [e for e in ok if failed.seq < e.seq < same.seq and e.tool != failed.tool and not never_a_fix(e.tool)]
         before = params_of(failed)
         changed = changed_keys(before, now)
         used = [s for key, value in now.items() if before.get(key) != value for s in _scalars(value)]
@@ -195,7 +197,7 @@ def _fix_for(
     candidates = [
         e for e in ok
         if e.seq > last_failure and e.tool != failed.tool and (episode_end is None or e.seq < episode_end)
-        and e.tool not in objected_tools
+        and e.tool not in objected_tools and not never_a_fix(e.tool)
     ]
     replacement = _replacement(failed, candidates)
     return Contrast(failed, replacement, "swap") if replacement is not None else None
@@ -293,7 +295,7 @@ def attribute(events: Sequence[Event]) -> Attribution:
             if w.tool == f.tool:
                 contrast = _fix_for(f, [w], objected)
             else:
-                contrast = Contrast(f, w, "swap") if w.tool not in objected_tools else None
+                contrast = Contrast(f, w, "swap") if w.tool not in objected_tools and not never_a_fix(w.tool) else None
             if contrast is not None:
                 result.contrasts.append(contrast)
                 paired.add(f.event_id)

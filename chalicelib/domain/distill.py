@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Collection, Mapping
 
-from .call_rule import CallRule
+from .call_rule import CallRule, merged_rule, rule_words
 from .generalize import names, recurring_literals, without_examples
 from .lesson import TEXT_FIELDS, LessonDraft, without_kept, write
 from .lexical import terms
@@ -146,15 +146,19 @@ def merge_into(existing: Experience, new: Experience, now: datetime, specialized
     more_specific = (specialized and existing.support == 1) or len(new.advice) > len(existing.advice)
     wording, other = (new, existing) if more_specific else (existing, new)
     examples = _examples(existing.examples, new.examples)
+    # the rule of the wording kept (the other's when that one states none), with what both showed
+    rule = merged_rule(wording.rule, other.rule)
+    advice = wording.advice
+    if rule is not None and wording.rule is not None and rule != wording.rule and advice.startswith(rule_words(wording.rule)):
+        advice = rule_words(rule) + advice[len(rule_words(wording.rule)):]
     return replace(
         existing,
         situation=wording.situation,
         action=wording.action,
         result=wording.result,
         lesson=wording.lesson,
-        advice=advice_keeping(wording.advice, other.advice),
-        # the rule of the wording kept; the other's when that one states none
-        rule=wording.rule if wording.rule is not None else other.rule,
+        advice=advice_keeping(advice, other.advice),
+        rule=rule,
         sources=existing.sources + added,
         examples=examples,
         literals=recurring_literals(existing.literals, new.literals),

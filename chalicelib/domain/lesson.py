@@ -220,18 +220,32 @@ _CLASS = re.compile(
 _HTTP = re.compile(r"\b([45]\d\d)\b")
 
 
+# class names that say only that something failed: every error of some tools starts with one
+# ("Error: order not found", "Error: invalid reason"), so the message is the kind of failure
+GENERIC_CLASSES = frozenset({"error", "exception", "fault", "failure", "failed"})
+_GENERIC_PREFIX = re.compile(r"^\s*(?:[A-Za-z_]*(?:Error|Exception|Fault)|error|failure|failed)\s*:\s*", re.I)
+
+
+def error_template(text: str) -> str:
+    """An error message with its values masked and a generic class name taken off: "Error:
+    5426915165 not found" -> "<n> not found". What one kind of failure shares across tasks."""
+    return generalize(_GENERIC_PREFIX.sub("", text, count=1)).lower().strip().rstrip(".")[:60]
+
+
 def error_class(event: Event) -> str:
-    """A stable name for the kind of failure: an exception type, an HTTP status or the message."""
+    """A stable name for the kind of failure: an exception type, an HTTP status or the message;
+    the message's template when its class is only a generic name (``GENERIC_CLASSES``)."""
     err = event.content.get("error")
     if isinstance(err, dict):
         for key in ("type", "code", "class"):
-            if err.get(key):
+            if err.get(key) and str(err[key]).lower() not in GENERIC_CLASSES:
                 return str(err[key])
     text = error_text(event)
     for pattern in (_CLASS, _HTTP):
         m = pattern.search(text)
         if m:
-            return next(g for g in m.groups() if g)
+            found = next(g for g in m.groups() if g)
+            return error_template(text) if found.lower() in GENERIC_CLASSES else found
     return generalize(text).lower()[:60]
 
 

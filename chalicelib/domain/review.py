@@ -6,7 +6,16 @@ It needs no LLM, so it always runs. From the attribution over the decision graph
   parameters, another tool first, another tool instead) -> a lesson naming the tool, the error
   and the fix;
 * blind retries: the same call (tool + parameters) failed again and again -> do not retry it;
+* a call that failed after the same tool had worked for the same value of an argument -> call it
+  once per such value;
+* a failure nothing fixed in the run -> a lesson that says so and quotes the error;
 * negative user feedback right after an action -> avoid that action.
+
+A fix is what changed between the failed call and the call that worked, generalized: a value that
+must start with what the failing one lacked, characters to leave out, a list as long as another,
+values taken from what an earlier call returned, one of the values that worked. A tool that ends
+the task or only records a thought is never a fix (``domain.escape``), and a value of one run is
+never the rule (a value that worked is checked only once several runs show it).
 
 Each lesson carries its call rule as data (``domain.call_rule``): the advice's words for it are
 rendered from the rule, and advise and credit read the rule, never the words.
@@ -24,6 +33,7 @@ from typing import Any, Sequence
 
 from .attribution import Attribution, Contrast, attribute, call_key, changed_keys, params_of
 from .call_rule import Argument, ArgumentKind, CallRule, RuleKind, changes_words, fed_words, rule_words
+from .escape import never_a_fix
 from .generalize import generalize
 from .inert import code
 from .lesson import (
@@ -87,6 +97,10 @@ class _Context:
         self.traj = traj
         self.events = events
         self.values = trajectory_literals(events, traj.goal)
+
+    def quoted_error(self, event: Event) -> str:
+        """The event's error as a lesson quotes it: generalized, inert, capped, in quotes."""
+        return Raw(error_text(event), quote=True).written(self.values)
 
     def task(self) -> Wording:
         kind = f" ({self.traj.task_type})" if self.traj.task_type else ""
@@ -243,18 +257,107 @@ def checked(ctx: _Context, c: Contrast) -> str | None:
     return ", ".join(list(shown.values())[:MAX_LOOKS]) or None
 
 
+def _scalars(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scalars(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _scalars(v)]
+    return [] if value is None or isinstance(value, bool) else [str(value).strip().lower()]
+
+
+_SHORT_WORDS = re.compile(r"[^\W\d_][^\d]{0,38}")  # a few words, no digit: a kind, not an instance
+
+
+def _generalized(key: str, old: Any, new: Any, now: dict[str, Any], earlier: Sequence[Event]) -> Argument | None:
+    """What tells the value that worked from the one that failed, as a pattern that holds beyond this
+    run (None: none found): a list as long as another argument, values taken from what an earlier
+    call returned (and the failing one's were not), a leading mark the failing value lacked,
+    characters it held that the working one does not, or a short word value (a kind of thing:
+    checked once more runs show the same values)."""
+    if isinstance(old, list) and isinstance(new, list) and len(old) != len(new):
+        same = [k for k, v in now.items() if k != key and isinstance(v, list) and len(v) == len(new)]
+        if same:
+            return Argument(ArgumentKind.SAME_LENGTH, key, other=sorted(same)[0])
+    news = [v for v in _scalars(new) if len(v) >= 3]
+    olds = [v for v in _scalars(old) if v not in news]
+    if news and olds:
+        returned = {e.tool: set(_scalars(e.content.get("result"))) for e in earlier if e.tool}
+        everything = set().union(*returned.values()) if returned else set()
+        source = next((t for t in reversed([e.tool for e in earlier if e.tool])
+                       if all(v in returned[t] for v in news)), None)
+        if source is not None and any(v not in everything for v in olds):
+            return Argument(ArgumentKind.FROM_RESULT, key, other=source)
+    if isinstance(old, str) and isinstance(new, str):
+        mark = re.match(r"[^\w\s]+", new)
+        if mark and new[len(mark[0]):] == old:  # the same value, with the mark it lacked
+            return Argument(ArgumentKind.PREFIX, key, shape=mark[0])
+        gone = sorted({ch for ch in old if not ch.isalnum() and not ch.isspace()} - set(new))
+        if gone and "".join(ch for ch in old if ch not in gone).split() == new.split():  # the same value, cleaned
+            return Argument(ArgumentKind.WITHOUT, key, avoided="".join(gone))
+        if _SHORT_WORDS.fullmatch(new) and _SHORT_WORDS.fullmatch(old) and len(new.split()) <= 4:
+            return Argument(ArgumentKind.ONE_OF, key, keys=(new,), avoided_example=code(short(old, 60)))
+    return None
+
+
+_LIKE = "a value like "
+
+
+def _general(arg: Argument) -> Argument:
+    """A change whose only words are the two values of this run ("a value like `x`, not a value
+    like `y`"; the items added to a list and taken out) is no rule: what changed, with this run's
+    values as evidence, and nothing to check."""
+    if arg.kind is ArgumentKind.VALUE_SHAPE and (arg.shape or "").startswith(_LIKE):
+        worked = arg.shape[len(_LIKE):]  # type: ignore[index]
+        failed = f" where {arg.avoided[len(_LIKE):]} failed" if (arg.avoided or "").startswith(_LIKE) else ""
+        return Argument(ArgumentKind.NAMED, arg.name,
+                        words=f"use another value for {code(arg.name)} (in one run {worked} worked{failed})")
+    if arg.kind is ArgumentKind.NAMED and (arg.words or "").startswith(f"in {code(arg.name)}, include"):
+        return Argument(ArgumentKind.NAMED, arg.name, words=f"change the items of {code(arg.name)} (in one run: {arg.words})")
+    return arg
+
+
+def fix_arguments(events: Sequence[Event], failed: Event, worked: Event) -> tuple[Argument, ...]:
+    """What changed between a failed call and the later call of the same tool that worked,
+    argument by argument, generalized (``_generalized``) where the values allow it."""
+    before, now = params_of(failed), params_of(worked)
+    earlier = [e for e in events if e.succeeded and e.seq < worked.seq and e.tool != failed.tool]
+    out = []
+    for arg in param_changes(before, now):
+        found = _generalized(arg.name, before.get(arg.name), now.get(arg.name), now, earlier) if arg.name in before else None
+        if found is not None and found.kind is ArgumentKind.ONE_OF and not (arg.shape or "").startswith(_LIKE):
+            found = None  # a value of a pattern ("a 3-letter uppercase code") says more than the value
+        out.append(found or _general(arg))
+    return tuple(out)
+
+
 def _contrast_rule(ctx: _Context, c: Contrast) -> CallRule:
     """What a contrast teaches about calling the tool that failed: other arguments, another tool
     first (called another way when it had been called before the failure), or another tool."""
     tool = c.failed.tool or "?"
+    err = ctx.quoted_error(c.failed)
     if c.kind == "param":
-        return CallRule(RuleKind.ARGUMENTS, tool, param_changes(params_of(c.failed), params_of(c.worked)))
+        return CallRule(RuleKind.ARGUMENTS, tool, fix_arguments(ctx.events, c.failed, c.worked), error=err)
     if c.kind == "order":
         fed = tuple(Argument(ArgumentKind.MISSING, n) for n in c.changed_params)
         pair = _redone(ctx.events, c)
         how = param_changes(params_of(pair[0]), params_of(pair[1])) if pair else ()
-        return CallRule(RuleKind.CALL_FIRST, tool, fed, other_tool=c.prerequisite or "?", first_arguments=how)
-    return CallRule(RuleKind.USE_INSTEAD, tool, other_tool=c.worked.tool or "?")
+        return CallRule(RuleKind.CALL_FIRST, tool, fed, other_tool=c.prerequisite or "?", first_arguments=how, error=err)
+    return CallRule(RuleKind.USE_INSTEAD, tool, other_tool=c.worked.tool or "?", error=err)
+
+
+MAX_STATE_FIELDS = 2
+
+
+def state_named_by_error(c: Contrast) -> str | None:
+    """The fields of what the tool called first returned whose value the error names ("`status`
+    `pending`" for "non-pending order cannot be cancelled"): the state the call needs."""
+    result = c.prerequisite_call.content.get("result") if c.prerequisite_call is not None else None
+    if not isinstance(result, dict):
+        return None
+    words = set(re.findall(r"[a-z]+", error_text(c.failed).lower()))
+    named = [f"{code(k)} {code(v)}" for k, v in result.items()
+             if isinstance(v, str) and 2 < len(v) <= 30 and " " not in v.strip() and v.lower() in words]
+    return ", ".join(named[:MAX_STATE_FIELDS]) or None
 
 
 def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
@@ -280,9 +383,11 @@ def _from_contrast(ctx: _Context, c: Contrast) -> LessonDraft:
     elif rule.kind is RuleKind.CALL_FIRST:
         pre, fed = code(rule.other_tool or "?"), fed_words(rule)
         action, fix_tools = f"Called {pre} first{fed}, then {t} succeeded.", (tool, rule.other_tool or "?")
+        state = state_named_by_error(c)
+        when = f"; go on once it shows {state}" if state else ""
         if not rule.first_arguments:
-            lesson = f"{t} fails with {said_cls} unless {pre} is called before it{fed}."
-            advice = (f"{rule_words(rule)}: calling {t} first fails with ", err, ".")
+            lesson = f"{t} fails with {said_cls} unless {pre} is called before it{fed}{when}."
+            advice = (f"{rule_words(rule)}{when}: calling {t} first fails with ", err, ".")
         else:
             how = changes_words(rule.first_arguments)
             action = f"Called {pre} again, this time {how}{fed}, then {t} succeeded."
@@ -314,7 +419,7 @@ def _blind_retry(ctx: _Context, failures: list[Event]) -> LessonDraft:
     tool, cls = first.tool or "?", error_class(first)
     err, n = Raw(error_text(first), quote=True), len(failures)
     t, said_cls = code(tool), class_words(cls)
-    rule = CallRule(RuleKind.DO_NOT_RETRY, tool)
+    rule = CallRule(RuleKind.DO_NOT_RETRY, tool, error=ctx.quoted_error(first))
     return ctx.draft(
         (*ctx.task(), f" {t} kept failing with ", err, "."),
         (f"Retried {t} {n} times with the same parameters.",),
@@ -329,6 +434,62 @@ def _blind_retry(ctx: _Context, failures: list[Event]) -> LessonDraft:
         rule=rule,
         fingerprint=fingerprint("retry", tool, cls),
         situation_key=fingerprint("retry-situation", tool, cls),
+        error_class=cls,
+    )
+
+
+def _repeated_for(calls: Sequence[Event], failed: Event) -> str | None:
+    """The argument for whose value the tool had already worked before this call failed (the
+    same order changed twice: the second call finds it changed): its name, or None."""
+    params = params_of(failed)
+    for e in calls:
+        if e.seq >= failed.seq or e.tool != failed.tool or not e.succeeded:
+            continue
+        same = [k for k, v in params_of(e).items() if isinstance(v, str) and len(v) >= 3 and params.get(k) == v]
+        if same:
+            return sorted(same)[0]
+    return None
+
+
+def _once_per(ctx: _Context, failed: Event, key: str) -> LessonDraft:
+    tool, cls = failed.tool or "?", error_class(failed)
+    err, t, k = Raw(error_text(failed), quote=True), code(failed.tool or "?"), code(key)
+    rule = CallRule(RuleKind.ONCE_PER, tool, (Argument(ArgumentKind.NAMED, key, words=f"one call per {k}"),),
+                    error=ctx.quoted_error(failed))
+    return ctx.draft(
+        (*ctx.task(), f" {t} failed with ", err, f" after an earlier call of {t} for the same {k} had worked."),
+        (f"Called {t} a second time for the same {k}.",),
+        ("The second call failed." + (f" The task ended as {ctx.traj.outcome}." if ctx.traj.outcome else ""),),
+        (f"{t} works once per {k}: a second call for it fails with {class_words(cls)}.",),
+        (f"{rule_words(rule)}: a second call fails with ", err, "."),
+        tools=(tool,),
+        kind="once_per",
+        rule=rule,
+        fingerprint=fingerprint("once", tool, key, cls),
+        situation_key=situation_key(tool, cls),
+        error_class=cls,
+    )
+
+
+def _no_fix(ctx: _Context, failed: Event) -> LessonDraft:
+    """A failure nothing in the run fixed: the lesson says so and quotes the error, and checks
+    nothing (what would have worked is unknown)."""
+    tool, cls = failed.tool or "?", error_class(failed)
+    err, t = Raw(error_text(failed), quote=True), code(failed.tool or "?")
+    after = [e.tool for e in ctx.events if e.is_tool_call and e.seq > failed.seq and e.succeeded and never_a_fix(e.tool)]
+    gave_up = f" The agent then called {code(after[-1])}." if after else ""
+    rule = CallRule(RuleKind.NO_FIX, tool, error=ctx.quoted_error(failed))
+    return ctx.draft(
+        (*ctx.task(), f" {t} failed with ", err, ". No later call of it worked.", gave_up),
+        (f"Called {t}; it failed, and the run did not call it again successfully.",),
+        ("No fix was found." + (f" The task ended as {ctx.traj.outcome}." if ctx.traj.outcome else ""),),
+        (f"{t} can fail with {class_words(cls)}; this run showed no fix.",),
+        (f"{rule_words(rule)}: it failed with ", err, ". Find out why before calling it this way again."),
+        tools=(tool,),
+        kind="no_fix",
+        rule=rule,
+        fingerprint=fingerprint("nofix", tool, cls),
+        situation_key=situation_key(tool, cls),
         error_class=cls,
     )
 
@@ -451,10 +612,27 @@ def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_
         if len(failures) >= 2 and (failures[0].tool, error_class(failures[0])) not in fixed:
             add(_blind_retry(ctx, failures))
 
+    paired = {c.failed.event_id for c in attribution.contrasts}
+    retried = {f[0].event_id for f in by_call.values() if len(f) >= 2}
+    unfixed: list[Event] = []
+    for call in calls:
+        if not call.failed or call.event_id in paired or (call.tool, error_class(call)) in fixed:
+            continue
+        key = _repeated_for(calls, call)
+        if key is not None:
+            add(_once_per(ctx, call, key))
+        elif call.event_id not in retried and not any(e.tool == call.tool and e.seq > call.seq and e.succeeded for e in calls):
+            unfixed.append(call)
+        fixed.add((call.tool, error_class(call)))
+
     for i, event in enumerate(events):
         if event.is_negative_feedback:
             before = next((e for e in reversed(events[:i]) if e.type in ("tool_call", "llm_reasoning")), None)
             add(_negative_feedback(ctx, event, before))
+
+    if not review.lessons and kind == FULL_SCOPE:  # a failure nothing fixed in the whole run, which teaches nothing else
+        for call in unfixed:
+            add(_no_fix(ctx, call))
 
     if not review.lessons:
         add(_stated_rule(ctx, calls))

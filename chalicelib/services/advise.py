@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..domain.advice import render_advice
-from ..domain.advise import MAX_RECENT_EVENTS, Situation, advise_score, evaluate, warning_message
+from ..domain.advise import MAX_RECENT_EVENTS, MAX_TAIL_EVENTS, Situation, advise_score, evaluate, warning_message
 from ..domain.errors import NotFound
 from ..domain.inert import inert_line
 from ..domain.lexical import saturate
@@ -37,21 +37,24 @@ class Advice:
     advice: str
 
 
-def _recent(deps: Deps, tenant_id: str, trajectory_id: str | None, recent_events: Sequence[Mapping[str, Any]]) -> list[Event]:
-    """What the agent did just before: as sent, else the trajectory's last events."""
+def _recent(deps: Deps, tenant_id: str, trajectory_id: str | None,
+            recent_events: Sequence[Mapping[str, Any]]) -> tuple[list[Event], frozenset[str] | None]:
+    """What the agent did just before: as sent, else the trajectory's last events; and the tools
+    that worked over the whole stored trajectory (its summary: no read of all its events)."""
     if recent_events:
         now = deps.clock.now()
         return [
             Event(event_id=e.get("event_id") or f"recent-{i}", type=e["type"], timestamp=e.get("timestamp") or now,
                   content=dict(e.get("content") or {}), seq=i + 1)
             for i, e in enumerate(list(recent_events)[-MAX_RECENT_EVENTS:])
-        ]
+        ], None
     if not trajectory_id:
-        return []
+        return [], None
     try:
-        return deps.trajectories.events(tenant_id, trajectory_id)[-MAX_RECENT_EVENTS:]
+        summary = deps.trajectories.trajectory_summary(tenant_id, trajectory_id, MAX_TAIL_EVENTS)
     except NotFound:  # not recorded yet, or another tenant's id: advise on the call alone
-        return []
+        return [], None
+    return list(summary.recent), summary.tools_ok
 
 
 def advise(
@@ -70,7 +73,8 @@ def advise(
     """``recent_events``: what the agent did just before, oldest first, as events of the contract
     (``type`` and ``content``, the rest optional); the last 20 count."""
     params = dict(params or {})
-    sit = Situation(tool, params, goal or "", _recent(deps, tenant_id, trajectory_id, recent_events))
+    recent, called = _recent(deps, tenant_id, trajectory_id, recent_events)
+    sit = Situation(tool, params, goal or "", recent, called)
     text = " ".join([tool, *map(str, params), goal or ""])
     flt = IndexFilter(agent_id=agent_id, user_id=user_id, tools=(tool,))
     lexical = dict(deps.index.lexical_search(tenant_id, text, flt, deps.advise_candidates))
@@ -84,7 +88,7 @@ def advise(
         rule = exp.rule
         if rule is None:
             continue
-        finding = evaluate(rule, sit, exp.error_class)
+        finding = evaluate(rule, sit, exp.error_class, exp.support)
         if not finding.applies:
             continue
         text_sim = saturate(bm25)

@@ -361,3 +361,31 @@ def test_events_around_reads_the_windows_of_the_listed_events(trajectory_store):
     assert [e.event_id for e in trajectory_store.events_around("t1", "tr1", ["e2"], 8)] == ["e1", "e2"]
     assert trajectory_store.events_around("t1", "tr1", [], 8) == []
     assert trajectory_store.events_around("t2", "tr1", ["e10"], 3) == []  # another tenant's: nothing
+
+
+def test_a_summary_holds_every_tool_that_worked_and_only_the_last_events(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev("e1", tool="lookup"), ev("e2", tool="charge", status="error", error="E")], T0)
+    trajectory_store.append_events("t1", "tr1", [ev(f"e{i}") for i in range(3, 33)], T0)  # 30 more calls of git
+    trajectory_store.append_events("t1", "tr1", [ev("e3"), ev("e33", tool="deploy")], T0)  # e3 again: a duplicate
+    summary = trajectory_store.trajectory_summary("t1", "tr1", tail=4)
+    # the lookup 32 events back still counts; a tool whose only call failed does not
+    assert summary.tools_ok == frozenset({"lookup", "git", "deploy"})
+    assert [e.event_id for e in summary.recent] == ["e30", "e31", "e32", "e33"]
+    assert [e.seq for e in summary.recent] == [30, 31, 32, 33] and summary.event_count == 33
+    assert trajectory_store.trajectory_summary("t1", "tr1", tail=0).recent == ()
+    assert [e.event_id for e in trajectory_store.trajectory_summary("t1", "tr1", tail=100).recent][:2] == ["e1", "e2"]
+
+
+def test_a_summary_of_a_trajectory_without_events_is_empty(trajectory_store):
+    trajectory_store.create(traj())
+    summary = trajectory_store.trajectory_summary("t1", "tr1", tail=20)
+    assert (summary.tools_ok, summary.recent, summary.event_count) == (frozenset(), (), 0)
+
+
+def test_a_summary_of_an_unknown_or_foreign_trajectory_raises_not_found(trajectory_store):
+    trajectory_store.create(traj())
+    with pytest.raises(NotFound):
+        trajectory_store.trajectory_summary("t1", "nope", tail=5)
+    with pytest.raises(NotFound):
+        trajectory_store.trajectory_summary("t2", "tr1", tail=5)

@@ -26,7 +26,9 @@ def test_a_lesson_is_served_with_its_call_rule(api):
     learned = api.call("GET", f"/v1/experiences/{exp_id}", key).json_body
     assert learned["rule"] == {"kind": "call_first", "tool": "get_weather", "other_tool": "ask_user", "first_arguments": [],
                                "arguments": [{"kind": "missing_argument", "name": "city", "shape": None, "example": None,
-                                              "avoided": None, "avoided_example": None, "keys": [], "words": None}]}
+                                              "avoided": None, "avoided_example": None, "keys": [], "words": None,
+                                              "other": None}],
+                               "alternatives": [], "error": '"MissingParameter: city is required"'}
     written = api.call("POST", "/v1/experiences", key, {"situation": "Payments", "tools": ["charge"],
                                                         "advice": "`charge` takes `amount` in integer cents."}).json_body
     assert written["rule"]["kind"] == "arguments" and written["rule"]["arguments"][0]["kind"] == "value_shape"

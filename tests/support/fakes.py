@@ -16,14 +16,36 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from chalicelib.adapters.reviewers.rules import DeterministicReviewer
+from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.adapters.embedders.hash import HashEmbedder
 from chalicelib.adapters.fair_claim import in_turns
+from chalicelib.adapters.reviewers.rules import DeterministicReviewer
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
-from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.domain.lexical import Bm25Params, idf, terms
-from chalicelib.domain.models import Candidate, Event, Experience, ExperienceStatus, Tenant, Trajectory, TrajectoryStatus, ReviewSummary, match_key, match_keys
-from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, IndexEntry, IndexFilter, Page, ReviewJob, hybrid_by_parts
+from chalicelib.domain.models import (
+    Candidate,
+    Event,
+    Experience,
+    ExperienceStatus,
+    ReviewSummary,
+    Tenant,
+    Trajectory,
+    TrajectoryStatus,
+    match_key,
+    match_keys,
+)
+from chalicelib.ports import (
+    MAX_TRIGGERS,
+    AppendResult,
+    DeadJob,
+    IndexEntry,
+    IndexFilter,
+    Page,
+    ReviewJob,
+    TrajectorySummary,
+    hybrid_by_parts,
+    tools_that_worked,
+)
 from chalicelib.services.deps import Deps, policies
 from chalicelib.settings import Settings
 
@@ -173,6 +195,13 @@ class InMemoryTrajectoryStore:
             wanted = set(event_ids)
             seqs = {s for e in stored if e.event_id in wanted for s in range(e.seq - before, e.seq + 1)}
             return copy.deepcopy([e for e in stored if e.seq in seqs])
+
+    def trajectory_summary(self, tenant_id: str, trajectory_id: str, tail: int) -> TrajectorySummary:
+        with self._lock:
+            traj = self._stored(tenant_id, trajectory_id)
+            stored = self._events[(tenant_id, trajectory_id)]
+            recent = tuple(copy.deepcopy(stored[-tail:])) if tail > 0 else ()
+            return TrajectorySummary(frozenset(tools_that_worked(stored)), recent, traj.event_count)
 
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
         with self._lock:

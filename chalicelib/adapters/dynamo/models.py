@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pynamodb.attributes import BooleanAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.connection import Connection
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
@@ -118,6 +118,7 @@ class TrajectoryItem(Model):
     experience_ids = UnicodeAttribute(null=True)  # JSON list
     review = UnicodeAttribute(null=True)  # JSON object
     rev = NumberAttribute()  # bumped by every write: the version read-modify-writes condition on
+    tools_ok = UnicodeSetAttribute(null=True)  # the tools with a call that worked, added by each append
     tenant_status = UnicodeAttribute()
     outbox_shard = UnicodeAttribute(null=True)
     outbox_sk = UnicodeAttribute(null=True)

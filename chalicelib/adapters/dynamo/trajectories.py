@@ -40,7 +40,7 @@ from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.anomaly import seq_windows
 from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull
 from chalicelib.domain.models import Event, ReviewSummary, Trajectory, TrajectoryStatus
-from chalicelib.ports import AppendResult
+from chalicelib.ports import AppendResult, TrajectorySummary, tools_that_worked
 
 # kept on the item as attributes of their own (conditions and updates touch them); the rest of the
 # trajectory is fixed at creation and kept as one JSON document
@@ -185,6 +185,18 @@ class DynamoTrajectoryStore:
                 out += [event_from_doc(json.loads(i.doc)) for i in items]
             return out
 
+    def trajectory_summary(self, tenant_id: str, trajectory_id: str, tail: int) -> TrajectorySummary:
+        with boundary("trajectory_summary"):
+            item = self._item(tenant_id, trajectory_id)
+            count = int(item.event_count)
+            recent: tuple[Event, ...] = ()
+            if tail > 0 and count:
+                lo = max(1, count - tail + 1)
+                items = self.Event.query(events_pk(tenant_id, trajectory_id), self.Event.sk.between(seq_sk(lo), seq_sk(count)),
+                                         consistent_read=True)
+                recent = tuple(event_from_doc(json.loads(i.doc)) for i in items)
+            return TrajectorySummary(frozenset(item.tools_ok or ()), recent, count)
+
     def _append_chunk(
         self, tenant_id: str, trajectory_id: str, chunk: list[tuple[Event, dict[str, Any]]], now: datetime,
         max_events: int | None = None,
@@ -208,9 +220,13 @@ class DynamoTrajectoryStore:
                         common: dict[str, Any] = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq)
                         tx.save(E(pk, seq_sk(seq), doc=dumps(doc), **common), condition=E.pk.does_not_exist())
                         tx.save(E(pk, marker_sk(event.event_id), **common), condition=E.pk.does_not_exist())
+                    actions = [T.event_count.set(count + len(new)), T.updated_at.set(now.isoformat()), T.rev.add(1)]
+                    worked = tools_that_worked(e for e, _ in new)
+                    if worked:  # the tools that worked so far, for advise to read without the events
+                        actions.append(T.tools_ok.add(worked))
                     tx.update(
                         T(tenant_id, trajectory_id),
-                        actions=[T.event_count.set(count + len(new)), T.updated_at.set(now.isoformat()), T.rev.add(1)],
+                        actions=actions,
                         condition=(T.status == TrajectoryStatus.OPEN.value) & (T.event_count == count),
                     )
                 return [e.event_id for e, _ in new]

@@ -38,7 +38,7 @@ CREATE INDEX IF NOT EXISTS api_keys_tenant ON api_keys(tenant_id);
 CREATE TABLE IF NOT EXISTS trajectories (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, status TEXT NOT NULL,
     event_count INTEGER NOT NULL DEFAULT 0, doc TEXT NOT NULL, updated_us INTEGER NOT NULL,
-    PRIMARY KEY (tenant_id, trajectory_id));
+    tools_ok TEXT, PRIMARY KEY (tenant_id, trajectory_id));
 CREATE INDEX IF NOT EXISTS trajectories_status ON trajectories(status);
 CREATE TABLE IF NOT EXISTS events (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -175,7 +175,7 @@ class SqliteDatabase:
     def _migrate(conn: sqlite3.Connection) -> None:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
         added = {("experiences", "situation_key"): "TEXT", ("experiences", "ranking"): "TEXT", ("review_jobs", "triggers"): "TEXT",
-                 ("vectors", "terms"): "TEXT"}
+                 ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             if cols and column not in cols:

@@ -16,7 +16,7 @@ from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.domain.anomaly import CONTEXT, seq_windows
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from chalicelib.domain.models import Candidate, Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
-from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob
+from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob, TrajectorySummary, tools_that_worked
 
 
 class SqliteTenantStore:
@@ -155,7 +155,7 @@ class SqliteTrajectoryStore:
         docs = [(event.event_id, _event_doc(event)) for event in events]
 
         def append(conn: sqlite3.Connection) -> tuple[AppendResult, int, list[int]]:
-            row = self._head(conn, tenant_id, trajectory_id, "status, event_count")  # the doc is not parsed
+            row = self._head(conn, tenant_id, trajectory_id, "status, event_count, tools_ok")  # the doc is not parsed
             if row["status"] != TrajectoryStatus.OPEN.value:
                 raise Conflict(f"trajectory {trajectory_id} is {row['status']}; it takes no more events")
             count_before = row["event_count"]
@@ -183,11 +183,14 @@ class SqliteTrajectoryStore:
                         + ",".join(["(?,?,?,?,?)"] * len(chunk)),
                         values,
                     )
-                # the doc's updated_at too, or the stored one would never move
+                # the doc's updated_at too, or the stored one would never move; the tools that worked
+                # so far, for advise to read without the events
+                known = set(json.loads(row["tools_ok"] or "[]"))
+                tools = known | tools_that_worked(events[i] for i in kept)
                 conn.execute(
-                    "UPDATE trajectories SET event_count=?, updated_us=?, doc=json_set(doc, '$.updated_at', ?)"
+                    "UPDATE trajectories SET event_count=?, updated_us=?, doc=json_set(doc, '$.updated_at', ?), tools_ok=?"
                     " WHERE tenant_id=? AND trajectory_id=?",
-                    (count_before + len(kept), to_us(now), now.isoformat(), tenant_id, trajectory_id),
+                    (count_before + len(kept), to_us(now), now.isoformat(), dumps(sorted(tools)), tenant_id, trajectory_id),
                 )
             accepted = tuple(docs[i][0] for i in kept)
             return AppendResult(accepted=len(kept), duplicates=len(docs) - len(kept), accepted_ids=accepted), count_before, kept
@@ -222,6 +225,19 @@ class SqliteTrajectoryStore:
             )
             out += [event_from_doc(json.loads(r["doc"])) for r in rows]
         return out
+
+    def trajectory_summary(self, tenant_id: str, trajectory_id: str, tail: int) -> TrajectorySummary:
+        conn = self.db.read()
+        row = self._head(conn, tenant_id, trajectory_id, "event_count, tools_ok")
+        count = row["event_count"]
+        recent: tuple[Event, ...] = ()
+        if tail > 0:
+            rows = conn.execute(
+                "SELECT doc FROM events WHERE tenant_id=? AND trajectory_id=? AND seq > ? ORDER BY seq",
+                (tenant_id, trajectory_id, max(0, count - tail)),
+            ).fetchall()
+            recent = tuple(event_from_doc(json.loads(r["doc"])) for r in rows)[-tail:]
+        return TrajectorySummary(frozenset(json.loads(row["tools_ok"] or "[]")), recent, count)
 
     def finalize(self, tenant_id: str, trajectory_id: str, outcome: str, feedback: str | None, now: datetime) -> Trajectory:
         def close(conn: sqlite3.Connection) -> Trajectory:
