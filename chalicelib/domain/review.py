@@ -308,7 +308,7 @@ def _general(arg: Argument) -> Argument:
     values as evidence, and nothing to check."""
     if arg.kind is ArgumentKind.VALUE_SHAPE and (arg.shape or "").startswith(_LIKE):
         worked = arg.shape[len(_LIKE):]  # type: ignore[index]
-        failed = f" where {arg.avoided[len(_LIKE):]} failed" if (arg.avoided or "").startswith(_LIKE) else ""
+        failed = f" where {(arg.avoided or '')[len(_LIKE):]} failed" if (arg.avoided or "").startswith(_LIKE) else ""
         return Argument(ArgumentKind.NAMED, arg.name,
                         words=f"use another value for {code(arg.name)} (in one run {worked} worked{failed})")
     if arg.kind is ArgumentKind.NAMED and (arg.words or "").startswith(f"in {code(arg.name)}, include"):
@@ -477,7 +477,7 @@ def _no_fix(ctx: _Context, failed: Event) -> LessonDraft:
     tool, cls = failed.tool or "?", error_class(failed)
     err, t = Raw(error_text(failed), quote=True), code(failed.tool or "?")
     after = [e.tool for e in ctx.events if e.is_tool_call and e.seq > failed.seq and e.succeeded and never_a_fix(e.tool)]
-    gave_up = f" The agent then called {code(after[-1])}." if after else ""
+    gave_up = f" The agent then called {code(after[-1] or '?')}." if after else ""
     rule = CallRule(RuleKind.NO_FIX, tool, error=ctx.quoted_error(failed))
     return ctx.draft(
         (*ctx.task(), f" {t} failed with ", err, ". No later call of it worked.", gave_up),
@@ -623,7 +623,7 @@ def review_by_rules(traj: Trajectory, events: Sequence[Event], kind: str = FULL_
             add(_once_per(ctx, call, key))
         elif call.event_id not in retried and not any(e.tool == call.tool and e.seq > call.seq and e.succeeded for e in calls):
             unfixed.append(call)
-        fixed.add((call.tool, error_class(call)))
+        fixed.add((call.tool or "?", error_class(call)))
 
     for i, event in enumerate(events):
         if event.is_negative_feedback:

@@ -220,7 +220,7 @@ class DynamoTrajectoryStore:
                         common: dict[str, Any] = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq)
                         tx.save(E(pk, seq_sk(seq), doc=dumps(doc), **common), condition=E.pk.does_not_exist())
                         tx.save(E(pk, marker_sk(event.event_id), **common), condition=E.pk.does_not_exist())
-                    actions = [T.event_count.set(count + len(new)), T.updated_at.set(now.isoformat()), T.rev.add(1)]
+                    actions: list[Action] = [T.event_count.set(count + len(new)), T.updated_at.set(now.isoformat()), T.rev.add(1)]
                     worked = tools_that_worked(e for e, _ in new)
                     if worked:  # the tools that worked so far, for advise to read without the events
                         actions.append(T.tools_ok.add(worked))
