@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-.PHONY: run test lint install install-run bench synth opensearch opensearch-stop clean
+.PHONY: run test lint install install-run bench synth preflight opensearch opensearch-stop clean
 
 # Two stamps: `make run` installs what serving needs (the server and the SDK with its CLI);
 # `make test` adds the test and infra tools on top, so a venv made by `make run` is upgraded,
@@ -76,6 +76,12 @@ opensearch-stop:
 # CloudFormation template(s) of a stage, offline (CDK v2, needs Node.js): make synth [SYNTH_ARGS="--stack prod --package full"]
 synth: install
 	$(PY) infra/synth.py $(SYNTH_ARGS)
+
+# Before deploying a stage, with the deploying credentials: concurrency quota, the OpenAI secret,
+# API Gateway's logging role (infra/preflight.py); reads the stage's synthesized template
+STAGE ?= dev
+preflight: install
+	$(PY) infra/preflight.py --stack $(STAGE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache infra/cdk.out infra/.build \

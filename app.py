@@ -17,13 +17,14 @@ if TYPE_CHECKING:
     from chalicelib.domain.ratelimit import CostPolicy
 
 with gc_pause.loading():  # the API's imports, scanned by no collection (gc_pause)
-    from chalice import AuthResponse, Chalice, Rate, Response
+    from chalice import Chalice, IAMAuthorizer, Rate, Response
 
     from chalicelib import redaction
     from chalicelib.api import presenters as out
     from chalicelib.api import schemas as s
     from chalicelib.api.routes import Repeat, Router
     from chalicelib.container import get_deps, get_settings
+    from chalicelib.domain import usage
     from chalicelib.domain.errors import PayloadTooLarge, Unauthorized
     from chalicelib.settings import Settings
 
@@ -32,26 +33,39 @@ redaction.install()  # Lambda's handler on the root logger: no key in a log line
 app.api.binary_types = ["application/x-protobuf"]  # OTLP/HTTP traces; every other body is JSON text
 
 
-@app.authorizer(name="api_key_authorizer", ttl_seconds=int(os.environ.get("HINDSIGHT_AUTHORIZER_TTL", "0")))
-@gc_pause.first_call
-def api_key_authorizer(auth_request) -> AuthResponse:
-    """Maps an API key to its tenant once per request (or per key and TTL, with API Gateway's cache).
+# Seconds API Gateway keeps the authorizer's answer for a key (read here: Chalice writes it into the
+# API's definition when it packages the app; infra/ sets it, 60-300 s). A revoked key keeps working
+# for at most this long in the cloud; locally it is refused at once (no cache).
+AUTHORIZER_TTL_SECONDS = int(os.environ.get("HINDSIGHT_AUTHORIZER_TTL", "0"))
+# Who may call the admin routes: "key" (the admin key as a bearer token: the embedded server, a
+# local aws stack) or "iam" (API Gateway checks a SigV4 signature and the caller's IAM permission,
+# and the call lands in CloudTrail; the stack in infra/ sets it, and holds no admin key)
+ADMIN_AUTH = os.environ.get("HINDSIGHT_ADMIN_AUTH", "key")
+if ADMIN_AUTH not in ("key", "iam"):
+    raise ValueError(f"HINDSIGHT_ADMIN_AUTH must be key or iam, not {ADMIN_AUTH!r}")
 
-    It never denies: the route answers 401 in the contract's error shape, which an authorizer's
-    own denial cannot (a missing header is refused by API Gateway itself; infra/ gives that
-    response the same shape).
+
+@app.authorizer(name="api_key_authorizer", ttl_seconds=AUTHORIZER_TTL_SECONDS)
+@gc_pause.first_call
+def api_key_authorizer(auth_request) -> dict:
+    """An API key to its tenant: an Allow on every route with the tenant in the context, or a Deny
+    with the reason (``chalicelib/api/gateway_auth.py``: both are cached per key by API Gateway).
+
+    No cache of its own: a key revoked in the store is refused by the next call, so a rotation
+    takes effect within the gateway's TTL. A store that fails raises: API Gateway answers 503
+    (AUTHORIZER_FAILURE, never cached).
     """
+    from chalicelib.api import gateway_auth
     from chalicelib.services import tenants
 
-    context: "dict[str, str]" = {}  # a string: chalice's policy analyzer cannot read a bare generic here
     try:
-        context["tenant_id"] = tenants.authenticate(get_deps(), auth_request.token)
+        tenant_id = tenants.authenticate(get_deps(), auth_request.token)
     except Unauthorized as exc:
-        context["error"] = exc.message
-    return AuthResponse(routes=["*"], principal_id=context.get("tenant_id", "anonymous"), context=context)
+        return gateway_auth.deny(auth_request.method_arn, exc.message)
+    return gateway_auth.allow(auth_request.method_arn, tenant_id)
 
 
-api = Router(app, authorizer=api_key_authorizer)
+api = Router(app, authorizer=api_key_authorizer, admin_authorizer=IAMAuthorizer() if ADMIN_AUTH == "iam" else None)
 
 
 @api.route("GET", "/v1/health", "Liveness and backend", response=s.HealthOut, auth="none", uses_dependencies=False)
@@ -161,7 +175,7 @@ def _costs() -> "CostPolicy":
 @api.route("POST", "/v1/trajectories/{trajectory_id}/events",
            f"Append events (at most {Settings.model_fields['max_events_per_call'].default})",
            body=s.EventsIn, response=s.EventsOut, status=202, errors=(404, 409), check=_event_limits,
-           cost=lambda body: _costs().append(len(body.events)))
+           cost=lambda body: _costs().append(len(body.events)), usage=lambda body, answer: {usage.EVENTS: answer.accepted})
 def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.EventsOut:
     from chalicelib.services import ingest
 
@@ -259,7 +273,7 @@ def experience_feedback(experience_id: str, tenant_id: str, body: s.FeedbackIn) 
 
 
 @api.route("POST", "/v1/recall", "Lessons for the situation at hand, with advice text", body=s.RecallIn, response=s.RecallOut,
-           cost=lambda body: _costs().recall(body.top_k, len(body.query)))
+           cost=lambda body: _costs().recall(body.top_k, len(body.query)), usage=lambda body, answer: {usage.RECALLS: 1})
 def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
     from chalicelib.services import recall_ids
 
@@ -339,6 +353,15 @@ def review_worker(event) -> dict:
     from chalicelib.lambda_handlers import review_stream
 
     return review_stream(event.to_dict(), event.context)
+
+
+# Deploy time: the custom resource that makes the OpenSearch index (infra/). Deployed, Lambda calls
+# chalicelib.index_setup_lambda.handler, the same without importing this module and the API.
+@app.lambda_function(name="opensearch_index_setup")
+def opensearch_index_setup(event, context) -> dict:
+    from chalicelib.index_setup_lambda import handler
+
+    return handler(event, context)
 
 
 @app.schedule(Rate(1, unit=Rate.MINUTES), name="review_sweeper")

@@ -263,8 +263,18 @@ def build_aws(settings: Settings) -> Deps:
         # in Lambda the jobs table's stream starts reviews; a local server's worker waits on this
         review_notifier=ReviewSignal(),
         recalls=DynamoRecallLedger(tables),
+        meter=meter(settings),
         **policies(settings),
     )
+
+
+def meter(settings: Settings):
+    """The functions' usage and operational counts as embedded-metric-format lines (the stage's)."""
+    if not settings.stage:
+        return None
+    from .adapters.emf import EmfMeter
+
+    return EmfMeter(settings.stage)
 
 
 def opensearch_index(settings: Settings, dim: int, session=None):
@@ -272,20 +282,37 @@ def opensearch_index(settings: Settings, dim: int, session=None):
     ``session``, a botocore session (the DynamoDB stores', whose client has resolved them already:
     a session of its own would cost a cold start ~10 ms more), else botocore's default chain."""
     from .adapters.opensearch.index import OpenSearchVectorIndex, build_client
-    from .adapters.opensearch.queries import IndexSpec
 
     credentials = session.get_credentials() if session is not None and settings.opensearch_service != "none" else None
     client = build_client(settings.opensearch_endpoint, region=settings.aws_region, service=settings.opensearch_service,
                           credentials=credentials)
-    spec = IndexSpec(
+    return OpenSearchVectorIndex(client, index_spec(settings, dim), manage_index=settings.opensearch_create_index)
+
+
+def index_spec(settings: Settings, dim: int):
+    """The OpenSearch index the settings describe (infra/ fingerprints its creation body)."""
+    from .adapters.opensearch.queries import IndexSpec
+
+    return IndexSpec(
         name=settings.opensearch_index, dim=dim, engine=settings.opensearch_engine,
         serverless=settings.opensearch_service == "aoss", bm25=bm25_params(settings),
     )
-    return OpenSearchVectorIndex(client, spec)
+
+
+class EmbeddedInLambda(RuntimeError):
+    """The embedded backend keeps its data in files: in Lambda they would live in one instance's
+    /tmp, a different store per instance, lost when it is recycled."""
 
 
 def build(settings: Settings) -> Deps:
-    return build_aws(settings) if settings.backend == "aws" else build_embedded(settings)
+    if settings.backend == "aws":
+        return build_aws(settings)
+    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        raise EmbeddedInLambda(
+            "HINDSIGHT_BACKEND=embedded does not run in AWS Lambda (each instance would keep its own "
+            "SQLite files in /tmp, and lose them): deploy the stack in infra/ (HINDSIGHT_BACKEND=aws)"
+        )
+    return build_embedded(settings)
 
 
 def get_deps() -> Deps:

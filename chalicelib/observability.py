@@ -10,8 +10,9 @@ import contextlib
 import functools
 from typing import Any, Iterator
 
+from .domain.usage import NAMESPACE, STAGE_DIMENSION
+
 SERVICE = "hindsight-worker"  # not the Chalice app's name: the two would share a logger and log twice
-NAMESPACE = "hindsight"
 
 
 @functools.lru_cache(maxsize=1)
@@ -29,9 +30,17 @@ def logger() -> Any:
 
 @functools.lru_cache(maxsize=1)
 def metrics() -> Any:
+    """Powertools metrics of the event handlers, with the deployment's stage as a dimension beside
+    the service (two stages in one account keep apart)."""
     from aws_lambda_powertools import Metrics
 
-    return Metrics(namespace=NAMESPACE, service=SERVICE)
+    from .container import get_settings
+
+    built = Metrics(namespace=NAMESPACE, service=SERVICE)
+    stage = get_settings().stage
+    if stage:
+        built.set_default_dimensions(**{STAGE_DIMENSION: stage})
+    return built
 
 
 @functools.lru_cache(maxsize=1)

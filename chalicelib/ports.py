@@ -44,6 +44,14 @@ class TenantStore(Protocol):
         """Every tenant, oldest first."""
 
 
+class Meter(Protocol):
+    """Where a deployment's usage and operational counts go (``domain.usage`` names them)."""
+
+    def record(self, tenant_id: str | None, counts: Mapping[str, float]) -> None:
+        """Add ``counts`` (name -> amount) for the tenant (None: counts of no tenant). Never
+        raises: a count that cannot be written is lost, the work it counts is not."""
+
+
 class RateLimiter(Protocol):
     """One token bucket per tenant (``domain.ratelimit``), its rate and burst fixed at construction."""
 

@@ -51,6 +51,9 @@ class Settings(BaseModel):
     opensearch_service: Literal["es", "aoss", "none"] = "none"  # SigV4 service, or unsigned
     opensearch_index: str = "hindsight-experiences"
     opensearch_engine: Literal["lucene", "faiss"] = "lucene"
+    # create the index (and add fields it lacks) on first use; false: it is made at deploy time
+    # (infra/'s custom resource) and the functions only read and write documents
+    opensearch_create_index: bool = True
     idempotency_table: str | None = None  # Powertools idempotency of stream records (default: prefix + "idempotency")
 
     # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set (llm_configured)
@@ -147,6 +150,9 @@ class Settings(BaseModel):
 
     # X-Ray tracing of the Lambda event handlers (infra/ sets it with its ``tracing`` option)
     tracing: bool = False
+    # the deployment's stage (infra/ sets it): the ``stage`` dimension of the metrics the cloud
+    # functions write (usage per tenant, dead review jobs: ``domain.usage``); unset: none written
+    stage: str | None = None
 
     # Log level of the embedded server (DEBUG, INFO, ...); keys are redacted at every level
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"

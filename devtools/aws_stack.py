@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import httpx
 
 from devtools.env import changed_env
+from devtools.gateway_client import GatewayClient
 
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}  # fmt: skip
@@ -62,7 +63,6 @@ def local_aws_stack(admin_key: str, opensearch_url: str, **settings_overrides: A
     """A fresh stack (tables and index under a unique prefix, dropped or deleted on the way out)
     serving every route and handler of ``app.py`` inside the block."""
     import boto3
-    from chalice.test import Client
 
     import app as app_module
     from chalicelib import container, lambda_handlers
@@ -92,7 +92,7 @@ def local_aws_stack(admin_key: str, opensearch_url: str, **settings_overrides: A
         saved = container._deps, container._settings
         container.set_deps(deps, settings)
         try:
-            with Client(app_module.app) as client:
+            with GatewayClient(app_module.app) as client:
                 streams = boto3.client("dynamodbstreams", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
                 arn = ddb.describe_table(TableName=f"{prefix}review-jobs")["Table"]["LatestStreamArn"]
                 poller = StreamPoller(streams, arn, lambda event: client.lambda_.invoke("review_worker", event).payload)

@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 INFRA = Path(__file__).resolve().parent
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     under_cli = "CDK_OUTDIR" in os.environ  # the cdk CLI runs us and owns the output directory
 
     import aws_cdk as cdk
-    from hindsight_infra.config import load_stage
+    from hindsight_infra.config import StageConfig, load_stage
     from hindsight_infra.stack import HindsightStack
 
     if under_cli:
@@ -83,11 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         specs = [(s, ctx("opensearch")) for s in stages]
         package = ctx("package", "full")
         overrides = {}
-        for key in ("app_name", "table_prefix", "opensearch_index", "serverless_standby_replicas", "domain_instance_type",
-                    "domain_instance_count", "domain_volume_gb", "embedding_model", "embedding_dim", "openai_base_url",
-                    "openai_api_key_secret", "lambda_memory_mb", "lambda_timeout_s", "stream_maximum_retry_attempts",
-                    "stream_maximum_record_age_s", "stream_bisect_on_error", "dlq_retention_days", "log_retention_days",
-                    "iterator_age_alarm_ms", "alarm_email", "retain_data", "tracing", "environment"):
+        for key in sorted(f.name for f in fields(StageConfig) if f.name != "stage"):
             value = app.node.try_get_context(key)
             if value is not None:
                 overrides[key] = value

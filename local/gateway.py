@@ -4,19 +4,37 @@ the Lambda context. The embedded server and each ingest child put it in front of
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, unquote_to_bytes, urlparse
 
 from chalice.config import Config
 from chalice.local import (
+    ForbiddenError,
     LambdaContext,
     LambdaEventConverter,
     LocalChalice,
     LocalGateway,
     LocalGatewayAuthorizer,
+    LocalGatewayException,
     MatchResult,
     RouteMatcher,
 )
+
+from chalicelib.api.http import error_answer
+
+DENIED_DEFAULT = "User is not authorized to access this resource"  # API Gateway's own words
+
+
+class AccessDenied(LocalGatewayException):
+    """The authorizer denied the key: what the deployed API answers (its ACCESS_DENIED gateway
+    response, infra/), the contract's 401 with the authorizer's reason, in place of Chalice's 403."""
+
+    CODE = 401
+
+    def __init__(self, reason: str | None) -> None:
+        _, headers, body = error_answer(401, "unauthorized", reason or DENIED_DEFAULT)
+        super().__init__(headers, body.encode())
 
 
 def thread_safe(chalice_app: Any) -> Any:
@@ -73,6 +91,15 @@ class LeanAuthorizer(LocalGatewayAuthorizer):
     def __init__(self, app_object: Any) -> None:
         super().__init__(app_object)
         self._patterns: dict[str, re.Pattern[str]] = {}
+        self._denied = threading.local()  # the reason of the request this thread is authorizing
+
+    def authorize(self, raw_path: str, lambda_event: dict, lambda_context: Any) -> Any:
+        """Chalice's, with a denial answered as the deployed gateway answers it (``AccessDenied``)."""
+        self._denied.reason = None
+        try:
+            return super().authorize(raw_path, lambda_event, lambda_context)
+        except ForbiddenError:
+            raise AccessDenied(self._denied.reason) from None
 
     def _check_can_invoke_view_function(self, arn: str, auth_result: dict) -> bool:
         statements = auth_result.get("policyDocument", {}).get("Statement", [])
@@ -83,6 +110,7 @@ class LeanAuthorizer(LocalGatewayAuthorizer):
                 for resource in statement.get("Resource"):
                     if self._pattern(resource).match(arn) is not None:
                         return True
+        self._denied.reason = (auth_result.get("context") or {}).get("error")
         return False
 
     def _pattern(self, resource: str) -> "re.Pattern[str]":

@@ -14,7 +14,7 @@ from chalice.local import LocalGateway, LocalGatewayException
 from chalicelib import access_log
 from chalicelib.api.http import INTERNAL, answer_for, error_answer
 from chalicelib.domain.errors import HindsightError
-from local.gateway import gateway_path, local_gateway, thread_safe
+from local.gateway import AccessDenied, gateway_path, local_gateway, thread_safe
 
 log = logging.getLogger("hindsight.server")
 
@@ -120,10 +120,12 @@ def make_wsgi_app(chalice_app: Any, max_body_bytes: int, ingest: Any = None) -> 
 def _dispatch(gateway: LocalGateway, method: str, path: str, headers: dict, raw: bytes | None):
     try:
         resp = gateway.handle_request(method, path, headers, raw)
+    except AccessDenied as exc:  # the authorizer denied the key: the contract's 401 with its reason
+        return exc.CODE, dict(exc.headers), exc.body
     except LocalGatewayException as exc:
         if exc.CODE == 401:  # API Gateway's own refusal of a request without a key
             return _error(401, "unauthorized", "missing Authorization header (expected 'Bearer <key>')")
-        # the only other refusal: no route matches (our authorizer never denies)
+        # the only other refusal: no route matches
         return _error(404, "not_found", f"no route for {method} {path.split('?')[0]}")
     except HindsightError as exc:
         # Routes map their own errors; this one escaped the authorizer, which runs before any route:

@@ -157,10 +157,12 @@ def backoff(attempt: int, server_delay: float | None) -> float:
 @dataclass(frozen=True)
 class ChatChoice:
     """The first choice of a chat completion: its text and why the model stopped (``length``: cut
-    off at ``max_tokens``)."""
+    off at ``max_tokens``), and the tokens the call used (prompt and answer; 0 when the endpoint
+    does not say)."""
 
     content: str | None
     finish_reason: str | None
+    total_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,7 @@ class OpenAICompatibleClient:
             content = choice["message"].get("content")
         except (KeyError, IndexError, TypeError, AttributeError):
             raise APIResponseValidationError("the chat completion has no choice with a message", body=answer) from None
-        return ChatChoice(content, choice.get("finish_reason"))
+        return ChatChoice(content, choice.get("finish_reason"), _total_tokens(answer))
 
     def embeddings(self, *, model: str, input: Sequence[str], dimensions: int | None = None) -> list[Embedding]:
         """``POST /embeddings``: one vector per input, each with the index of its input. Asked as
@@ -285,6 +287,13 @@ class OpenAICompatibleClient:
             log.info("POST %s: %s; retry %d of %d in %.2f s", path, error.message, attempt + 1, self.max_retries, wait)
             self._sleep(wait)
             attempt += 1
+
+
+def _total_tokens(answer: Any) -> int:
+    """``usage.total_tokens`` of an answer, 0 when it has none (some compatible endpoints omit it)."""
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    total = usage.get("total_tokens") if isinstance(usage, dict) else None
+    return total if isinstance(total, int) and total > 0 else 0
 
 
 def transport_error(exc: Exception) -> APIError:

@@ -145,13 +145,15 @@ class RejectedLesson:
 class LLMLessonFigures:
     """What became of a language model's answer in one review: ``outcome`` is ``ok`` or why the
     whole answer was dropped (invalid_json, off_schema, truncated, timeout); the latency of its
-    call(s); the lessons it proposed, those accepted and those rejected."""
+    call(s); the lessons it proposed, those accepted and those rejected; the tokens its calls used
+    (metered per tenant, not kept with the review)."""
 
     outcome: str
     latency_ms: int
     proposed: int = 0
     accepted: int = 0
     rejected: tuple[RejectedLesson, ...] = ()
+    tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {

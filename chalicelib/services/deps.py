@@ -9,6 +9,7 @@ if TYPE_CHECKING:  # annotations only: the composition root imports this module 
         Clock,
         Embedder,
         ExperienceStore,
+        Meter,
         RateLimiter,
         RecallLedger,
         Reviewer,
@@ -76,6 +77,8 @@ class Deps:
     token_embedder: TokenEmbedder | None = None  # the embedder, when it gives its tokens' vectors
     token_pass: TokenPassEmbedder | None = None  # the same, when it gives them in its embedding pass
     token_index: TokenVectorIndex | None = None  # the index, when it keeps them beside its entries
+    # usage per tenant and operational counts (``domain.usage``); None: not counted
+    meter: Meter | None = None
 
     @property
     def late_on(self) -> bool:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Collection, Sequence
 
+from ..domain import usage
 from ..domain.anomaly import WINDOW, qualifies_for_full_review
 from ..domain.distill import (
     draft_to_experience,
@@ -249,6 +250,7 @@ def prepare_review(
             tenant_id, trajectory_id, TrajectoryStatus.REVIEWED.value, traj.experience_ids, summary.as_dict(), deps.clock.now()
         )
     review = deps.reviewer.review(traj, events, kind.scope)
+    _meter_llm(deps, traj.tenant_id, review)
     return DraftedReview(traj, kind, review, lesson_texts(traj, review, deps.clock.now()), local=local, credit=credit)
 
 
@@ -259,4 +261,11 @@ def _draft_locally(deps: Deps, traj: Trajectory, kind: ReviewKind, triggers: Seq
     if not any(e.event_id == kind.trigger for e in events):
         return traj
     review = deps.reviewer.review(traj, without_recalls(events), kind.scope)
+    _meter_llm(deps, traj.tenant_id, review)
     return DraftedReview(traj, kind, review, lesson_texts(traj, review, deps.clock.now()), triggers=wanted)
+
+
+def _meter_llm(deps: Deps, tenant_id: str, review: Review) -> None:
+    """The language model's tokens go on the tenant's usage, whatever became of its answer."""
+    if deps.meter is not None and review.llm_lessons is not None and review.llm_lessons.tokens:
+        deps.meter.record(tenant_id, {usage.LLM_TOKENS: review.llm_lessons.tokens})

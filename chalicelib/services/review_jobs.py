@@ -12,6 +12,7 @@ from concurrent.futures import Executor
 from datetime import datetime, timedelta
 from typing import Callable, Sequence, TypeVar
 
+from ..domain import usage
 from ..domain.errors import NotFound
 from ..domain.models import FULL_REVIEW, LOCAL_SCOPE, ReviewKind, ReviewSummary, Trajectory, TrajectoryStatus
 from ..ports import DeadJob, ReviewJob
@@ -149,13 +150,13 @@ def _attempt(deps: Deps, job: ReviewJob, step: Callable[[ReviewKind], T]) -> T |
     kind = _kind(job)
     if kind is None:  # no attempt can run it
         log.error("review %s of %s (tenant %s): unknown review kind; dropped", job.kind, job.trajectory_id, job.tenant_id)
-        deps.queue.dead(job, f"unknown review kind {job.kind!r}")
+        _dead(deps, job, f"unknown review kind {job.kind!r}")
         return None
     try:
         return step(kind)
     except NotFound:
         log.warning("review %s of %s (tenant %s): the trajectory is gone; dropped", job.kind, job.trajectory_id, job.tenant_id)
-        deps.queue.dead(job, "trajectory not found")
+        _dead(deps, job, "trajectory not found")
         return None
     except Exception as exc:  # any failure of a dependency: retry, never lose the job
         # the operator's dead-job list (admin only) gets the text; the tenant only the class: an
@@ -165,7 +166,7 @@ def _attempt(deps: Deps, job: ReviewJob, step: Callable[[ReviewKind], T]) -> T |
             log.error("review %s of %s (tenant %s) failed on its last attempt (%d), given up: %s",
                       job.kind, job.trajectory_id, job.tenant_id, job.attempts, reason)  # fmt: skip
             now = deps.clock.now()
-            deps.queue.dead(job, reason, now)
+            _dead(deps, job, reason, now)
             if kind.is_full:  # a failed local review leaves the full one to come
                 _mark_failed(deps, job, f"review failed: {type(exc).__name__}", now)
         else:
@@ -173,6 +174,14 @@ def _attempt(deps: Deps, job: ReviewJob, step: Callable[[ReviewKind], T]) -> T |
                         job.kind, job.trajectory_id, job.tenant_id, job.attempts, reason)  # fmt: skip
             deps.queue.retry_later(job, reason, deps.clock.now(), delay_seconds=min(300.0, 2.0**job.attempts))
         return None
+
+
+def _dead(deps: Deps, job: ReviewJob, reason: str, now: datetime | None = None) -> None:
+    """Give the job up (the dead-job list an operator redrives from), and count it: the stack's
+    alarm watches the count (``domain.usage.REVIEW_JOBS_DEAD``)."""
+    deps.queue.dead(job, reason, now)
+    if deps.meter is not None:
+        deps.meter.record(job.tenant_id, {usage.REVIEW_JOBS_DEAD: 1})
 
 
 def _mark_failed(deps: Deps, job: ReviewJob, reason: str, now: datetime) -> None:

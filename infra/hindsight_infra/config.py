@@ -15,6 +15,14 @@ from typing import Any, Mapping
 
 STAGES_FILE = Path(__file__).resolve().parent.parent / "stages.json"
 OPENSEARCH_KINDS = ("serverless", "domain")
+AUTHORIZER_TTL_RANGE = (60, 300)
+# SAM's DeploymentPreference types (CodeDeploy's predefined Lambda configurations)
+DEPLOYMENT_PREFERENCES = (
+    "AllAtOnce",
+    "Canary10Percent5Minutes", "Canary10Percent10Minutes", "Canary10Percent15Minutes", "Canary10Percent30Minutes",
+    "Linear10PercentEvery1Minute", "Linear10PercentEvery2Minutes", "Linear10PercentEvery3Minutes",
+    "Linear10PercentEvery10Minutes",
+)
 # OpenSearch Serverless policy names are at most 32 characters: "hindsight-<stage>-data"
 _STAGE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
 
@@ -50,6 +58,25 @@ class StageConfig:
     alarm_email: str | None
     retain_data: bool
     tracing: bool
+    # the edge: API Gateway's cache of the authorizer's answer per key (Allow or Deny), the
+    # stage's throttling and each listed method's ("POST /v1/recall": {"rate", "burst"}), the
+    # WAF's per-address limit (requests in 5 minutes), and the API's endpoint type
+    authorizer_ttl_s: int
+    api_throttle: dict[str, float]
+    api_method_throttle: dict[str, dict[str, float]]
+    waf_requests_per_5min_per_ip: int
+    # alarms that see customers: the API's 5XX share and p99 latency, judged over ``alarm_periods``
+    # minutes of which ``alarm_datapoints`` must breach (M of N)
+    api_5xx_percent: float
+    api_p99_latency_ms: int
+    alarm_datapoints: int
+    alarm_periods: int
+    # how a new version of the API and authorizer functions takes traffic (CodeDeploy through SAM:
+    # AllAtOnce, Canary10Percent5Minutes, Linear10PercentEvery1Minute...), rolled back by the alarms
+    deployment_preference: str
+    # create the account's API Gateway logging role (API Gateway needs one per account and region
+    # to write access logs); false where the account has one already
+    apigateway_logging_role: bool
     environment: dict[str, str] = field(default_factory=dict)  # further HINDSIGHT_* settings
 
     @property
@@ -99,4 +126,14 @@ def load_stage(stage: str, overrides: Mapping[str, Any] | None = None, stages_fi
     for key, value in merged["environment"].items():
         if not key.startswith("HINDSIGHT_"):
             raise ValueError(f"environment: {key!r} is not a HINDSIGHT_* setting")
+    if not AUTHORIZER_TTL_RANGE[0] <= merged["authorizer_ttl_s"] <= AUTHORIZER_TTL_RANGE[1]:
+        raise ValueError(f"authorizer_ttl_s must be {AUTHORIZER_TTL_RANGE[0]}-{AUTHORIZER_TTL_RANGE[1]} s: long enough to "
+                         "spare the authorizer a flood of one key, short enough for a revoked key to stop working soon")
+    if not 0 < merged["alarm_datapoints"] <= merged["alarm_periods"]:
+        raise ValueError("alarm_datapoints must be between 1 and alarm_periods")
+    if merged["deployment_preference"] not in DEPLOYMENT_PREFERENCES:
+        raise ValueError(f"deployment_preference must be one of {DEPLOYMENT_PREFERENCES}")
+    for name, limits in [("api_throttle", merged["api_throttle"]), *merged["api_method_throttle"].items()]:
+        if set(limits) != {"rate", "burst"} or not all(v > 0 for v in limits.values()):
+            raise ValueError(f"{name}: wants {{\"rate\": requests per second, \"burst\": requests}}, both > 0")
     return StageConfig(stage=stage, **merged)

@@ -11,10 +11,11 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from chalice import api
 from chalice.cdk import Chalice
@@ -31,8 +32,12 @@ class ChaliceApp(Chalice):
     stack may be called anything and the stage is the deployment stage (``dev``, ``prod``...).
     """
 
-    def __init__(self, scope: Any, construct_id: str, *, source_dir: str, chalice_stage: str, stage_config: dict) -> None:
+    def __init__(self, scope: Any, construct_id: str, *, source_dir: str, chalice_stage: str, stage_config: dict,
+                 reshape: Callable[[dict], None] | None = None) -> None:
+        """``reshape(sam)``: changes to Chalice's SAM template (a dict, changed in place) before
+        the construct reads it (``api_shape``: what CDK's property overrides cannot reach)."""
         self._chalice_stage = chalice_stage
+        self._reshape = reshape
         super().__init__(scope, construct_id, source_dir=source_dir, stage_config=stage_config)
 
     def _package_app(self) -> None:
@@ -50,6 +55,11 @@ class ChaliceApp(Chalice):
                 chalice_config=self.stage_config,
             )
             finish_package(Path(self._sam_package_dir))  # before the construct makes assets of the zips
+            if self._reshape is not None:
+                sam_path = Path(self._sam_package_dir) / "sam.json"
+                sam = json.loads(sam_path.read_text())
+                self._reshape(sam)
+                sam_path.write_text(json.dumps(sam, indent=2))
         finally:
             sys.modules.pop("app", None)
             os.environ.clear()

@@ -48,8 +48,19 @@ def test_the_requests_are_the_ones_the_openai_sdk_sends_and_the_answers_read_the
         lower_ours = {k.lower(): v for k, v in our_headers.items()}
         for name in ("authorization", "content-type", "accept"):
             assert lower_ours[name] == lower_sdk[name], name
-    assert our_chat == ChatChoice(sdk_chat.choices[0].message.content, sdk_chat.choices[0].finish_reason)
+    assert our_chat == ChatChoice(sdk_chat.choices[0].message.content, sdk_chat.choices[0].finish_reason,
+                                  sdk_chat.usage.total_tokens)
+    assert our_chat.total_tokens > 0  # the tokens a tenant's reviews are metered by
     assert our_emb == [Embedding(d.index, d.embedding) for d in sdk_emb.data]
+
+
+def test_an_answer_without_usage_counts_no_tokens():
+    from chalicelib.adapters.openai_http import _total_tokens
+
+    assert _total_tokens({"choices": []}) == 0
+    assert _total_tokens({"usage": None}) == 0
+    assert _total_tokens({"usage": {"total_tokens": "12"}}) == 0
+    assert _total_tokens({"usage": {"prompt_tokens": 5, "total_tokens": 12}}) == 12
 
 
 def test_a_chat_answer_cut_off_at_max_tokens_says_so(stub):

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from chalice.test import Client
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
@@ -42,6 +41,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 import app as app_module
 from chalicelib import container
 from chalicelib.settings import Settings
+from devtools.gateway_client import GatewayClient
 from tests.support.http_api import ADMIN, Api
 
 pytestmark = pytest.mark.slow  # a state machine of 10-50 examples: seconds to minutes
@@ -576,7 +576,7 @@ def world(request, tmp_path, monkeypatch, use_deps):
 
     use_deps(deps, cfg)
     try:
-        with Client(app_module.app) as client:
+        with GatewayClient(app_module.app) as client:
             yield World(Api(client, deps), request.param)
     finally:
         cleanup()

@@ -10,10 +10,10 @@ import logging
 import secrets
 
 import pytest
-from chalice.test import Client
 
 import app as app_module
 from chalicelib import container, lambda_handlers, observability, redaction
+from devtools.gateway_client import GatewayClient
 
 ADMIN_KEY = "admin key with spaces " + secrets.token_hex(12)  # no known shape: masked as a registered value
 OPENAI_KEY = "sk-test-" + secrets.token_urlsafe(24)
@@ -53,7 +53,7 @@ def lambda_env(tmp_path, monkeypatch, capsys, use_deps):
     root.setLevel(logging.DEBUG)
     redaction.install()  # what importing app.py does in Lambda
     try:
-        with Client(app_module.app) as client:
+        with GatewayClient(app_module.app) as client:
             yield client, stream
     finally:
         root.removeHandler(handler)
@@ -61,7 +61,7 @@ def lambda_env(tmp_path, monkeypatch, capsys, use_deps):
         fresh_powertools_logger()
 
 
-def authorize(client: Client, token: str) -> dict:
+def authorize(client: GatewayClient, token: str) -> dict:
     event = {"type": "TOKEN", "authorizationToken": token,
              "methodArn": "arn:aws:execute-api:us-east-1:123456789012:abcdef/api/GET/v1/stats"}
     return client.lambda_.invoke("api_key_authorizer", event).payload

@@ -4,13 +4,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from chalice.test import Client
 
 import app as app_module
 from chalicelib import container
 from chalicelib.settings import Settings
-
+from devtools.gateway_client import GatewayClient
 from tests.support.http_api import ADMIN, Api
+
 from .test_api import WEATHER_EVENTS, start
 
 
@@ -20,7 +20,7 @@ def llm_api(tmp_path, openai_stub, use_deps):
     settings = Settings(data_dir=str(tmp_path), embedder="hash", admin_key=ADMIN, worker=False,
                         openai_base_url=stub.base_url, llm_max_retries=0, review_max_attempts=2)
     deps = use_deps(container.build_embedded(settings), settings)
-    with Client(app_module.app) as client:
+    with GatewayClient(app_module.app) as client:
         api = Api(client, deps)
         api.stub = stub
         yield api, stub
@@ -122,3 +122,26 @@ def test_failed_reviews_and_redrive_are_for_the_admin_only(llm_api):
         assert api.call(method, path, None, {} if method == "POST" else None).status_code == 401
     bad = api.call("POST", "/v1/maintenance/redrive", ADMIN, {"trajectory_ids": "tr1"})
     assert bad.status_code in (400, 422) and "trajectory_ids" in bad.json_body["error"]["message"]
+
+
+def test_the_llm_tokens_of_a_tenants_reviews_and_its_dead_review_jobs_are_metered(llm_api):
+    from chalicelib.domain import usage
+    from tests.http.test_usage_metering import RecordingMeter, tenant_id_of
+
+    api, stub = llm_api
+    meter = api.deps.meter = RecordingMeter()
+    client, spent = api.deps.reviewer.client, []
+    chat = client.chat
+    client.chat = lambda **kw: (choice := chat(**kw), spent.append(choice.total_tokens))[0]
+    reviewed, failing = api.tenant("reviewed"), api.tenant("failing")
+    start(api, reviewed)
+    api.call("POST", "/v1/trajectories/tr1/events", reviewed, {"events": WEATHER_EVENTS})
+    api.call("POST", "/v1/trajectories/tr1/finalize", reviewed, {"outcome": "success"})
+    assert api.run_reviews() == 1
+    assert spent and all(spent)  # the stub reports usage, as OpenAI does
+    assert meter.by_tenant[tenant_id_of(api, "reviewed")][usage.LLM_TOKENS] == sum(spent)
+    assert meter.by_tenant[tenant_id_of(api, "reviewed")][usage.REVIEW_JOBS_DEAD] == 0
+
+    _fail_review(api, failing, "tr9")  # two failed attempts: given up
+    counts = meter.by_tenant[tenant_id_of(api, "failing")]
+    assert counts[usage.REVIEW_JOBS_DEAD] == 1 and counts[usage.LLM_TOKENS] == 0

@@ -3,11 +3,11 @@ spent, other tenants untouched, refilled as the (fake) clock moves, off when set
 from __future__ import annotations
 
 import pytest
-from chalice.test import Client
 
 import app as app_module
 from chalicelib import container
 from chalicelib.settings import Settings
+from devtools.gateway_client import GatewayClient
 from tests.support.fakes import FakeClock
 from tests.support.http_api import ADMIN, Api
 
@@ -33,7 +33,7 @@ def limited(tmp_path, use_deps):
 @pytest.fixture()
 def api(limited):
     deps = limited()
-    with Client(app_module.app) as client:
+    with GatewayClient(app_module.app) as client:
         yield Api(client, deps)
 
 
@@ -54,7 +54,7 @@ def test_a_burst_over_the_limit_is_refused_with_429_and_retry_after(api):
 
 def test_retry_after_counts_whole_seconds_of_a_slow_refill(limited):
     deps = limited(per_second=0.25, burst=1)  # a token every 4 s
-    with Client(app_module.app) as client:
+    with GatewayClient(app_module.app) as client:
         api = Api(client, deps)
         key = api.tenant()
         spend(api, key, 1)
@@ -121,7 +121,7 @@ def test_admin_routes_and_bad_keys_are_not_counted_against_a_tenant(api):
 
 def test_a_limit_of_zero_turns_limiting_off(limited):
     deps = limited(per_second=0, burst=0)
-    with Client(app_module.app) as client:
+    with GatewayClient(app_module.app) as client:
         api = Api(client, deps)
         key = api.tenant()
         spend(api, key, 50)
@@ -135,7 +135,7 @@ def test_the_default_limit_is_generous():
 def test_recall_and_ingest_are_charged_by_the_work_they_ask_for(limited):
     """1,200 recalls of top_k 50 with long queries in 77 s drew no 429 (one token each)."""
     deps = limited(per_second=1, burst=12)
-    with Client(app_module.app) as client:
+    with GatewayClient(app_module.app) as client:
         api = Api(client, deps)
         key = api.tenant()
         heavy = {"query": "word " * 400 + "end", "top_k": 50}  # 1 + 50 / 10 + 2003 / 500 = 10 tokens

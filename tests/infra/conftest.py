@@ -1,4 +1,5 @@
-"""One CDK synthesis per test session (two stacks: Serverless and managed-domain OpenSearch).
+"""One CDK synthesis per test session (two stacks: the prod stage as stages.json gives it, on
+Serverless OpenSearch, and a stage of the defaults on a managed domain).
 
 The synthesis runs ``infra/synth.py`` in a subprocess (aws-cdk-lib starts a Node.js jsii runtime;
 it stays out of the test process), with the stub package: offline, no AWS credentials. It takes
@@ -23,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNTH = ROOT / "infra" / "synth.py"
-SERVERLESS_STAGE, DOMAIN_STAGE = "ci", "cidomain"
+SERVERLESS_STAGE, DOMAIN_STAGE = "prod", "cidomain"  # prod: the template the issue asks about
 ALARM_EMAIL = "alarms@example.com"
 
 
@@ -79,20 +80,30 @@ def _skip_reason() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def cdk_out(tmp_path_factory) -> Path:
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
-    out = tmp_path_factory.mktemp("cdk") / "cdk.out"
+def synthesize(out: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}  # no credentials, no CLI context
     proc = subprocess.run(
         [sys.executable, str(SYNTH), "--package", "stub", "--out", str(out),
          "--stack", f"{SERVERLESS_STAGE}:serverless", "--stack", f"{DOMAIN_STAGE}:domain",
          "--set", f"alarm_email={ALARM_EMAIL}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, f"synthesis failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+
+
+@pytest.fixture(scope="session")
+def cdk_out(tmp_path_factory) -> Path:
+    """The assembly, synthesized once per session; ``HINDSIGHT_INFRA_CDK_OUT=dir`` reuses one made
+    by ``python -c 'from tests.infra.conftest import *; synthesize(Path("dir"))'`` (while changing
+    tests only: a change to infra/ or app.py needs a new synthesis)."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    reuse = os.environ.get("HINDSIGHT_INFRA_CDK_OUT")
+    if reuse:
+        return Path(reuse)
+    out = tmp_path_factory.mktemp("cdk") / "cdk.out"
+    synthesize(out)
     return out
 
 

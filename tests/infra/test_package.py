@@ -146,3 +146,18 @@ def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_oth
     for name in BOTOCORE_SERVICES:
         (model,) = (target / "botocore" / "data" / name).glob("*/service-2.json*")
         assert model.name == "service-2.json" and b'"documentation"' not in model.read_bytes(), model
+
+
+def test_the_handlers_build_their_tracer_from_the_package_alone(package):
+    """Tracing on (prod): Powertools' Tracer needs aws-xray-sdk (and wrapt) in the layer; with
+    Lambda's LAMBDA_TASK_ROOT the X-Ray SDK samples locally and calls no X-Ray API (whose botocore
+    model the package leaves out)."""
+    _, target = package
+    code = (
+        "import app, chalicelib.review_worker_lambda, aws_xray_sdk, wrapt\n"
+        "from chalicelib import observability\n"
+        "print(type(observability.tracer()).__name__)\n"
+    )
+    proc = _package_python(target, code, HINDSIGHT_BACKEND="aws", HINDSIGHT_TRACING="true", LAMBDA_TASK_ROOT=str(target))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[-1] == "Tracer"

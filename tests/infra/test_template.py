@@ -26,9 +26,15 @@ ALLOWED_WILDCARDS = [
     (re.compile(r"^\{ReviewJobsTable\.Arn\}/stream/\*$"), "the jobs table's stream"),
     (re.compile(r"^arn:\{AWS::Partition\}:secretsmanager:\{AWS::Region\}:\{AWS::AccountId\}:secret:[\w/+=.@-]+-\?{6}$"),
      "a secret named by the stage, with Secrets Manager's six-character suffix"),
-    (re.compile(r"^arn:\{AWS::Partition\}:es:\{AWS::Region\}:\{AWS::AccountId\}:domain/hindsight-[a-z0-9-]+/\*$"),
-     "the paths of the stack's own OpenSearch domain"),
+    (re.compile(r"^arn:\{AWS::Partition\}:es:\{AWS::Region\}:\{AWS::AccountId\}:domain/hindsight-[a-z0-9-]+/"
+                r"hindsight-experiences/\*$"), "the paths under the stack's own index (its deploy-time setup)"),
+    (re.compile(r"^arn:\{AWS::Partition\}:cloudwatch:\{AWS::Region\}:\{AWS::AccountId\}:alarm:hindsight-[a-z0-9-]+-\*$"),
+     "the stage's own alarms, which CodeDeploy reads during a canary"),
+    (re.compile(r"^arn:\{AWS::Partition\}:logs:\{AWS::Region\}:\{AWS::AccountId\}:log-group:\*$"),
+     "API Gateway's account-wide logging role: every API of the account logs through it"),
 ]
+# X-Ray has no resource-level permissions: "*" is the only resource its two actions accept
+XRAY_ACTIONS = {"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 
 
 def table_name(t: Template, table: str) -> str:
@@ -205,7 +211,7 @@ def test_review_stream_mapping_reports_partial_failures_bisects_retries_and_dead
     p = esm["Properties"]
     dlq = translated.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
     assert p["EventSourceArn"] == {"Fn::GetAtt": ["ReviewJobsTable", "StreamArn"]}
-    assert p["FunctionName"] == {"Ref": "ReviewWorker"}
+    assert p["FunctionName"] == {"Ref": "ReviewWorkerAliaslive"}  # the alias: a deployment moves it
     assert p["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert p["BisectBatchOnFunctionError"] is True
     assert p["MaximumRetryAttempts"] == 3
@@ -228,6 +234,7 @@ def test_lambda_runs_the_review_worker_without_importing_app_py_and_every_other_
     handlers = {name.removeprefix(prefix): fn["Properties"]["Handler"] for name, fn in functions(translated).items()}
     worker = handlers.pop("review_worker")
     assert worker == "chalicelib.review_worker_lambda.handler"
+    assert handlers.pop("opensearch_index_setup") == "chalicelib.index_setup_lambda.handler"
     assert handlers == {"api_handler": "app.app", "api_key_authorizer": "app.api_key_authorizer",
                         "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule"}
     module, _, attr = worker.rpartition(".")
@@ -307,56 +314,73 @@ def test_no_wildcard_actions_and_no_wildcard_resources_beyond_sub_resources(tran
                 continue
             if re.fullmatch(r"\{\w+LogGroup\.Arn\}", text):
                 continue  # a log group's Arn attribute ends in ":*" (its streams): GetAtt, no literal wildcard
+            if text == "*" and set(as_list(s["Action"])) <= XRAY_ACTIONS:
+                continue
             assert any(p.match(text) for p, _ in ALLOWED_WILDCARDS), f"{policy}: {s['Action']} on {text}"
 
 
-def test_the_only_roles_are_the_two_execution_roles_without_managed_policies(translated):
-    roles = translated.of_type("AWS::IAM::Role")
-    assert sorted(re.sub(r"[0-9A-F]{8}$", "", k) for k in roles) == ["AppRole", "ReviewWorkerRole"]
-    for role in roles.values():
-        assert "ManagedPolicyArns" not in role["Properties"]
-        assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
+def test_each_function_has_a_role_of_its_own_and_no_role_a_managed_policy(translated):
+    from infra.hindsight_infra.access import FUNCTIONS
+
+    prefix = f"hindsight-{translated.stage}-"
+    roles = {k: r for k, r in translated.of_type("AWS::IAM::Role").items()}
+    used = {}
+    for name, fn in functions(translated).items():
+        role = fn["Properties"]["Role"]["Fn::GetAtt"][0]
+        assert role not in used.values(), f"{name} shares {role}"
+        used[name.removeprefix(prefix)] = role
+        assert roles[role]["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
             {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}}
         ]
-    role_ids = {{"Fn::GetAtt": [k, "Arn"]}["Fn::GetAtt"][0] for k in roles}
-    for name, fn in functions(translated).items():
-        assert fn["Properties"]["Role"]["Fn::GetAtt"][0] in role_ids, name
+    assert set(used) == set(FUNCTIONS)
+    for logical_id, role in roles.items():
+        assert "ManagedPolicyArns" not in role["Properties"], logical_id
+    # beside the functions': CodeDeploy's (the canary) and API Gateway's account-wide logging role
+    others = {re.sub(r"[0-9A-F]{8}$", "", k) for k in set(roles) - set(used.values())}
+    assert others <= {"CodeDeployRole", "ApiGatewayLoggingRole"}, others
 
 
 def test_dynamodb_access_is_on_the_stacks_tables_only(translated):
-    app = actions_on(role_statements(translated, "AppRole"))
+    api = actions_on(role_statements(translated, "ApiHandlerRole"))
     worker = actions_on(role_statements(translated, "ReviewWorkerRole"))
     app_tables = {"Tenants", "Trajectories", "Events", "Experiences", "ReviewJobs", "RateLimits", "Recalls"}
+    review_tables = {"Trajectories", "Events", "Experiences", "ReviewJobs", "Recalls"}
     expected = {f"{{{t}Table.Arn}}" for t in app_tables} | {f"{{{t}Table.Arn}}/index/*" for t in app_tables}
     for action in ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"):
-        assert app[action] == expected, action
-    assert "dynamodb:Scan" not in app and "dynamodb:CreateTable" not in app and "dynamodb:DeleteTable" not in app
-    assert worker["dynamodb:PutItem"] == expected | {"{IdempotencyTable.Arn}"}  # shared policy + idempotency
-    assert "{IdempotencyTable.Arn}" not in app["dynamodb:PutItem"]
+        assert api[action] == expected, action
+    for role in ("ApiHandlerRole", "ReviewWorkerRole", "ReviewSweeperRole", "DecayScheduleRole", "ApiKeyAuthorizerRole"):
+        granted = actions_on(role_statements(translated, role))
+        assert "dynamodb:Scan" not in granted and "dynamodb:CreateTable" not in granted and "dynamodb:DeleteTable" not in granted
+    assert worker["dynamodb:PutItem"] == {f"{{{t}Table.Arn}}" for t in review_tables} | {
+        f"{{{t}Table.Arn}}/index/*" for t in review_tables} | {"{IdempotencyTable.Arn}"}
+    assert "{IdempotencyTable.Arn}" not in api["dynamodb:PutItem"]
     stream = {"{ReviewJobsTable.Arn}/stream/*"}
     for action in ("dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:DescribeStream", "dynamodb:ListStreams"):
         assert worker[action] == stream, action
-        assert action not in app, action
+        assert action not in api, action
 
 
 def test_only_the_review_worker_may_send_to_the_dlq(translated):
     dlq = translated.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
     assert actions_on(role_statements(translated, "ReviewWorkerRole"))["sqs:SendMessage"] == {f"{{{dlq}.Arn}}"}
-    assert not any(a.startswith("sqs:") for a in actions_on(role_statements(translated, "AppRole")))
+    for role in ("ApiHandlerRole", "ReviewSweeperRole", "DecayScheduleRole", "ApiKeyAuthorizerRole", "OpensearchIndexSetupRole"):
+        assert not any(a.startswith("sqs:") for a in actions_on(role_statements(translated, role))), role
 
 
-def test_secrets_are_read_by_arn_and_never_in_the_template(translated):
-    admin = translated.logical_id("AdminKeySecret", "AWS::SecretsManager::Secret")
-    props = translated.resources[admin]["Properties"]
-    assert "SecretString" not in props and props["GenerateSecretString"]["PasswordLength"] >= 32
-    read = actions_on(role_statements(translated, "AppRole"))["secretsmanager:GetSecretValue"]
-    assert read == {f"{{{admin}}}", "arn:{AWS::Partition}:secretsmanager:{AWS::Region}:{AWS::AccountId}:secret:"
-                    f"hindsight/{translated.stage}/openai-api-key-??????"}
+def test_the_openai_secret_is_read_by_name_by_the_functions_that_call_openai_and_no_admin_key_exists(translated):
+    """Admin routes are authorized by IAM: the stage holds no admin key, no function reads one."""
+    assert not translated.of_type("AWS::SecretsManager::Secret")
+    secret = ("arn:{AWS::Partition}:secretsmanager:{AWS::Region}:{AWS::AccountId}:secret:"
+              f"hindsight/{translated.stage}/openai-api-key-??????")
+    for role, reads in (("ApiHandlerRole", True), ("ReviewWorkerRole", True), ("ReviewSweeperRole", True),
+                        ("ApiKeyAuthorizerRole", False), ("DecayScheduleRole", False), ("OpensearchIndexSetupRole", False)):
+        granted = actions_on(role_statements(translated, role))
+        assert granted.get("secretsmanager:GetSecretValue") == ({secret} if reads else None), role
     for name, fn in functions(translated).items():
         env = fn["Properties"]["Environment"]["Variables"]
-        assert "HINDSIGHT_OPENAI_API_KEY" not in env and "HINDSIGHT_ADMIN_KEY" not in env, name
-        assert env["HINDSIGHT_ADMIN_KEY_SECRET"] == {"Ref": admin}
+        assert not {"HINDSIGHT_OPENAI_API_KEY", "HINDSIGHT_ADMIN_KEY", "HINDSIGHT_ADMIN_KEY_SECRET"} & set(env), name
         assert env["HINDSIGHT_OPENAI_API_KEY_SECRET"] == f"hindsight/{translated.stage}/openai-api-key"
+        assert env["HINDSIGHT_ADMIN_AUTH"] == "iam"
 
 
 def test_settings_read_the_secrets_the_stack_names(monkeypatch):
@@ -393,10 +417,11 @@ def test_the_lambda_environment_is_made_of_settings(template):
     from chalicelib.settings import Settings
 
     known = {f"HINDSIGHT_{name.upper()}" for name in Settings.model_fields}
-    # read outside Settings: app.py (the stream ARN, for Chalice's decorator), lambda_handlers.py;
-    # and the secret references until settings.py reads them
-    read_elsewhere = {"HINDSIGHT_JOBS_STREAM_ARN", "HINDSIGHT_SWEEP_SECONDS",
-                      "HINDSIGHT_ADMIN_KEY_SECRET", "HINDSIGHT_OPENAI_API_KEY_SECRET"}
+    # read outside Settings: app.py at import (the stream ARN, for Chalice's decorator; the
+    # authorizer's cache and the admin routes' authorization, for the API's definition),
+    # lambda_handlers.py
+    read_elsewhere = {"HINDSIGHT_JOBS_STREAM_ARN", "HINDSIGHT_SWEEP_SECONDS", "HINDSIGHT_AUTHORIZER_TTL",
+                      "HINDSIGHT_ADMIN_AUTH"}
     for fn in template.of_type("AWS::Serverless::Function").values():
         env = fn["Properties"]["Environment"]["Variables"]
         unknown = {k for k in env if k.startswith("HINDSIGHT_")} - known - read_elsewhere
@@ -405,6 +430,9 @@ def test_the_lambda_environment_is_made_of_settings(template):
         assert env["HINDSIGHT_AWS_REGION"] == {"Ref": "AWS::Region"}
         assert env["HINDSIGHT_EMBEDDER"] == "openai"
         assert env["HINDSIGHT_OPENSEARCH_ENGINE"] == "faiss"
+        assert env["HINDSIGHT_OPENSEARCH_CREATE_INDEX"] == "false"  # the deploy-time custom resource makes it
+        assert env["HINDSIGHT_STAGE"] == template.stage  # the stage dimension of the functions' metrics
+        assert "HINDSIGHT_DATA_DIR" not in env  # the embedded backend's: nothing of it in the cloud
         Settings.model_validate({k.removeprefix("HINDSIGHT_").lower(): v for k, v in env.items()
                                  if isinstance(v, str) and k in known})
 
@@ -425,15 +453,23 @@ def test_serverless_collection_with_its_three_policies(serverless):
     assert {"CollectionEncryptionPolicy", "CollectionNetworkPolicy"} <= set(collection["DependsOn"])
 
     _, access = serverless.one("AWS::OpenSearchServerless::AccessPolicy")
-    text = render(access["Properties"]["Policy"])
-    roles = [serverless.logical_id(p, "AWS::IAM::Role") for p in ("AppRole", "ReviewWorkerRole")]
-    for role in roles:
-        assert "{%s.Arn}" % role in text
     assert access["Properties"]["Type"] == "data"
-    assert f'"index/{name}/hindsight-experiences"' in text and '"aoss:*"' not in text
+    text = render(access["Properties"]["Policy"])
+    index = f'"index/{name}/hindsight-experiences"'
+    assert text.count(index) == 2 and '"aoss:*"' not in text and "collection/" not in text.split('"Rules"', 1)[1]
+    # the functions: documents; the deploy-time setup alone: the index itself
+    readers = [serverless.logical_id(f"{p}Role", "AWS::IAM::Role")
+               for p in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecaySchedule")]
+    first, second = text.split('{"Rules"')[1:]
+    assert '"Permission":["aoss:ReadDocument","aoss:WriteDocument"]' in first
+    assert all("{%s.Arn}" % r in first for r in readers) and "OpensearchIndexSetupRole" not in first
+    assert '"Permission":["aoss:CreateIndex","aoss:DescribeIndex","aoss:UpdateIndex"]' in second
+    assert "OpensearchIndexSetupRole" in second and not any(r in second for r in readers)
+    assert "ApiKeyAuthorizerRole" not in text  # the authorizer reaches no OpenSearch at all
 
-    app = actions_on(role_statements(serverless, "AppRole"))
-    assert app["aoss:APIAccessAll"] == {"{Collection.Arn}"}
+    api = actions_on(role_statements(serverless, "ApiHandlerRole"))
+    assert api["aoss:APIAccessAll"] == {"{Collection.Arn}"}
+    assert not any(a.startswith("aoss:") for a in actions_on(role_statements(serverless, "ApiKeyAuthorizerRole")))
     assert not serverless.of_type("AWS::OpenSearchService::Domain")
     for fn in serverless.of_type("AWS::Serverless::Function").values():
         env = fn["Properties"]["Environment"]["Variables"]
@@ -450,14 +486,21 @@ def test_managed_domain_runs_opensearch_2_19_encrypted_for_the_two_roles_only(do
     assert p["EncryptionAtRestOptions"] == {"Enabled": True}
     assert p["NodeToNodeEncryptionOptions"] == {"Enabled": True}
     assert p["DomainEndpointOptions"]["EnforceHTTPS"] is True
-    (statement,) = p["AccessPolicies"]["Statement"]
-    roles = sorted(domain.logical_id(x, "AWS::IAM::Role") for x in ("AppRole", "ReviewWorkerRole"))
-    assert sorted(r["Fn::GetAtt"][0] for r in statement["Principal"]["AWS"]) == roles
-    assert render(statement["Resource"]).endswith(f":domain/{name}/*")
-    app = actions_on(role_statements(domain, "AppRole"))
-    es = {a: r for a, r in app.items() if a.startswith("es:")}
-    assert set(es) == {"es:ESHttpDelete", "es:ESHttpGet", "es:ESHttpHead", "es:ESHttpPost", "es:ESHttpPut"}
-    assert all(r == {render(statement["Resource"])} for r in es.values())
+    documents, setup = p["AccessPolicies"]["Statement"]
+    readers = sorted(domain.logical_id(f"{x}Role", "AWS::IAM::Role")
+                     for x in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecaySchedule"))
+    assert sorted(r["Fn::GetAtt"][0] for r in documents["Principal"]["AWS"]) == readers
+    index = f":domain/{name}/hindsight-experiences"
+    # the functions: search, count and bulk under the index's path, nothing that makes or changes it
+    assert sorted(render(r).split(index)[1] for r in documents["Resource"]) == ["/_bulk", "/_count", "/_msearch", "/_search"]
+    assert documents["Action"] == ["es:ESHttpGet", "es:ESHttpPost"]
+    assert [r["Fn::GetAtt"][0] for r in setup["Principal"]["AWS"]] == [domain.logical_id("OpensearchIndexSetupRole", "AWS::IAM::Role")]
+    assert sorted(render(r).split(index)[1] for r in setup["Resource"]) == ["", "/*"]
+    api = actions_on(role_statements(domain, "ApiHandlerRole"))
+    es = {a: r for a, r in api.items() if a.startswith("es:")}
+    assert set(es) == {"es:ESHttpGet", "es:ESHttpPost"}
+    assert all(r == {render(x) for x in documents["Resource"]} for r in es.values())
+    assert not any(a.startswith("es:") for a in actions_on(role_statements(domain, "ApiKeyAuthorizerRole")))
     assert not domain.of_type("AWS::OpenSearchServerless::Collection")
     for fn in domain.of_type("AWS::Serverless::Function").values():
         env = fn["Properties"]["Environment"]["Variables"]
@@ -520,7 +563,10 @@ def test_the_expanded_template_passes_cfn_lint(translated):
 
     # W8003: the stub rule's Fn::Equals is always false -- on purpose
     matches = lint(json.dumps(translated.doc), config=ManualArgs(ignore_checks=["W8003"], regions=["us-east-1"]))
-    assert not matches, "\n".join(str(m) for m in matches)
+    # W1020 where the SAM transform resolved the CDK asset bucket's Fn::Sub (to hash the code of a
+    # function published under an alias) and left a Sub with nothing to substitute: its output, not ours
+    matches = [m for m in matches if not (m.rule.id == "W1020" and list(m.path)[-2:] == ["S3Bucket", "Fn::Sub"])]
+    assert not matches, "\n".join(f"{m} at {list(m.path)}" for m in matches)
 
 
 def test_stage_parameters():
@@ -564,8 +610,11 @@ def test_api_gateways_own_refusals_keep_the_contracts_error_shape(translated):
     for name, status in (("AUTHORIZER_FAILURE", "503"), ("THROTTLED", "429")):
         assert str(responses[name]["statusCode"]) == status
         assert responses[name]["responseParameters"] == {"gatewayresponse.header.Retry-After": "'1'"}
-    for response in responses.values():
+    for name, response in responses.items():
         body = response["responseTemplates"]["application/json"]
+        if name == "ACCESS_DENIED":  # the authorizer's reason, or API Gateway's (test_edge reads both branches)
+            assert '{"error": {"code": "unauthorized", "message": $context.error.messageString}}' in body
+            continue
         assert body.startswith('{"error": {"code": "') and "$context.error.messageString" in body
 
 

@@ -19,7 +19,8 @@ HEAVY = ("boto3", "botocore", "pynamodb", "urllib3", "requests", "httpx", "opena
 # the adapters, the ports, the OpenAPI document.
 OWN_LATER = ("chalicelib.services.", "chalicelib.domain.", "chalicelib.adapters.", "chalicelib.ports",
              "chalicelib.api.openapi", "chalicelib.lambda_handlers", "chalicelib.observability")
-OWN_AT_IMPORT = ("chalicelib.services.deps", "chalicelib.domain.errors", "chalicelib.adapters.review_signal")
+OWN_AT_IMPORT = ("chalicelib.services.deps", "chalicelib.domain.errors", "chalicelib.domain.usage",
+                 "chalicelib.adapters.review_signal")
 
 LOADED = ("import json, sys; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy} "
           "or (m.startswith({own}) and m not in {at_import}))))").format(heavy=set(HEAVY), own=OWN_LATER, at_import=OWN_AT_IMPORT)

@@ -29,3 +29,14 @@ def test_a_bad_value_is_refused_with_its_name(monkeypatch):
     monkeypatch.setenv("HINDSIGHT_BACKEND", "gcp")
     with pytest.raises(pydantic.ValidationError, match="backend"):
         Settings()
+
+
+def test_the_embedded_backend_refuses_to_start_in_lambda(tmp_path, monkeypatch):
+    """``chalice deploy`` of .chalice/config.json would ship the embedded backend: each Lambda
+    instance would keep its own SQLite files in /tmp and lose them. It refuses, naming the way."""
+    from chalicelib import container
+
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "hindsight-dev-api_handler")
+    with pytest.raises(container.EmbeddedInLambda, match="infra/"):
+        container.build(Settings(data_dir=str(tmp_path), embedder="hash"))
+    assert not any(tmp_path.iterdir())  # nothing written before refusing

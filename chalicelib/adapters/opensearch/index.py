@@ -112,7 +112,11 @@ class OpenSearchVectorIndex:
     """Implements ``ports.VectorIndex`` over one OpenSearch index shared by every tenant.
 
     Every query filters by tenant; every delete is by (tenant, experience id). The index is
-    created on first use when missing (concurrent creators are fine).
+    created on first use when missing (concurrent creators are fine), unless ``manage_index`` is
+    False: then it was made beforehand (the cloud stack's deploy-time custom resource calls
+    ``ensure_index``), and the adapter only reads and writes documents, every request under the
+    index's own path (``/<index>/_search``, ``/<index>/_bulk``...), which is all the functions'
+    roles may reach.
     """
 
     def __init__(
@@ -123,6 +127,7 @@ class OpenSearchVectorIndex:
         refresh: bool | str | None = None,
         bulk_chunk: int = 500,
         node_cosines: bool | None = None,
+        manage_index: bool = True,
     ) -> None:
         self.client = client
         self.spec = spec
@@ -134,18 +139,19 @@ class OpenSearchVectorIndex:
         # cosines by a Painless script field (one round trip per hybrid search); default: everywhere
         # but Serverless, where it was never run. False: the k-NN by ids, a second request.
         self._node_cosines = (not spec.serverless) if node_cosines is None else node_cosines
-        self._ready = False
+        self._ready = not manage_index
         self._lock = threading.Lock()
 
     # --- index lifecycle ---------------------------------------------------------------------------
 
-    def ensure_index(self) -> None:
+    def ensure_index(self, force: bool = False) -> None:
         """Create the index if it is missing; check the vector dimension of an existing one and
-        add the fields it lacks (an index created by an earlier version)."""
-        if self._ready:
+        add the fields it lacks (an index created by an earlier version). Once per instance, or
+        again with ``force``; never with ``manage_index=False`` unless forced."""
+        if self._ready and not force:
             return
         with self._lock:
-            if self._ready:
+            if self._ready and not force:
                 return
             name = self.spec.name
             with _boundary(f"creating index {name}"):
@@ -213,7 +219,7 @@ class OpenSearchVectorIndex:
             return
         params = self._refresh_param(documents)
         with _boundary(action):
-            response = self.client.bulk(body=lines, **params)
+            response = self.client.bulk(body=lines, index=self.spec.name, **params)
         if response.get("errors"):
             for item in response["items"]:
                 ((op, result),) = item.items()

@@ -289,19 +289,19 @@ class LLMReviewer:
         raw, small = raw_size_tokens(traj, events), estimate_tokens(compact)
         self.stats.add(tokens_raw=raw, tokens_compressed=small)
         started = time.monotonic()
-        answer, outcome = self._ask(compact, kind)
+        answer, outcome, used = self._ask(compact, kind)
         latency_ms = (time.monotonic() - started) * 1000
         base.extra["tokens"] = {"raw": raw, "compressed": small}
         if answer is None:
             base.extra["llm"] = DROPPED[outcome]
-            base.llm_lessons = self._record(LLMLessonFigures(outcome, round(latency_ms)))
+            base.llm_lessons = self._record(LLMLessonFigures(outcome, round(latency_ms), tokens=used))
             return base
         base.reviewer = f"llm:{self._model(kind)}+deterministic"
         if isinstance(answer, LLMReview):
             base.extra["llm"] = _analysis(answer, events)
         accepted, rejected = self._checked(traj, events, answer.lessons, base.lessons)
         base.llm_lessons = self._record(
-            LLMLessonFigures(outcome, round(latency_ms), len(answer.lessons), len(accepted), tuple(rejected))
+            LLMLessonFigures(outcome, round(latency_ms), len(answer.lessons), len(accepted), tuple(rejected), tokens=used)
         )
         covered = {d.situation_key for d in accepted if d.situation_key}
         # The LLM's wording wins where it speaks of the same situation; the rules keep the rest.
@@ -318,8 +318,9 @@ class LLMReviewer:
     def _model(self, kind: str) -> str:
         return self.models.get(kind, self.models[FULL_SCOPE])
 
-    def _ask(self, compact: str, kind: str) -> tuple[LLMReview | LLMLessons | None, str]:
-        """The model's answer, validated, and how it went: ok, or why it was dropped (``DROPPED``)."""
+    def _ask(self, compact: str, kind: str) -> tuple[LLMReview | LLMLessons | None, str, int]:
+        """The model's answer, validated, how it went (ok, or why it was dropped: ``DROPPED``) and
+        the tokens its calls used (every attempt's, as the endpoint reports them)."""
         messages = [
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": FEW_SHOT_USER},
@@ -327,7 +328,7 @@ class LLMReviewer:
             {"role": "user", "content": f"<trajectory>\n{compact.replace('</trajectory>', '</ trajectory>')}\n</trajectory>"},
         ]
         extra = {"max_tokens": self.max_tokens} if self.max_tokens else {}
-        outcome = "off_schema"
+        outcome, used = "off_schema", 0
         for attempt in range(self.max_attempts):
             self.stats.add(calls=1)
             try:
@@ -343,20 +344,21 @@ class LLMReviewer:
                 if not self.timeout_fallback:  # the job is retried, then fails visibly for a redrive
                     raise
                 log.warning("LLM review timed out; the rules' lessons stand alone")
-                return None, "timeout"
+                return None, "timeout", used
+            used += choice.total_tokens
             if choice.finish_reason == "length":
                 # cut off at max_tokens: at temperature 0 the same prompt is cut off again
                 log.warning("LLM review output truncated at max_tokens; dropped")
-                return None, "truncated"
+                return None, "truncated", used
             content = choice.content or ""
             try:
-                return self.answer_model.model_validate_json(content), "ok"
+                return self.answer_model.model_validate_json(content), "ok", used
             except ValidationError as exc:
                 self.stats.add(invalid=1)
                 outcome = "invalid_json" if exc.errors()[0]["type"] == "json_invalid" else "off_schema"
                 log.warning("LLM review output invalid (%s, %d errors); %s", outcome, exc.error_count(),
                             "retrying" if attempt < self.max_attempts - 1 else "dropped")
-        return None, outcome
+        return None, outcome, used
 
     def _checked(
         self, traj: Trajectory, events: Sequence[Event], lessons: Sequence[LLMLesson], rules: Sequence[LessonDraft],

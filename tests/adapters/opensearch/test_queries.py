@@ -412,6 +412,7 @@ class FakeClient:
         self.hits: list[dict] = []
         self.answers: list[dict] = []  # the _msearch responses, when not one per search from hits
         self.bulk_response: dict = {"errors": False, "items": []}
+        self.bulk_paths: list[str | None] = []  # the index each bulk was sent under (its path)
         self.indices = FakeIndices(self)
 
     def search(self, index, body):
@@ -426,8 +427,9 @@ class FakeClient:
             raise self.error
         return {"responses": self.answers or [{"hits": {"hits": self.hits}} for _ in body[1::2]]}
 
-    def bulk(self, body, **params):
+    def bulk(self, body, index=None, **params):
         self.calls.append(("bulk", body, params))
+        self.bulk_paths.append(index)
         if self.error:
             raise self.error
         return self.bulk_response
@@ -622,6 +624,22 @@ def test_an_index_created_by_an_earlier_version_gets_the_fields_it_lacks_once():
     assert [c for c in client.calls if c[0] == "put_mapping"] == [
         ("put_mapping", "ix", {"properties": {"intent": {"type": "keyword"}}})
     ]
+
+
+def test_an_index_made_at_deploy_time_is_never_created_or_changed_by_the_functions():
+    """``manage_index=False`` (the cloud stack): documents only, each request under the index's path,
+    which is all the functions' roles may reach; the deploy-time setup forces the check."""
+    client = FakeClient()
+    client.index_exists = False
+    del client.mapped["intent"]
+    index = OpenSearchVectorIndex(client, q.IndexSpec("ix", client.dim), manage_index=False)
+    index.upsert("t1", [IndexEntry("e1", np.ones(2))])
+    index.delete("t1", ["e1"])
+    assert index.count("t1") == 3
+    assert [c[0] for c in client.calls] == ["bulk", "bulk", "count"]
+    assert client.bulk_paths == ["ix", "ix"]
+    index.ensure_index(force=True)
+    assert [c[0] for c in client.calls[3:]] == ["get", "create", "get", "put_mapping"]
 
 
 def test_an_index_of_this_version_gets_no_mapping_update():

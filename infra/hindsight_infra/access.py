@@ -1,0 +1,70 @@
+"""What each function of the app may reach: one IAM role per function, built from this table.
+
+No CDK here: the stack reads it to write the roles, and ``tests/infra`` runs each function's code
+on moto and checks that every DynamoDB call it makes is one its role allows (and the template that
+the role allows no more than this).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+# Data-plane actions the stores use (pynamodb: get, batch_get, query, save, update, delete,
+# transactions -- authorised per item as Put/Update/Delete/ConditionCheck -- and DescribeTable
+# for count() and exists()). No Scan, no table management.
+TABLE_ACTIONS = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:DescribeTable",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+)
+IDEMPOTENCY_ACTIONS = ("dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+STREAM_ACTIONS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams")
+
+# The app's tables (``chalicelib.adapters.dynamo.models``), by their name without the prefix
+APP_TABLES = ("tenants", "trajectories", "events", "experiences", "review-jobs", "rate-limits", "recalls")
+# What a review reads and writes: the trajectory and its events, the lessons, the recalls it credits,
+# the job queue. Not the tenants (a key is never looked up) nor the rate limits (no request is admitted)
+REVIEW_TABLES = ("trajectories", "events", "experiences", "review-jobs", "recalls")
+
+# OpenSearch: "documents" reads and writes documents of the index (search, count, bulk) and
+# nothing else; "index" creates the index and changes its mapping (the deploy-time setup only)
+OpenSearchAccess = Literal["documents", "index"]
+
+
+@dataclass(frozen=True)
+class Access:
+    description: str
+    tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # table -> actions
+    opensearch: OpenSearchAccess | None = None
+    openai_secret: bool = False  # the OpenAI-compatible API key: embeddings and reviews
+    review_stream: bool = False  # the review-jobs stream, the idempotency table and the DLQ
+
+
+def _all(tables: tuple[str, ...], actions: tuple[str, ...] = TABLE_ACTIONS) -> dict[str, tuple[str, ...]]:
+    return {t: actions for t in tables}
+
+
+# Keyed by Chalice's function name (app.py); the stack refuses an app whose functions differ.
+FUNCTIONS: dict[str, Access] = {
+    "api_handler": Access("the REST API", _all(APP_TABLES), "documents", openai_secret=True),
+    # a key's hash to its tenant: one GetItem, nothing else
+    "api_key_authorizer": Access("the API key authorizer", {"tenants": ("dynamodb:GetItem",)}),
+    "review_worker": Access("the review-jobs stream's worker", _all(REVIEW_TABLES), "documents", openai_secret=True,
+                            review_stream=True),
+    "review_sweeper": Access("the review sweeper (lost jobs, due retries)", _all(REVIEW_TABLES), "documents",
+                             openai_secret=True),
+    # freshness and archiving: the lessons (listed by their status index), the index entries of archived ones
+    "decay_schedule": Access("the hourly decay", {"experiences": TABLE_ACTIONS}, "documents"),
+    "opensearch_index_setup": Access("the deploy-time OpenSearch index setup", opensearch="index"),
+}
+
+# The functions API Gateway calls through an alias that CodeDeploy moves (canary, rolled back by
+# the alarms), and those published under an alias alone (their event sources call the alias)
+CANARY_FUNCTIONS = ("api_handler", "api_key_authorizer")
+ALIASED_FUNCTIONS = ("api_handler", "api_key_authorizer", "review_worker", "review_sweeper", "decay_schedule")
