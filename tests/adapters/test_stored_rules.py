@@ -15,7 +15,8 @@ from chalicelib.domain.review import review_by_rules
 from tests.support.builders import call, traj
 
 RULE = CallRule(RuleKind.ARGUMENTS, "charge", (
-    Argument(ArgumentKind.VALUE_SHAPE, "amount", "a whole number", "1999", "a decimal number", "19.99"),))
+    Argument(ArgumentKind.VALUE_SHAPE, "amount", "a whole number", "1999", "a decimal number", "19.99"),),
+    error='"InvalidAmount: integer cents"')  # the error the run failed with, quoted in warnings
 
 
 def learned():
