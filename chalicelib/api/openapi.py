@@ -61,6 +61,17 @@ def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
     return params
 
 
+# What a view that reads its body itself accepts, per media type: OTLP's export request as JSON
+# (its fields are checked against the official definitions, unknown ones ignored) or protobuf.
+RAW_BODIES: dict[str, dict[str, Any]] = {
+    "application/json": {"schema": {
+        "type": "object", "description": "An OTLP/JSON ExportTraceServiceRequest",
+        "properties": {"resourceSpans": {"type": "array", "items": {"type": "object"}}}}},
+    "application/x-protobuf": {"schema": {"type": "string", "format": "binary",
+                                          "description": "An OTLP/protobuf ExportTraceServiceRequest"}},
+}
+
+
 def _json(ref: str) -> dict[str, Any]:
     return {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}
 
@@ -75,6 +86,8 @@ def _operation(route: Route) -> dict[str, Any]:
         op["parameters"] = params
     if route.body is not None:
         op["requestBody"] = {"required": body_required(route.body), "content": _json(route.body.__name__)}
+    elif route.raw_body:
+        op["requestBody"] = {"required": True, "content": {media: RAW_BODIES[media] for media in route.raw_body}}
     ok: dict[str, Any] = {"description": "OK"}
     if route.media_type != "application/json":
         ok["content"] = {route.media_type: {"schema": {"type": "string"}}}

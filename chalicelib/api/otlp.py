@@ -79,7 +79,10 @@ def decode(body: bytes, kind: str) -> Any:
         else:
             import json
 
-            json_format.ParseDict(_hex_ids_to_base64(json.loads(body)), request, ignore_unknown_fields=True)
+            doc = json.loads(body)
+            if not isinstance(doc, dict):
+                raise ValueError(f"the body is a JSON {type(doc).__name__}, not an object")
+            json_format.ParseDict(_hex_ids_to_base64(doc), request, ignore_unknown_fields=True)
     except (DecodeError, json_format.ParseError, ValueError, TypeError, AttributeError) as exc:
         raise InvalidInput(f"not an OTLP trace export request: {str(exc)[:200]}") from exc
     return request

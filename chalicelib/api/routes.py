@@ -59,6 +59,8 @@ class Route:
     uses_dependencies: bool = True
     # what a successful answer is: JSON, or a page (the view returns its text)
     media_type: str = "application/json"
+    # the body's media types when the view reads the body itself (no model validates it)
+    raw_body: tuple[str, ...] = ()
 
     @property
     def path_parameters(self) -> tuple[str, ...]:
@@ -148,7 +150,7 @@ class Router:
         ``raw_body``: the body's media types, when the view reads it itself (``request``: the
         request, its body and headers unparsed) and may answer with a ``Response`` of its own."""
         declared = Route(method.lower(), path, summary, body, query, response, status, auth, errors,
-                         repeat_status, uses_dependencies, media_type)
+                         repeat_status, uses_dependencies, media_type, raw_body)
         if auth == "tenant" and "tenant_id" in declared.path_parameters:
             raise ValueError(f"{path}: the tenant of the key and a path's tenant_id would collide")
 

@@ -88,6 +88,8 @@ def test_new_spans_of_a_finished_trace_are_reported_as_rejected(api):
     (b"garbage", "application/json", {"Content-Encoding": "gzip"}, 422),
     (json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "01"}]}]}]}).encode(), "application/json", {}, 422),
     (json.dumps(export([span("01", "x")])).encode(), "application/json", {}, 422),
+    (b"[]", "application/json", {}, 422),
+    (b'"resourceSpans"', "application/json", {}, 422),
     (b"{}", "text/csv", {}, 415),
     (gzip.compress(b"{" + b" " * 3_000_000 + b"}"), "application/json", {"Content-Encoding": "gzip"}, 413),
 ])

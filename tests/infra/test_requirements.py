@@ -35,8 +35,15 @@ get_deps().embedder.embed(["warm up"])
 assert type(get_deps().reviewer).__name__ == "LLMReviewer" and get_deps().reviewer.client.timeout
 import app, local.server, local.worker, local.ingest, local.review, waitress
 import hindsight_xp.cli, hindsight_xp.mcp_server, hindsight_xp.testing, openai
+owners = md.packages_distributions()
 loaded = {name.split(".")[0] for name in sys.modules}
-print(json.dumps(sorted({d for top in loaded for d in md.packages_distributions().get(top, [])})))
+found = {d for top in loaded for d in owners.get(top, []) if len(owners[top]) == 1}
+# a namespace package (opentelemetry) has many owners: the ones whose files were loaded count
+files = {os.path.realpath(m.__file__) for m in list(sys.modules.values()) if getattr(m, "__file__", None)}
+for dist in {d for top in loaded for d in owners.get(top, []) if len(owners[top]) > 1}:
+    if any(os.path.realpath(f.locate()) in files for f in md.distribution(dist).files or ()):
+        found.add(dist)
+print(json.dumps(sorted(found)))
 """
 
 
