@@ -5,6 +5,7 @@ import uuid
 from dataclasses import replace
 from typing import Any, Literal, NamedTuple, Sequence
 
+from ..domain.corrections import restates
 from ..domain.distill import corrects, supersede
 from ..domain.errors import Conflict, NotFound
 from ..domain.models import Experience, ExperienceStatus, Signal, Source
@@ -126,7 +127,8 @@ def _replaced(deps: Deps, exp: Experience, ids: Sequence[str]) -> list[Experienc
 
 def correction_candidates(deps: Deps, exp: Experience, vectors: dict[str, Any]) -> list[Experience]:
     """Active lessons of exactly ``exp``'s scope about the same situation (the test a learned lesson
-    must pass to supersede another: ``learning.same_situation``) whose advice differs: what a new
+    must pass to supersede another: ``learning.same_situation``, or the same situation reworded,
+    answering what the old advice said: ``corrections.restates``) whose advice differs: what a new
     human lesson probably corrects. ``vectors`` is filled with what was embedded."""
     embed_texts(deps, list(exp.embedding_texts()), vectors)
     hits = deps.index.search(exp.tenant_id, experience_vector(exp, vectors), IndexFilter(exp.agent_id, exp.user_id, ()),
@@ -137,7 +139,7 @@ def correction_candidates(deps: Deps, exp: Experience, vectors: dict[str, Any]) 
         and old.status is ExperienceStatus.ACTIVE
         and (old.agent_id, old.user_id) == (exp.agent_id, exp.user_id)
         and corrects(exp, old)
-        and same_situation(deps, old, exp, vectors)
+        and (restates(exp, old) or same_situation(deps, old, exp, vectors))
     ]
 
 
