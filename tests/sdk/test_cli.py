@@ -314,3 +314,8 @@ def test_write_supersedes_the_lessons_it_corrects(server: HindsightServer, api_k
     mixed = hindsight(server, "write", "Storing prices", "--advice", "Use decimals.", "--supersedes", "auto,price-v2",
                       api_key=api_key)  # fmt: skip
     assert mixed.exit_code == 2 and "stands alone" in mixed.output
+    auto = hindsight(server, "write", "Storing prices in the billing database", "--agent-id", "billing", "--advice",
+                     "Store prices as integer minor units with an ISO 4217 currency code.", "--supersedes", "auto",
+                     api_key=api_key)  # fmt: skip
+    assert auto.exit_code == 0, auto.output
+    assert "(version 3)" in auto.stdout and "supersedes price-v2: now archived" in auto.stdout
