@@ -154,10 +154,22 @@ class ExperienceStore(Protocol):
     """The source of truth for every experience, archived and forgotten ones included."""
 
     def put(self, exp: Experience) -> None:
-        """Insert or replace by (tenant_id, experience_id)."""
+        """Insert or replace by (tenant_id, experience_id), whatever is stored, keeping
+        ``exp.revision``: for seeding and imports only. A lesson that changes is written by
+        ``put_if`` (a blind replace undid an acknowledged forget with the copy read before it)."""
 
     def put_all(self, exps: Sequence[Experience]) -> None:
         """``put`` of each, atomically: all of them are stored or none (at most 100)."""
+
+    def put_if(self, exp: Experience) -> Experience | None:
+        """Compare-and-set: store ``exp`` only if the stored copy's revision is still
+        ``exp.revision``, the one it was read with (0: none is stored, or one stored before
+        revisions). The copy stored, returned, has ``revision + 1``. None when another write came
+        first (nothing is written): the writer reads again and applies its change again."""
+
+    def put_all_if(self, exps: Sequence[Experience]) -> builtins.list[Experience] | None:
+        """``put_if`` of each, atomically (at most 100): all of them are stored, or none and None
+        when any one's revision moved."""
 
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         """Raises NotFound, also for another tenant's id."""
@@ -190,6 +202,12 @@ class ExperienceStore(Protocol):
     ) -> builtins.list[Experience]:  # ``list`` names a method here
         """Active experiences with this situation key in exactly this scope (the candidates a new
         lesson about the same situation may contradict)."""
+
+    def find_forgotten_by_fingerprint(
+        self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
+    ) -> Experience | None:
+        """A forgotten experience (a tombstone) with this lesson fingerprint in exactly this scope:
+        a review that would learn it again adds its support to the tombstone instead."""
 
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
         """Active experiences of every tenant, for maintenance; resumable with ``cursor``."""

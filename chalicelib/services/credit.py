@@ -12,8 +12,9 @@ from datetime import timedelta
 from typing import Any, Sequence
 
 from ..domain.credit import adopted, credited, recall_events, servings
-from ..domain.models import Event, ExperienceStatus, Trajectory
+from ..domain.models import Event, Experience, ExperienceStatus, Trajectory
 from .deps import Deps
+from .revisions import change
 
 MARKER_DAYS = 365  # far past any redelivery: the queue gives up on a job within hours
 
@@ -38,11 +39,15 @@ def credit_trajectory(deps: Deps, traj: Trajectory, events: Sequence[Event]) -> 
             summary["already_credited"].append(exp.experience_id)
             continue
         was_adopted = adopted(exp, events, serving)
-        updated = credited(exp, was_adopted, traj.outcome, traj.trajectory_id, now, deps.decay)
-        if updated is not exp:
-            deps.experiences.put(updated)
-            if exp.status is ExperienceStatus.ACTIVE and updated.status is not ExperienceStatus.ACTIVE:
-                deps.index.delete(tenant_id, [exp.experience_id])
+
+        def credit(current: Experience) -> Experience:
+            if current.status is ExperienceStatus.FORGOTTEN:  # forgotten since it was read: left alone
+                return current
+            return credited(current, was_adopted, traj.outcome, traj.trajectory_id, now, deps.decay)
+
+        done = change(deps, tenant_id, exp.experience_id, credit, read=exp)
+        if done.written and done.experience.status is not ExperienceStatus.ACTIVE:
+            deps.index.delete(tenant_id, [exp.experience_id])
         deps.recalls.mark_credited(tenant_id, traj.trajectory_id, exp.experience_id, expires)
         summary["adopted" if was_adopted else "ignored"].append(exp.experience_id)
     return summary

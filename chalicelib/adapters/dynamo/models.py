@@ -151,6 +151,7 @@ class ExperienceItem(Model):
     situation_scope = UnicodeAttribute(null=True)
     active_shard = UnicodeAttribute(null=True)
     active_sk = UnicodeAttribute(null=True)
+    rev = NumberAttribute(null=True)  # Experience.revision: what a conditional write compares (none: 0)
     by_created = _index("Experiences", "by_created", "tenant_id", "created_sk")
     by_status = _index("Experiences", "by_status", "tenant_status", "created_sk")
     by_agent = _index("Experiences", "by_agent", "tenant_agent", "created_sk")

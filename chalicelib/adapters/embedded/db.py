@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS experiences (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, agent_id TEXT, user_id TEXT,
     status TEXT NOT NULL, fingerprint TEXT, situation_key TEXT, created_us INTEGER NOT NULL, doc TEXT NOT NULL,
-    ranking TEXT, PRIMARY KEY (tenant_id, experience_id));
+    ranking TEXT, rev INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, experience_id));
 CREATE INDEX IF NOT EXISTS experiences_list ON experiences(tenant_id, created_us DESC, experience_id DESC);
 CREATE INDEX IF NOT EXISTS experiences_fp ON experiences(tenant_id, fingerprint, status);
 CREATE INDEX IF NOT EXISTS experiences_situation ON experiences(tenant_id, situation_key, status);
@@ -174,7 +174,8 @@ class SqliteDatabase:
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
-        added = {("experiences", "situation_key"): "TEXT", ("experiences", "ranking"): "TEXT", ("review_jobs", "triggers"): "TEXT",
+        added = {("experiences", "situation_key"): "TEXT", ("experiences", "ranking"): "TEXT",
+                 ("experiences", "rev"): "INTEGER NOT NULL DEFAULT 0", ("review_jobs", "triggers"): "TEXT",
                  ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
