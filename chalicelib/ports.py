@@ -330,17 +330,30 @@ class ServedRecall:
     expires_at: datetime
     kind: str = "recall"  # recall | advise
     tool: str | None = None  # the tool an advise was about
+    # the scope it served: only a trajectory of this agent and user (when named) earns its credit
+    agent_id: str | None = None
+    user_id: str | None = None
+    # the one trajectory it credits: the advise's own, else the first that attached it (``attach``)
+    trajectory_id: str | None = None
 
 
 class RecallLedger(Protocol):
     """Served recalls and credit markers, per tenant, each with an expiry."""
 
     def record(self, served: ServedRecall) -> None:
-        """Keep what a recall served. Recall ids are unique; a repeat of one changes nothing."""
+        """Keep what a recall served, durably and visible to every process before it returns
+        (the review that credits it may run in another one). Recall ids are unique; a repeat of
+        one changes nothing."""
 
     def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
         """The listed recalls of this tenant that have not expired at ``now``, by id (another
         tenant's, unknown and expired ids are left out)."""
+
+    def attach(self, tenant_id: str, recall_id: str, trajectory_id: str) -> bool:
+        """Bind the recall to the trajectory unless another one holds it: the first trajectory to
+        attach an id is the only one it credits (one id replayed in 20 runs credited 20 times).
+        True if it is bound to this trajectory (now, or already); False if to another, or if the
+        recall is unknown."""
 
     def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
         """Mark the lesson credited for the trajectory; True only for the call that marked it."""

@@ -657,6 +657,15 @@ class InMemoryRecallLedger:
             found = (self._served.get((tenant_id, i)) for i in dict.fromkeys(recall_ids))
             return {s.recall_id: s for s in found if s is not None and s.expires_at > now}
 
+    def attach(self, tenant_id: str, recall_id: str, trajectory_id: str) -> bool:
+        with self._lock:
+            served = self._served.get((tenant_id, recall_id))
+            if served is None:
+                return False
+            if served.trajectory_id is None:
+                served = self._served[(tenant_id, recall_id)] = replace(served, trajectory_id=trajectory_id)
+            return bool(served.trajectory_id == trajectory_id)
+
     def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
         with self._lock:
             key = (tenant_id, trajectory_id, experience_id)

@@ -194,6 +194,7 @@ class RecallItem(Model):
     tenant_id = UnicodeAttribute(hash_key=True)
     key = UnicodeAttribute(range_key=True)
     doc = UnicodeAttribute(null=True)  # JSON of what a recall served; None on credit markers
+    trajectory_id = UnicodeAttribute(null=True)  # of a recall: the one trajectory it credits, set once
     expires_us = NumberAttribute()  # readers compare it: TTL deletes up to days after expiry
     expires = TTLAttribute()
 
