@@ -227,6 +227,21 @@ def test_a_review_merging_into_a_lesson_forgotten_meanwhile_leaves_it_forgotten(
     assert deps.experiences.count_by_status("t1") == {"forgotten": 1}
 
 
+def test_a_reindex_whose_page_was_read_before_a_forget_leaves_no_entry_of_it(deps, clock):
+    eid = record_flight_lesson(deps, clock).experience_ids[0]
+    real = deps.experiences.list
+
+    def forgotten_after_the_read(*args, **kw):
+        page = real(*args, **kw)
+        if any(e.experience_id == eid for e in page.items):
+            experiences.forget(deps, "t1", eid, "wrong")  # its index delete lands before the reindex's upsert
+        return page
+
+    deps.experiences.list = forgotten_after_the_read
+    maintenance.reindex_tenant(deps, "t1")
+    assert deps.index.count("t1") == 0
+
+
 def test_decay_with_time_archives_unused_lessons_and_keeps_used_ones(deps, clock):
     a = record_flight_lesson(deps, clock, "tr1").experience_ids[0]
     b = record_flight_lesson(deps, clock, "tr2", agent_id="a2").experience_ids[0]
