@@ -5,10 +5,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..domain.errors import InvalidInput
-from ..domain.models import ExperienceStatus, TrajectoryStatus
+from ..domain.models import Experience, ExperienceStatus, TrajectoryStatus
 from ..domain.scoring import current_freshness, decay
 from .deps import Deps
-from .indexing import index_experiences
+from .indexing import index_still_active
+from .revisions import change
 
 
 @dataclass(frozen=True)
@@ -53,15 +54,17 @@ def run_decay(
         else:
             page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
         for exp in page.items:
-            updated = decay(exp, now, deps.decay)
-            if updated == exp:
-                continue
+            if dry_run:
+                updated = decay(exp, now, deps.decay)
+                if updated == exp:
+                    continue
+            else:
+                written = decay_lesson(deps, exp, now)
+                if written is None:
+                    continue
+                updated = written
             decayed += 1
             gone = updated.status is ExperienceStatus.ARCHIVED
-            if not dry_run:
-                deps.experiences.put(updated)
-                if gone:
-                    deps.index.delete(exp.tenant_id, [exp.experience_id])
             if gone:
                 archived += 1
                 if len(listed) < MAX_LISTED:
@@ -73,12 +76,33 @@ def run_decay(
         cursor = page.cursor
 
 
+def decay_lesson(deps: Deps, exp: Experience, now: datetime) -> Experience | None:
+    """Decay one lesson as of ``now``, written conditionally on the revision ``exp`` (a copy read
+    by a scan) was read with: on a conflict it is read again and decayed again, and a lesson no
+    longer active (forgotten, archived or restored meanwhile... anything but active) is left as
+    it is. Returns the lesson as written, None when nothing was; one it archives leaves the
+    index. What a decay job calls for each lesson of the page it read."""
+
+    def decayed(current: Experience) -> Experience:
+        if current.status is not ExperienceStatus.ACTIVE:
+            return current
+        updated = decay(current, now, deps.decay)
+        return current if updated == current else updated
+
+    done = change(deps, exp.tenant_id, exp.experience_id, decayed, read=exp)
+    if not done.written:
+        return None
+    if done.experience.status is not ExperienceStatus.ACTIVE:
+        deps.index.delete(exp.tenant_id, [exp.experience_id])
+    return done.experience
+
+
 def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
     """Rebuild a tenant's vector entries from the store, so a lost index loses nothing."""
     count, cursor = 0, None
     while True:
         page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
-        index_experiences(deps, tenant_id, page.items)
+        index_still_active(deps, tenant_id, page.items)  # one forgotten while the page was read leaves again
         count += len(page.items)
         if page.cursor is None:
             return count
