@@ -59,6 +59,16 @@ class Scope:
         the same for users."""
         return self.agent_id in (None, agent_id) and self.user_id in (None, user_id)
 
+    def hidden_by(self, agent_id: str | None, user_id: str | None) -> tuple[tuple[str, str], ...]:
+        """What hides this memory from that reader: ("agent_id", its agent) when it belongs to
+        another agent, ("user_id", its user) when to another user; both, or none when visible."""
+        out: list[tuple[str, str]] = []
+        if self.agent_id not in (None, agent_id):
+            out.append(("agent_id", self.agent_id))
+        if self.user_id not in (None, user_id):
+            out.append(("user_id", self.user_id))
+        return tuple(out)
+
 
 @dataclass
 class Tenant:

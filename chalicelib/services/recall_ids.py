@@ -3,7 +3,7 @@ review of a trajectory that attached the id (a ``recall`` event) can credit thos
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Sequence
 
@@ -33,9 +33,11 @@ class Recalled:
     recall_id: str
     hits: list[Hit]
     advice: str
+    hidden_by_scope: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def recall(deps: Deps, tenant_id: str, query: str, **kwargs: Any) -> Recalled:
-    """``services.recall.recall`` (same arguments) with a recall id for what it served."""
-    hits, advice = recall_service.recall(deps, tenant_id, query, **kwargs)
-    return Recalled(remember(deps, tenant_id, [h.experience.experience_id for h in hits]), hits, advice)
+    """``services.recall.recall_answer`` (same arguments) with a recall id for what it served."""
+    answer = recall_service.recall_answer(deps, tenant_id, query, **kwargs)
+    recall_id = remember(deps, tenant_id, [h.experience.experience_id for h in answer.hits])
+    return Recalled(recall_id, answer.hits, answer.advice, answer.hidden_by_scope)
