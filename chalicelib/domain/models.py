@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from .call_rule import CallRule
+from .command import call_name
 from .generalize import without_examples
 
 # json.dumps(..., sort_keys=True, default=str) builds an encoder per call; this is the same one, built once
@@ -242,9 +243,13 @@ class Event:
     def is_tool_call(self) -> bool:
         return self.type == "tool_call"
 
-    @property
+    @cached_property
     def tool(self) -> str | None:
-        return self.content.get("tool") if self.is_tool_call else None
+        """The tool called; a shell tool's call is named by its command, ``Bash(git push)``
+        (``domain.command``)."""
+        if not self.is_tool_call:
+            return None
+        return call_name(self.content.get("tool"), self.content.get("params"))
 
     @property
     def failed(self) -> bool:
