@@ -18,7 +18,9 @@ the README recipe, which gives the tenant key they use):
    finds the city with `curl`, and succeeds; the second gets the lesson at its prompt;
 7. a framework example (examples/langchain_weather.py) by the commands of its docstring, in the
    virtualenv of its own they make: run 2 is given the lesson.
-The PATH these steps see has no virtualenv on it. pip reads the user's cache as usual.
+The PATH these steps see has no virtualenv on it. pip reads the user's cache as usual; with
+``--wheelhouse DIR`` it installs from the wheels in DIR only (``PIP_NO_INDEX``, ``PIP_FIND_LINKS``),
+which are fetched there first when DIR lacks them (the SDK itself is always built from the clone).
 
 It prints how long each step took and the time from the clone to the first recalled lesson.
 Standard library only: it runs before any virtualenv exists. With ``--venv`` the clone's `.venv`
@@ -105,8 +107,9 @@ def hook_turn(session: str, fail_first: bool) -> list[tuple[str, dict]]:
 
 
 class Newcomer:
-    def __init__(self, workdir: Path, venv: Path | None, timeout: float, steps: tuple[str, ...] = STEPS) -> None:
-        self.workdir, self.venv, self.timeout, self.steps = workdir, venv, timeout, steps
+    def __init__(self, workdir: Path, venv: Path | None, timeout: float, steps: tuple[str, ...] = STEPS,
+                 wheelhouse: Path | None = None) -> None:  # fmt: skip
+        self.workdir, self.venv, self.timeout, self.steps, self.wheelhouse = workdir, venv, timeout, steps, wheelhouse
         self.repo = workdir / "hindsight"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -208,9 +211,29 @@ class Newcomer:
         home.mkdir(exist_ok=True)
         path = [p for p in self.env.get("PATH", "").split(os.pathsep) if p and "venv" not in p]
         pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
-        return {k: v for k, v in self.env.items() if not k.startswith(("PYTHON", "PIP_"))} | {
+        env = {k: v for k, v in self.env.items() if not k.startswith(("PYTHON", "PIP_"))} | {
             "HOME": str(home), "PATH": os.pathsep.join(path), "PIP_CACHE_DIR": pip_cache,
             "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # fmt: skip
+        if self.wheelhouse is not None:
+            self.fill_wheelhouse(env)
+            env |= {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheelhouse.resolve())}
+        return env
+
+    def fill_wheelhouse(self, env: dict[str, str]) -> None:
+        """The wheels the outside steps install (the SDK's extras they use, and the build's
+        setuptools), fetched into the wheelhouse unless a wheel-only dry run finds them all there."""
+        assert self.wheelhouse is not None
+        self.wheelhouse.mkdir(parents=True, exist_ok=True)
+        wants = ["./sdk/python[cli,langchain]", "setuptools>=64", "wheel"]
+        where = ["--no-index", "--find-links", str(self.wheelhouse.resolve())]
+        probe = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-q", *where, *wants],
+                               cwd=self.repo, env=env, capture_output=True, text=True, timeout=self.timeout)  # fmt: skip
+        if probe.returncode != 0:
+            self.sh(f"{sys.executable} -m pip wheel -q -w {self.wheelhouse.resolve()} " + " ".join(f"'{w}'" for w in wants),
+                    "filling the wheelhouse", env)  # fmt: skip
+        for built in self.wheelhouse.glob("hindsight_xp-*.whl"):
+            built.unlink()  # the SDK is built from the clone, never taken from here
+        self.mark("wheelhouse ready")
 
     def outside(self) -> None:
         """docs/hooks.md and a framework example, each in a clean virtualenv outside the repository's."""
@@ -277,12 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", default=",".join(STEPS),
                         help="inside (the repository's virtualenv: SDK, CLI, MCP), outside (clean virtualenvs: hooks, a "
                              "framework example), or both")  # fmt: skip
+    parser.add_argument("--wheelhouse", type=Path, help="install the outside steps' packages from this folder of wheels "
+                                                        "only (fetched there first when it lacks them)")  # fmt: skip
     args = parser.parse_args(argv)
     steps = tuple(s.strip() for s in args.steps.split(",") if s.strip())
     if not steps or set(steps) - set(STEPS):
         parser.error(f"--steps: one or more of {', '.join(STEPS)}")
     workdir = Path(tempfile.mkdtemp(prefix="hindsight-newcomer-"))
-    newcomer = Newcomer(workdir, args.venv, args.timeout, steps)
+    newcomer = Newcomer(workdir, args.venv, args.timeout, steps, args.wheelhouse)
     try:
         timings = newcomer.run()
     finally:
