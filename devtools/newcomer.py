@@ -20,7 +20,8 @@ the README recipe, which gives the tenant key they use):
    virtualenv of its own they make: run 2 is given the lesson.
 The PATH these steps see has no virtualenv on it. pip reads the user's cache as usual; with
 ``--wheelhouse DIR`` it installs from the wheels in DIR only (``PIP_NO_INDEX``, ``PIP_FIND_LINKS``),
-which are fetched there first when DIR lacks them (the SDK itself is always built from the clone).
+fetched there once per version of the SDK's requirements (the SDK itself is always built from the
+clone).
 
 It prints how long each step took and the time from the clone to the first recalled lesson.
 Standard library only: it runs before any virtualenv exists. With ``--venv`` the clone's `.venv`
@@ -221,16 +222,19 @@ class Newcomer:
 
     def fill_wheelhouse(self, env: dict[str, str]) -> None:
         """The wheels the outside steps install (the SDK's extras they use, and the build's
-        setuptools), fetched into the wheelhouse unless a wheel-only dry run finds them all there."""
+        setuptools), fetched into the wheelhouse once for each version of the SDK's requirements
+        (a marker named by the digest of sdk/python/pyproject.toml says they are there)."""
+        import hashlib
+
         assert self.wheelhouse is not None
         self.wheelhouse.mkdir(parents=True, exist_ok=True)
-        wants = ["./sdk/python[cli,langchain]", "setuptools>=64", "wheel"]
-        where = ["--no-index", "--find-links", str(self.wheelhouse.resolve())]
-        probe = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-q", *where, *wants],
-                               cwd=self.repo, env=env, capture_output=True, text=True, timeout=self.timeout)  # fmt: skip
-        if probe.returncode != 0:
+        digest = hashlib.sha256((self.repo / "sdk" / "python" / "pyproject.toml").read_bytes()).hexdigest()[:16]
+        marker = self.wheelhouse / f".filled-{digest}"
+        if not marker.exists():
+            wants = ["./sdk/python[cli,langchain]", "setuptools>=64", "wheel"]
             self.sh(f"{sys.executable} -m pip wheel -q -w {self.wheelhouse.resolve()} " + " ".join(f"'{w}'" for w in wants),
                     "filling the wheelhouse", env)  # fmt: skip
+            marker.touch()
         for built in self.wheelhouse.glob("hindsight_xp-*.whl"):
             built.unlink()  # the SDK is built from the clone, never taken from here
         self.mark("wheelhouse ready")
