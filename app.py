@@ -279,7 +279,7 @@ def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
 
     answer = recall_ids.recall(get_deps(), tenant_id, **body.model_dump())
     return s.RecallOut(recall_id=answer.recall_id, hits=[out.hit_out(h) for h in answer.hits], advice=answer.advice,
-                       advice_placement=get_deps().advice_placement)
+                       advice_placement=get_deps().advice_placement, hidden_by_scope=answer.hidden_by_scope)
 
 
 @api.route("POST", "/v1/advise", "Before a tool call: what past runs say about this call (no LLM)",
@@ -304,6 +304,15 @@ def stats(tenant_id: str) -> s.StatsOut:
     from chalicelib.services import maintenance
 
     return s.StatsOut.model_validate(maintenance.tenant_stats(get_deps(), tenant_id))
+
+
+@api.route("GET", "/v1/agents", "The agents the tenant's active lessons belong to (what recall's agent_id can be)",
+           response=s.AgentList)
+def list_agents(tenant_id: str) -> s.AgentList:
+    from chalicelib.services import maintenance
+
+    by_agent, shared = maintenance.agents(get_deps(), tenant_id)
+    return s.AgentList(agents=[s.AgentOut(agent_id=a, active_lessons=n) for a, n in by_agent.items()], shared_lessons=shared)
 
 
 @api.route("POST", "/v1/maintenance/decay", "Decay freshness and archive stale lessons",

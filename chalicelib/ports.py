@@ -248,6 +248,9 @@ class IndexFilter:
     ``tools``: when given, entries that name tools must share at least one with it.
     ``task_type``: when given, entries with another task type are left out (none: any).
     ``intent``: the same rule for intents, compared case-insensitively and whitespace-trimmed.
+    ``all_scopes``: the scope rules are lifted (``agent_id`` and ``user_id`` are not read): every
+    agent's and user's entries of the tenant pass. Only recall's count of the lessons its scope hid
+    (``hidden_by_scope``) searches this way; nothing it finds is served.
     """
 
     agent_id: str | None = None
@@ -255,6 +258,7 @@ class IndexFilter:
     tools: tuple[str, ...] = field(default_factory=tuple)
     task_type: str | None = None  # when given, entries of another task type are left out
     intent: str | None = None  # when given, entries of another intent are left out
+    all_scopes: bool = False
 
 
 class VectorIndex(Protocol):

@@ -10,6 +10,19 @@ Steps, each a block copied from the documentation as it stands (nothing here re-
 4. the CLI examples (docs/cli.md "Examples"), twice: the recall must show the README's lesson;
 5. the MCP example (docs/mcp.md): `hindsight-xp mcp --http`, then the Python block.
 
+Then, outside the repository's virtualenv (``--steps outside``: only these, after `make run` and
+the README recipe, which gives the tenant key they use):
+6. docs/hooks.md "Setup": a clean virtualenv made and filled by the block as it stands (``~`` is a
+   home of its own in the work directory), then the hook commands of its settings block, run as a
+   coding agent runs them over two sessions: the first fails a weather call for want of a city,
+   finds the city with `curl`, and succeeds; the second gets the lesson at its prompt;
+7. a framework example (examples/langchain_weather.py) by the commands of its docstring, in the
+   virtualenv of its own they make: run 2 is given the lesson.
+The PATH these steps see has no virtualenv on it. pip reads the user's cache as usual; with
+``--wheelhouse DIR`` it installs from the wheels in DIR only (``PIP_NO_INDEX``, ``PIP_FIND_LINKS``),
+fetched there once per version of the SDK's requirements (the SDK itself is always built from the
+clone).
+
 It prints how long each step took and the time from the clone to the first recalled lesson.
 Standard library only: it runs before any virtualenv exists. With ``--venv`` the clone's `.venv`
 is a link to that virtualenv and make is told not to rebuild it (``make -o``), so the run takes
@@ -33,6 +46,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "Call `ask_user` before `get_weather`"
+STEPS = ("inside", "outside")
+WEATHER = "mcp__weather__get_weather"
+HOOK_LESSON = f"Call `Bash(curl)` before `{WEATHER}`"
 
 
 def free_port() -> int:
@@ -71,9 +87,30 @@ def json_documents(text: str) -> list:
     return docs
 
 
+def hook_turn(session: str, fail_first: bool) -> list[tuple[str, dict]]:
+    """One turn of a coding agent's hook events, as Claude Code sends them: (event name, payload)."""
+    common = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": "/home/dev/weather-app"}
+    out: list[tuple[str, dict]] = [("UserPromptSubmit", common | {"prompt": "Will it rain tomorrow where I am?"})]
+    calls: list[tuple[dict, dict, str]] = []
+    if fail_first:
+        calls.append(({"tool_name": WEATHER, "tool_input": {"date": "tomorrow"}},
+                      {"error": "MissingParameter: city is required"}, "PostToolUseFailure"))  # fmt: skip
+    calls.append(({"tool_name": "Bash", "tool_input": {"command": "curl -s ipinfo.io/city", "description": "Find the city"}},
+                  {"tool_response": {"stdout": "Lyon", "stderr": "", "interrupted": False}}, "PostToolUse"))  # fmt: skip
+    calls.append(({"tool_name": WEATHER, "tool_input": {"date": "tomorrow", "city": "Lyon"}},
+                  {"tool_response": {"forecast": "rain"}}, "PostToolUse"))  # fmt: skip
+    for i, (call, result, post) in enumerate(calls):
+        use = {"tool_use_id": f"toolu_{session}_{i}"}
+        out.append(("PreToolUse", common | use | call))
+        out.append((post, common | use | call | result))
+    out.append(("Stop", common | {"stop_hook_active": False}))
+    return out
+
+
 class Newcomer:
-    def __init__(self, workdir: Path, venv: Path | None, timeout: float) -> None:
-        self.workdir, self.venv, self.timeout = workdir, venv, timeout
+    def __init__(self, workdir: Path, venv: Path | None, timeout: float, steps: tuple[str, ...] = STEPS,
+                 wheelhouse: Path | None = None) -> None:  # fmt: skip
+        self.workdir, self.venv, self.timeout, self.steps, self.wheelhouse = workdir, venv, timeout, steps, wheelhouse
         self.repo = workdir / "hindsight"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -129,11 +166,19 @@ class Newcomer:
         self.mark("make run answers")
 
         recipe = block(self.repo / "README.md", "## From zero to a recalled lesson")
-        for n in (1, 2):
+        for n in (1, 2) if "inside" in self.steps else (1,):
             recalled = json_documents(self.sh(recipe, f"README recipe, run {n}"))[-1]
             if not recalled.get("hits") or LESSON not in recalled.get("advice", ""):
                 raise SystemExit(f"README recipe, run {n}: no lesson recalled: {recalled}")
             self.mark(f"README recipe run {n}: lesson recalled")
+        if "inside" in self.steps:
+            self.inside()
+        if "outside" in self.steps:
+            self.outside()
+        return self.timings
+
+    def inside(self) -> None:
+        """The SDK, the CLI and the MCP server of the repository's virtualenv."""
 
         quick = block(self.repo / "docs" / "sdk.md", "## Five minutes from clone to a recalled lesson")
         agent_line = next(line for line in quick.splitlines() if "examples/weather_agent.py" in line)
@@ -160,7 +205,95 @@ class Newcomer:
         if LESSON not in printed:
             raise SystemExit(f"MCP example: the lesson was not recalled:\n{printed}")
         self.mark("MCP example: lesson recalled")
-        return self.timings
+
+    def outside_env(self) -> dict[str, str]:
+        """The environment of a shell with no virtualenv on its PATH, and a home of its own."""
+        home = self.workdir / "home"
+        home.mkdir(exist_ok=True)
+        path = [p for p in self.env.get("PATH", "").split(os.pathsep) if p and "venv" not in p]
+        pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+        env = {k: v for k, v in self.env.items() if not k.startswith(("PYTHON", "PIP_"))} | {
+            "HOME": str(home), "PATH": os.pathsep.join(path), "PIP_CACHE_DIR": pip_cache,
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # fmt: skip
+        if self.wheelhouse is not None:
+            self.fill_wheelhouse(env)
+            env |= {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.wheelhouse.resolve())}
+        return env
+
+    def fill_wheelhouse(self, env: dict[str, str]) -> None:
+        """The wheels the outside steps install (the SDK's extras they use, and the build's
+        setuptools), fetched into the wheelhouse once for each version of the SDK's requirements
+        (a marker named by the digest of sdk/python/pyproject.toml says they are there)."""
+        import hashlib
+
+        assert self.wheelhouse is not None
+        self.wheelhouse.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256((self.repo / "sdk" / "python" / "pyproject.toml").read_bytes()).hexdigest()[:16]
+        marker = self.wheelhouse / f".filled-{digest}"
+        if not marker.exists():
+            wants = ["./sdk/python[cli,langchain]", "setuptools>=64", "wheel"]
+            self.sh(f"{sys.executable} -m pip wheel -q -w {self.wheelhouse.resolve()} " + " ".join(f"'{w}'" for w in wants),
+                    "filling the wheelhouse", env)  # fmt: skip
+            marker.touch()
+        for built in self.wheelhouse.glob("hindsight_xp-*.whl"):
+            built.unlink()  # the SDK is built from the clone, never taken from here
+        self.mark("wheelhouse ready")
+
+    def outside(self) -> None:
+        """docs/hooks.md and a framework example, each in a clean virtualenv outside the repository's."""
+        env = self.outside_env()
+        hooks_md = self.repo / "docs" / "hooks.md"
+        self.sh(block(hooks_md, "## Setup"), "docs/hooks.md setup (a clean virtualenv)", env)
+        home_bin = Path(env["HOME"]) / ".hindsight-hooks" / "bin"
+        if not (home_bin / "hindsight-xp").exists():
+            raise SystemExit(f"docs/hooks.md setup: no hindsight-xp in {home_bin}")
+        self.mark("docs/hooks.md: hindsight-xp installed in a clean virtualenv")
+
+        settings = json.loads(block(hooks_md, "## Setup", "json"))
+        key = (self.repo / ".hindsight" / "acme_key").read_text().strip()
+        hook_env = env | settings["env"] | {"HINDSIGHT_URL": self.url, "HINDSIGHT_API_KEY": key,
+                                            "PATH": f"{home_bin}{os.pathsep}{env['PATH']}"}  # fmt: skip
+        commands = {event: entries[0]["hooks"][0]["command"] for event, entries in settings["hooks"].items()}
+
+        def turn(session: str, fail_first: bool) -> list[str]:
+            printed = []
+            for event, payload in hook_turn(session, fail_first):
+                out = subprocess.run(["bash", "-c", commands[event]], input=json.dumps(payload | {"hook_event_name": event}),
+                                     cwd=self.workdir, env=hook_env, capture_output=True, text=True, timeout=60)  # fmt: skip
+                if out.returncode != 0:
+                    raise SystemExit(f"hook {commands[event]} exited {out.returncode}:\n{out.stderr[-2000:]}")
+                printed.append(out.stdout)
+            return printed
+
+        turn("newcomer-1", fail_first=True)
+        reviewed = self.wait_reviewed("cc-newcomer-1-1", key)
+        if not reviewed.get("experience_ids"):
+            raise SystemExit(f"docs/hooks.md: the hooks' turn taught nothing: {reviewed}")
+        told = "".join(turn("newcomer-2", fail_first=False))
+        if HOOK_LESSON not in told:
+            raise SystemExit(f"docs/hooks.md: the next session was not given the lesson:\n{told}")
+        self.mark("docs/hooks.md hooks: lesson recalled")
+
+        example = self.repo / "examples" / "langchain_weather.py"
+        doc = re.search(r'"""(.*?)"""', example.read_text(), re.S).group(1)
+        lines = [line.split("  #")[0].strip() for line in doc.splitlines() if line.startswith("    ")]
+        printed = self.sh("set -e\n" + "\n".join(lines[1:]), "examples/langchain_weather.py", env)  # lines[0]: make run
+        if "run 2" not in printed or LESSON not in printed:
+            raise SystemExit(f"examples/langchain_weather.py: run 2 was not given the lesson:\n{printed}")
+        self.mark("framework example (langchain) in its own virtualenv: lesson recalled")
+
+    def wait_reviewed(self, trajectory_id: str, key: str, limit: float = 60) -> dict:
+        deadline = time.monotonic() + limit
+        while True:
+            req = urllib.request.Request(f"{self.url}/v1/trajectories/{trajectory_id}", headers={"Authorization": f"Bearer {key}"})
+            try:
+                with urllib.request.urlopen(req, timeout=5) as resp:
+                    traj = json.loads(resp.read())
+            except OSError:
+                traj = {}
+            if traj.get("status") == "reviewed" or time.monotonic() > deadline:
+                return traj
+            time.sleep(0.2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,9 +301,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--venv", type=Path, help="reuse this virtualenv instead of letting `make run` build one")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed for each step")
     parser.add_argument("--keep", action="store_true", help="keep the clone and its logs")
+    parser.add_argument("--steps", default=",".join(STEPS),
+                        help="inside (the repository's virtualenv: SDK, CLI, MCP), outside (clean virtualenvs: hooks, a "
+                             "framework example), or both")  # fmt: skip
+    parser.add_argument("--wheelhouse", type=Path, help="install the outside steps' packages from this folder of wheels "
+                                                        "only (fetched there first when it lacks them)")  # fmt: skip
     args = parser.parse_args(argv)
+    steps = tuple(s.strip() for s in args.steps.split(",") if s.strip())
+    if not steps or set(steps) - set(STEPS):
+        parser.error(f"--steps: one or more of {', '.join(STEPS)}")
     workdir = Path(tempfile.mkdtemp(prefix="hindsight-newcomer-"))
-    newcomer = Newcomer(workdir, args.venv, args.timeout)
+    newcomer = Newcomer(workdir, args.venv, args.timeout, steps, args.wheelhouse)
     try:
         timings = newcomer.run()
     finally:

@@ -499,6 +499,10 @@ class RecallOut(Model):
     advice: str = Field(description="The hits rendered as one block to place in the agent's prompt.")
     advice_placement: str = Field(description="Where the block belongs: after_tools (after the tool descriptions), "
                                   "system_start, system_end or before_user.")
+    hidden_by_scope: dict[str, dict[str, int]] = Field(
+        default={}, description="Filled only when there is no hit: how many of the tenant's lessons would have matched "
+        "but belong to another agent or user, by scope field and value, e.g. {\"agent_id\": {\"weather-bot\": 2}} (pass "
+        "that agent_id to see them). Counts only; a lesson hidden by both its agent and its user counts under both.")
 
 
 class AdviseIn(Strict):
@@ -592,6 +596,16 @@ class StatsOut(Model):
     trajectories: dict[str, int]
     freshness_histogram: list[HistogramBucket]
     decay: DecayPolicyOut | None = Field(default=None, description="The policy freshness and archiving follow")
+
+
+class AgentOut(Model):
+    agent_id: str
+    active_lessons: int = Field(description="Active lessons that belong to this agent (seen by a recall with its agent_id)")
+
+
+class AgentList(Model):
+    agents: list[AgentOut] = Field(description="The agents the tenant's active lessons belong to, most lessons first")
+    shared_lessons: int = Field(description="Active lessons of no agent, seen by every recall")
 
 
 class HealthOut(Model):

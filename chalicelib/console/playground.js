@@ -5,7 +5,7 @@ import { h, add, clear, fmt, lessonHref, badge, section, field, errorBox, short 
 import { barList } from './plots.js';
 
 const PARTS = ['semantic', 'lexical', 'tag_match', 'freshness', 'utility', 'confidence'];
-const last = { query: '', tools: '', agent_id: '', user_id: '', task_type: '', top_k: '5' };
+const last = { query: '', tools: '', agent_id: '', user_id: '', task_type: '', top_k: '5', recalled: false };
 const list = (v) => v.split(',').map((x) => x.trim()).filter(Boolean);
 
 function hitCard(hit, i) {
@@ -23,19 +23,43 @@ function hitCard(hit, i) {
     matched.length ? h('p', { class: 'muted small' }, 'matched ', matched.join('; ')) : null);
 }
 
+// The agents the tenant's lessons belong to (most lessons first): a lesson learned from an agent's
+// runs is seen only by a recall that names that agent.
+async function tenantAgents(features) {
+  if (!features.has('GET /v1/agents')) return [];
+  try { return (await call('GET', '/v1/agents')).agents || []; } catch { return []; }
+}
+
+// An empty answer that hid lessons of other agents or users: how many, and a button to recall as each.
+function hiddenNote(hidden, retry) {
+  const rows = Object.entries(hidden || {}).flatMap(([field, byValue]) => Object.entries(byValue).map(([value, n]) => ({ field, value, n })));
+  if (!rows.length) return null;
+  return h('div', { class: 'card', id: 'hidden-by-scope' },
+    h('p', null, 'Lessons that match belong to another scope (a recall sees its own agent and user, and the shared lessons):'),
+    h('ul', null, rows.map(({ field, value, n }) => h('li', { 'data-field': field, 'data-value': value },
+      `${n} lesson${n === 1 ? '' : 's'} of ${field === 'agent_id' ? 'agent' : 'user'} `, h('code', null, value), ' ',
+      h('button', { type: 'button', class: 'small', onclick: () => retry(field, value) }, `Recall as ${value}`)))));
+}
+
 export async function playgroundPage(el) {
   const features = await routes();
+  const agents = await tenantAgents(features);
+  // a first visit starts with the agent that has the most lessons, not with an empty agent
+  if (!last.recalled && !last.agent_id && agents.length) last.agent_id = agents[0].agent_id;
   const input = (name, placeholder, type = 'text') => h('input', { name, placeholder, type, value: last[name] });
   const q = h('textarea', { name: 'query', rows: 2, required: true, placeholder: 'the task or situation, as the agent would ask' }, last.query);
-  const tools = input('tools', 'tool names, comma separated'), agent = input('agent_id', 'agent id'), user = input('user_id', 'user id');
+  const tools = input('tools', 'tool names, comma separated'), user = input('user_id', 'user id');
+  const agent = h('input', { name: 'agent_id', placeholder: 'agent id', type: 'text', value: last.agent_id, list: 'agent-list' });
+  const agentList = h('datalist', { id: 'agent-list' },
+    agents.map((a) => h('option', { value: a.agent_id, label: `${a.agent_id} (${a.active_lessons} lesson${a.active_lessons === 1 ? '' : 's'})` })));
   const task = input('task_type', 'query | operation | analysis'), topk = h('input', { name: 'top_k', type: 'number', min: 1, max: 50, value: last.top_k });
   const out = h('div', { id: 'recall-result' });
   const form = h('form', { class: 'card', id: 'recall-form' }, h('h2', null, 'Recall'),
     field('Query', q), h('div', { class: 'row' }, field('Tools', tools), field('Agent', agent), field('User', user), field('Task type', task), field('Top k', topk)),
-    h('button', { type: 'submit' }, 'Recall'));
+    agentList, h('button', { type: 'submit' }, 'Recall'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    Object.assign(last, { query: q.value, tools: tools.value, agent_id: agent.value, user_id: user.value, task_type: task.value, top_k: topk.value });
+    Object.assign(last, { query: q.value, tools: tools.value, agent_id: agent.value, user_id: user.value, task_type: task.value, top_k: topk.value, recalled: true });
     const body = { query: q.value.trim(), tools: list(tools.value), top_k: Number(topk.value) || 5 };
     for (const [k, i] of [['agent_id', agent], ['user_id', user], ['task_type', task]]) if (i.value.trim()) body[k] = i.value.trim();
     add(clear(out), h('p', { class: 'muted' }, 'Recalling…'));
@@ -46,6 +70,10 @@ export async function playgroundPage(el) {
       add(clear(out), 
         h('p', { class: 'muted small' }, `${r.hits.length} hit${r.hits.length === 1 ? '' : 's'} in ${ms.toFixed(0)} ms`, r.recall_id ? `; recall_id ${r.recall_id}` : ''),
         r.hits.length ? h('ol', { class: 'hits' }, r.hits.map(hitCard)) : h('p', { class: 'muted', id: 'no-hits' }, 'No lesson applies.'),
+        r.hits.length ? null : hiddenNote(r.hidden_by_scope, (name, value) => {
+          (name === 'agent_id' ? agent : user).value = value;
+          form.requestSubmit();
+        }),
         section(`Advice block (placed ${r.advice_placement || 'after_tools'})`, h('pre', { class: 'advice', id: 'advice-block' }, r.advice || '(empty: nothing is injected)')));
       out.dataset.done = 'yes';
     } catch (err) { add(clear(out), errorBox(err)); }

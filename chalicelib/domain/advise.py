@@ -17,6 +17,7 @@ trajectory never called, the same call failing just now); it quotes the error it
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -175,10 +176,23 @@ def _argument(arg: Argument, tool: str, params: Mapping[str, Any], sit: Situatio
     return False
 
 
+def _asks_for(rule: CallRule, names: tuple[str, ...]) -> bool:
+    """Whether the error the rule is about names one of these arguments ("city is required"):
+    the tool to call first was there to give it, not to check a state the error names."""
+    error = (rule.error or "").lower()
+    return any(re.search(rf"(?<![a-z0-9_]){re.escape(n.lower())}(?![a-z0-9_])", error) for n in names)
+
+
 def _call_first(rule: CallRule, sit: Situation) -> str | None | bool:
     """Whether a tool to call first was called: over the whole trajectory when its summary is
-    known, else in the events sent with the call."""
+    known, else in the events sent with the call. A call that already has every argument the
+    tool called first was to give, when the error named it (``city`` the user named, or found
+    another way), follows the rule whatever was called before it: it is not warned again (unless the rule says how the first tool
+    is to be called: what it gave when called otherwise is what failed)."""
     first = rule.first_tools
+    fed = rule.params
+    if fed and not rule.first_arguments and _asks_for(rule, fed) and all(sit.params.get(n) not in (None, "", [], {}) for n in fed):
+        return False
     if sit.called is not None:
         done = any(t in sit.called for t in first)
     elif not sit.recent:

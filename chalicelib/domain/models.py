@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from .call_rule import CallRule
+from .command import call_name
 from .generalize import without_examples
 
 # json.dumps(..., sort_keys=True, default=str) builds an encoder per call; this is the same one, built once
@@ -58,6 +59,16 @@ class Scope:
         """A memory is seen by a reader of its own agent, and by everyone if it has no agent;
         the same for users."""
         return self.agent_id in (None, agent_id) and self.user_id in (None, user_id)
+
+    def hidden_by(self, agent_id: str | None, user_id: str | None) -> tuple[tuple[str, str], ...]:
+        """What hides this memory from that reader: ("agent_id", its agent) when it belongs to
+        another agent, ("user_id", its user) when to another user; both, or none when visible."""
+        out: list[tuple[str, str]] = []
+        if self.agent_id not in (None, agent_id):
+            out.append(("agent_id", self.agent_id))
+        if self.user_id not in (None, user_id):
+            out.append(("user_id", self.user_id))
+        return tuple(out)
 
 
 @dataclass
@@ -232,9 +243,13 @@ class Event:
     def is_tool_call(self) -> bool:
         return self.type == "tool_call"
 
-    @property
+    @cached_property
     def tool(self) -> str | None:
-        return self.content.get("tool") if self.is_tool_call else None
+        """The tool called; a shell tool's call is named by its command, ``Bash(git push)``
+        (``domain.command``)."""
+        if not self.is_tool_call:
+            return None
+        return call_name(self.content.get("tool"), self.content.get("params"))
 
     @property
     def failed(self) -> bool:

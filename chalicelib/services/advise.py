@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from ..domain.advice import render_advice
 from ..domain.advise import MAX_RECENT_EVENTS, MAX_TAIL_EVENTS, Situation, advise_score, evaluate, warning_message
+from ..domain.command import call_name
 from ..domain.errors import NotFound
 from ..domain.inert import inert_line
 from ..domain.lexical import saturate
@@ -73,6 +74,7 @@ def advise(
     """``recent_events``: what the agent did just before, oldest first, as events of the contract
     (``type`` and ``content``, the rest optional); the last 20 count."""
     params = dict(params or {})
+    tool = call_name(tool, params) or tool  # a shell tool's call by its command, as the review named it
     recent, called = _recent(deps, tenant_id, trajectory_id, recent_events)
     sit = Situation(tool, params, goal or "", recent, called)
     text = " ".join([tool, *map(str, params), goal or ""])

@@ -112,6 +112,25 @@ def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
 HISTOGRAM_BUCKETS = 10
 
 
+def agents(deps: Deps, tenant_id: str, page_size: int = 500) -> tuple[dict[str, int], int]:
+    """The agents the tenant's active lessons belong to, with how many each has (most first, then
+    by name), and how many active lessons are shared with every agent: who a recall can name."""
+    by_agent: dict[str, int] = {}
+    shared = 0
+    cursor = None
+    while True:
+        page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
+        for exp in page.items:
+            if exp.agent_id is None:
+                shared += 1
+            else:
+                by_agent[exp.agent_id] = by_agent.get(exp.agent_id, 0) + 1
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    return dict(sorted(by_agent.items(), key=lambda kv: (-kv[1], kv[0]))), shared
+
+
 def tenant_stats(deps: Deps, tenant_id: str, page_size: int = 500) -> dict:
     """Counts by status and a histogram of the freshness of active lessons, as a read shows it."""
     now = deps.clock.now()

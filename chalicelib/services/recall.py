@@ -8,6 +8,7 @@ per hit.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Sequence
 
 from ..domain.advice import render_advice
@@ -86,6 +87,17 @@ def _rank_order(r: Ranked) -> tuple[float, str]:
     return -r.score, r.lesson.experience_id
 
 
+@dataclass(frozen=True)
+class RecallAnswer:
+    """What recall answers: the hits, the advice block they make, and, when there is no hit, how
+    many lessons of the tenant would have matched but belong to another agent or user
+    (``hidden_by_scope``: ``{"agent_id": {agent: count}, "user_id": {user: count}}``; counts only)."""
+
+    hits: list[Hit]
+    advice: str
+    hidden_by_scope: dict[str, dict[str, int]]
+
+
 def recall(
     deps: Deps,
     tenant_id: str,
@@ -100,30 +112,75 @@ def recall(
     min_score: float = RecallQuery.min_score,
 ) -> tuple[list[Hit], str]:
     """The best ``top_k`` lessons for the situation, and the advice block they make."""
-    q = RecallQuery(tenant_id, query, agent_id, user_id, task_type, tuple(tools), intent, tuple(tags), top_k, min_score)
-    text = query_text(q)
-    vector, query_tokens = query_embedding(deps, q)
-    flt = IndexFilter(
+    answer = recall_answer(deps, tenant_id, query, agent_id, user_id, task_type, tools, intent, tags, top_k, min_score,
+                           count_hidden=False)  # fmt: skip
+    return answer.hits, answer.advice
+
+
+def _filter(deps: Deps, q: RecallQuery, all_scopes: bool = False) -> IndexFilter:
+    return IndexFilter(
         agent_id=q.agent_id, user_id=q.user_id, tools=q.tools,
         task_type=q.task_type if deps.recall_filter_task_type else None,
-        intent=q.intent if deps.recall_filter_intent else None,
+        intent=q.intent if deps.recall_filter_intent else None, all_scopes=all_scopes,
     )
+
+
+def _scored(deps: Deps, q: RecallQuery, vector, text: str, flt: IndexFilter, now: datetime) -> list[tuple[Ranked, bool]]:
+    """The active candidates of the two searches that score at least ``min_score``, each with
+    whether the reader may see it."""
     k = max(deps.recall_candidates, q.top_k * 4)
     semantic, lexical = deps.index.hybrid_search(q.tenant_id, vector, text, flt, k)
     lexical = scaled(lexical, deps.lexical_fusion, deps.lexical_half)
     stored = deps.experiences.recall_candidates(q.tenant_id, list(semantic))
-    now = deps.clock.now()
-    # every candidate is ranked by its score; only those returned are explained (score_hit)
-    ranked: list[Ranked] = []
+    out: list[tuple[Ranked, bool]] = []
     for exp_id, similarity in semantic.items():
         exp = stored.get(exp_id)
         # The store is the source of truth: an index entry it no longer backs is never returned.
-        if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
+        if exp is None or exp.status is not ExperienceStatus.ACTIVE:
             continue
         cosine, words = rebased(similarity, deps.similarity_floor), lexical.get(exp_id, 0.0)
         score = recall_score(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
         if score >= q.min_score:
-            ranked.append(Ranked(score, exp, cosine, words))
+            out.append((Ranked(score, exp, cosine, words), exp.scope.visible_to(q.agent_id, q.user_id)))
+    return out
+
+
+def hidden_by_scope(deps: Deps, q: RecallQuery, vector, text: str) -> dict[str, dict[str, int]]:
+    """How many lessons would have matched the query under the same filters but for their scope,
+    by the agent or user they belong to (one hidden by both counts under both). The search runs
+    in the reader's tenant only and the lessons it finds are counted, never served."""
+    counts: dict[str, dict[str, int]] = {}
+    for ranked, visible in _scored(deps, q, vector, text, _filter(deps, q, all_scopes=True), deps.clock.now()):
+        if visible:
+            continue
+        for field, value in ranked.lesson.scope.hidden_by(q.agent_id, q.user_id):
+            by_value = counts.setdefault(field, {})
+            by_value[value] = by_value.get(value, 0) + 1
+    return {field: dict(sorted(by_value.items())) for field, by_value in sorted(counts.items())}
+
+
+def recall_answer(
+    deps: Deps,
+    tenant_id: str,
+    query: str,
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    task_type: str | None = None,
+    tools: Sequence[str] = (),
+    intent: str | None = None,
+    tags: Sequence[str] = (),
+    top_k: int = RecallQuery.top_k,
+    min_score: float = RecallQuery.min_score,
+    count_hidden: bool = True,
+) -> RecallAnswer:
+    """``recall``'s hits and advice; with ``count_hidden``, an answer without hits also counts the
+    lessons its scope hid (a second search, over every scope of the tenant)."""
+    q = RecallQuery(tenant_id, query, agent_id, user_id, task_type, tuple(tools), intent, tuple(tags), top_k, min_score)
+    text = query_text(q)
+    vector, query_tokens = query_embedding(deps, q)
+    now = deps.clock.now()
+    # every candidate is ranked by its score; only those returned are explained (score_hit)
+    ranked = [r for r, visible in _scored(deps, q, vector, text, _filter(deps, q), now) if visible]
     ranked.sort(key=_rank_order)
     if deps.late_on:
         # a candidate holds the text of ``lesson`` (its embedding text): the other texts need the whole lesson
@@ -141,7 +198,8 @@ def recall(
         _, explanation = score_hit(whole, r.cosine, q, now, deps.weights, deps.decay, lexical=r.lexical)
         hits.append(Hit(as_seen_at(whole, now, deps.decay.half_life_days), round(r.score, 4), explanation))
     hits = corrections_first(hits)
-    return hits, render_advice(hits, deps.advice_max_items)
+    hidden = hidden_by_scope(deps, q, vector, text) if count_hidden and not hits else {}
+    return RecallAnswer(hits, render_advice(hits, deps.advice_max_items), hidden)
 
 
 def _wholes(deps: Deps, tenant_id: str, items: Sequence[Experience | Candidate]) -> dict[str, Experience]:

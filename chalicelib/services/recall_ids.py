@@ -3,7 +3,7 @@ review of a trajectory that attached the id (a ``recall`` event) can credit thos
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Sequence
 
@@ -38,10 +38,12 @@ class Recalled:
     recall_id: str
     hits: list[Hit]
     advice: str
+    hidden_by_scope: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def recall(deps: Deps, tenant_id: str, query: str, **kwargs: Any) -> Recalled:
-    """``services.recall.recall`` (same arguments) with a recall id for what it served."""
-    hits, advice = recall_service.recall(deps, tenant_id, query, **kwargs)
-    ids = [h.experience.experience_id for h in hits]
-    return Recalled(remember(deps, tenant_id, ids, agent_id=kwargs.get("agent_id"), user_id=kwargs.get("user_id")), hits, advice)
+    """``services.recall.recall_answer`` (same arguments) with a recall id for what it served."""
+    answer = recall_service.recall_answer(deps, tenant_id, query, **kwargs)
+    ids = [h.experience.experience_id for h in answer.hits]
+    recall_id = remember(deps, tenant_id, ids, agent_id=kwargs.get("agent_id"), user_id=kwargs.get("user_id"))
+    return Recalled(recall_id, answer.hits, answer.advice, answer.hidden_by_scope)

@@ -178,7 +178,7 @@ def test_text_from_agents_is_shown_as_text_and_never_runs(console):
     console.go("#/playground", "playground")
     form = console.css("#recall-form")
     form.find_element("css selector", 'textarea[name="query"]').send_keys("Before you act " + XSS)
-    form.find_element("css selector", 'input[name="agent_id"]').send_keys("bot")
+    assert form.find_element("css selector", 'input[name="agent_id"]').get_attribute("value") == "bot"  # the tenant's agent, offered
     form.find_element("css selector", "button[type=submit]").click()
     console.wait(lambda d: console.css("#recall-result").get_attribute("data-done") == "yes", what="the recall")
     assert exp_id in [h.get_attribute("data-id") for h in console.all("#recall-result li.hit")]

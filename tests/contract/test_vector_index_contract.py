@@ -199,6 +199,30 @@ def test_a_reader_sees_its_own_agent_and_user_and_the_shared_entries(scoped, age
     assert set(found(scoped, flt=IndexFilter(agent_id=agent_id, user_id=user_id))) == visible
 
 
+EVERY_SCOPE = {"shared", "agent-a1", "agent-a2", "user-u1", "a1-u1", "a1-u2"}
+
+
+@pytest.mark.parametrize("agent_id, user_id", [(None, None), ("a1", "u1"), ("stranger", None)])
+def test_all_scopes_lifts_the_scope_rules_in_both_searches_and_in_the_tenant_only(scoped, agent_id, user_id):
+    scoped.upsert("t2", [entry("other-tenant", agent_id="a1"), entry("other-shared")])
+    flt = IndexFilter(agent_id=agent_id, user_id=user_id, all_scopes=True)
+    assert set(found(scoped, flt=flt)) == EVERY_SCOPE
+    scoped.upsert("t1", [entry("words", text="kubectl rollout", agent_id="a2", user_id="u2")])
+    scoped.upsert("t2", [entry("other-words", text="kubectl rollout", agent_id="a2")])
+    assert [i for i, _ in scoped.lexical_search("t1", "kubectl rollout", flt, 10)] == ["words"]
+    semantic, lexical = scoped.hybrid_search("t1", vec(1.0), "kubectl rollout", flt, 100)
+    assert set(semantic) == EVERY_SCOPE | {"words"} and set(lexical) == {"words"}
+
+
+def test_all_scopes_keeps_the_other_filters(vector_index):
+    vector_index.upsert("t1", [entry("a1-git", agent_id="a1", tools=("git",)), entry("a2-docker", agent_id="a2", tools=("docker",)),
+                               entry("u1-git-deploy", user_id="u1", tools=("git",), task_type="operation")])  # fmt: skip
+    flt = IndexFilter(tools=("git",), all_scopes=True)
+    assert set(found(vector_index, flt=flt)) == {"a1-git", "u1-git-deploy"}
+    flt = IndexFilter(tools=("git",), task_type="query", all_scopes=True)
+    assert set(found(vector_index, flt=flt)) == {"a1-git"}
+
+
 @pytest.fixture
 def tooled(vector_index):
     vector_index.upsert(

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.e2e
 def test_a_fresh_clone_followed_literally_recalls_the_lesson_everywhere():
     # The clone reuses this test run's virtualenv (`make test` built it): the install is measured
     # by running the script without --venv, not on every test run.
-    out = subprocess.run([sys.executable, str(ROOT / "devtools" / "newcomer.py"), "--venv", sys.prefix, "--timeout", "300"],
+    out = subprocess.run([sys.executable, str(ROOT / "devtools" / "newcomer.py"), "--venv", sys.prefix, "--steps", "inside", "--timeout", "300"],
                          cwd=ROOT, capture_output=True, text=True, timeout=900)  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     for step in ("README recipe run 2: lesson recalled", "SDK quick start: run 2 used the lesson",

@@ -97,6 +97,7 @@ TENANT_ROUTES = [
     ("POST", "/v1/experiences/e1/restore", {}),
     ("POST", "/v1/maintenance/reindex", {}),
     ("GET", "/v1/stats", None),
+    ("GET", "/v1/agents", None),
     ("POST", "/v1/otlp/v1/traces", {}),
 ]
 

@@ -136,6 +136,20 @@ def test_recall_prints_ranked_lessons_and_the_advice_block(server: HindsightServ
     assert as_json["advice"].startswith("<hindsight>")
 
 
+def test_an_empty_recall_names_the_agent_whose_lessons_it_hid(server: HindsightServer, api_key: str) -> None:
+    with tenant_client(server, api_key) as c:
+        c.write_experience("Uploading large files to storage", lesson="Single PUT fails over 5 GB",
+                           advice="Use multipart upload for files over 5 GB.", tools=["upload"], agent_id="uploader")  # fmt: skip
+        assert c.recall("upload a 10 GB video to storage", tools=["upload"]).hidden_by_scope == {"agent_id": {"uploader": 1}}
+        assert c.recall("upload a 10 GB video to storage", tools=["upload"], agent_id="uploader").hidden_by_scope == {}
+    printed = hindsight(server, "recall", "upload a 10 GB video to storage", "--tools", "upload", api_key=api_key)
+    assert printed.exit_code == 0, printed.output
+    assert "nothing recalled" in printed.stdout and "multipart" not in printed.stdout
+    assert "1 matching lesson of agent 'uploader', hidden by scope: add --agent-id uploader" in " ".join(printed.stdout.split())
+    as_json = json.loads(hindsight(server, "recall", "upload a 10 GB video", "--tools", "upload", "--json", api_key=api_key).stdout)
+    assert as_json["hits"] == [] and as_json["hidden_by_scope"] == {"agent_id": {"uploader": 1}}
+
+
 def test_a_missing_key_is_a_one_line_error(server: HindsightServer) -> None:
     result = hindsight(server, "recall", "anything", admin=False)
     assert result.exit_code == 1 and "HINDSIGHT_API_KEY" in result.stderr and "Traceback" not in result.output

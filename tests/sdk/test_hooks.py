@@ -167,19 +167,25 @@ def test_a_turn_hands_each_lesson_to_the_agent_once(server: HindsightServer, api
 
 
 HEAVY = ("httpx", "typer", "rich", "click", "anyio", "pydantic", "mcp", "urllib.request", "http.client", "email",
-         "ssl", "typing", "dataclasses", "inspect", "pathlib", "tempfile", "asyncio")  # fmt: skip
+         "ssl", "typing", "dataclasses", "inspect", "pathlib", "tempfile", "asyncio",
+         # the standard library's own weight: json loads re, re loads enum, functools and collections;
+         # socket and signal load enum; hashlib loads OpenSSL; a str host name loads the idna codec
+         "json", "re", "enum", "functools", "collections", "socket", "selectors", "signal", "hashlib",
+         "encodings.idna", "importlib.util", "contextlib")  # fmt: skip
 WHAT_LOADED = """
-import io, json, sys
+import io, sys
 startup = set(sys.modules)
-sys.argv = ["hindsight-xp", *json.loads(sys.argv[1])]
-sys.stdin = io.StringIO(json.dumps({"session_id": "imports", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                                   "tool_input": {"command": "ls"}}))
+sys.argv = ["hindsight-xp", *sys.argv[1].split("\x1f")]
+sys.stdin = io.StringIO('{"session_id": "imports", "hook_event_name": "PreToolUse", "tool_name": "Bash", '
+                        '"tool_input": {"command": "ls"}}')
 from hindsight_xp._entry import main
 try:
     main()
 except SystemExit as exc:
     code = exc.code
-print(json.dumps({"code": code, "loaded": sorted(set(sys.modules) - startup)}))
+loaded = sorted(set(sys.modules) - startup)
+import json
+print(json.dumps({"code": code, "loaded": loaded}))
 """
 
 
@@ -189,13 +195,13 @@ def test_a_hook_command_loads_the_standard_library_and_nothing_heavy(server: Hin
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     env |= {"HINDSIGHT_URL": server.url, "HINDSIGHT_API_KEY": api_key, "PYTHONPATH": str(SRC)}
     argv = ["hook", event, "--state-dir", str(tmp_path), "--timeout", "5"]
-    out = subprocess.run([sys.executable, "-c", WHAT_LOADED, json.dumps(argv)], capture_output=True, text=True, env=env, timeout=60)
+    out = subprocess.run([sys.executable, "-c", WHAT_LOADED, "\x1f".join(argv)], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.splitlines()[-1])
     assert seen["code"] == 0
     ours = {m for m in seen["loaded"] if m.split(".")[0] == "hindsight_xp"}
     assert ours <= {"hindsight_xp", "hindsight_xp._entry", "hindsight_xp._env", "hindsight_xp.hooks",
-                    "hindsight_xp._hookhttp", "hindsight_xp._snapshot"}  # fmt: skip
+                    "hindsight_xp._hookhttp", "hindsight_xp._hookjson", "hindsight_xp._snapshot"}  # fmt: skip
     others = {m.split(".")[0] for m in seen["loaded"]} - {"hindsight_xp"}
     assert others <= set(sys.stdlib_module_names), others - set(sys.stdlib_module_names)
     assert not {m for m in seen["loaded"] if m in HEAVY or m.split(".")[0] in HEAVY}
@@ -246,3 +252,30 @@ def test_hook_help_still_answers(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "hindsight_xp", "hook", "pre-tool", "--timeout", "99"], capture_output=True,
                          text=True, env=env, timeout=60, input="{}")  # fmt: skip
     assert bad.returncode == 2 and "--timeout" in bad.stderr
+
+
+JSON_VALUES = [{}, [], "é\u2028\"\\\n\t", {"a": [1, 2.5, -0.0, 1e300, True, False, None, "x"], "b": {"c": {}}},
+               {1: "x", 2.5: "y", True: 1, None: 2}, {"z": 1, "a": {"y": 2, "b": 3}}, 10**30, {"t": (1, 2)},
+               [Path("/tmp/x")], float("nan"), float("-inf")]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", JSON_VALUES)
+def test_the_hooks_json_writes_what_json_writes(value) -> None:
+    from hindsight_xp import _hookjson
+
+    assert _hookjson.dumps(value) == json.dumps(value, default=str)
+    if not (isinstance(value, dict) and 1 in value):  # json cannot sort keys of mixed types
+        assert _hookjson.dumps(value, sort_keys=True) == json.dumps(value, default=str, sort_keys=True)
+    text = json.dumps(value, default=str)
+    assert repr(_hookjson.loads(text)) == repr(json.loads(text))
+    assert repr(_hookjson.loads(f" \n{text}\t".encode())) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["", "{", "[1] x", '{"a" 1}', '{"a": 1,}', "nul"])
+def test_the_hooks_json_refuses_what_json_refuses(text: str) -> None:
+    from hindsight_xp import _hookjson
+
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        _hookjson.loads(text)

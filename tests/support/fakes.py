@@ -434,9 +434,9 @@ class InMemoryVectorIndex:
 
     @staticmethod
     def _matches(e: IndexEntry, flt: IndexFilter, tools: set[str]) -> bool:
-        if e.agent_id is not None and e.agent_id != flt.agent_id:
+        if not flt.all_scopes and e.agent_id is not None and e.agent_id != flt.agent_id:
             return False
-        if e.user_id is not None and e.user_id != flt.user_id:
+        if not flt.all_scopes and e.user_id is not None and e.user_id != flt.user_id:
             return False
         for want, have in ((match_key(flt.task_type), match_key(e.task_type)), (match_key(flt.intent), match_key(e.intent))):
             if want and have and want != have:

@@ -167,8 +167,9 @@ class Partition:
         """The rows the filter leaves, as a boolean mask over the partition's rows."""
         n = self.n
         m = self.alive[:n].copy()
-        m &= (self.agent[:n] == 0) | (self.agent[:n] == self.code(flt.agent_id, False))
-        m &= (self.user[:n] == 0) | (self.user[:n] == self.code(flt.user_id, False))
+        if not flt.all_scopes:
+            m &= (self.agent[:n] == 0) | (self.agent[:n] == self.code(flt.agent_id, False))
+            m &= (self.user[:n] == 0) | (self.user[:n] == self.code(flt.user_id, False))
         if match_key(flt.task_type):
             m &= (self.task[:n] == 0) | (self.task[:n] == self.code(match_key(flt.task_type), False))
         if match_key(flt.intent):

@@ -233,11 +233,9 @@ def scope_clause(field: str, value: str | None) -> dict:
 
 def filter_clause(tenant_id: str, flt: IndexFilter) -> dict:
     """Tenant and the scope rules of ``ports.IndexFilter``, for a filter context."""
-    clauses: list[dict] = [
-        {"term": {"tenant_id": tenant_id}},
-        scope_clause("agent_id", flt.agent_id),
-        scope_clause("user_id", flt.user_id),
-    ]
+    clauses: list[dict] = [{"term": {"tenant_id": tenant_id}}]
+    if not flt.all_scopes:
+        clauses += [scope_clause("agent_id", flt.agent_id), scope_clause("user_id", flt.user_id)]
     if match_key(flt.task_type):
         clauses.append(_this_or_absent("task_type", {"term": {"task_type": match_key(flt.task_type)}}))
     if match_key(flt.intent):

@@ -6,8 +6,6 @@ are imported on first use: the hook commands a coding agent runs on every tool c
 """
 from __future__ import annotations
 
-from importlib import import_module
-
 TYPE_CHECKING = False  # typing itself is left out: the hook commands import this package too
 if TYPE_CHECKING:
     from typing import Any
@@ -82,6 +80,8 @@ def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module  # not at import: the hook commands import this package too
+
     value = getattr(import_module(module, __name__), name)
     globals()[name] = value  # the next lookup is a plain attribute
     return value

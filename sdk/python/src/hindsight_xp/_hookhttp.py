@@ -9,9 +9,14 @@ open.
 """
 from __future__ import annotations
 
-import json
 import os
-import socket
+
+from . import _hookjson as json
+
+try:  # the C module: ``socket`` loads enum and selectors, which a hook never uses
+    import _socket as socket
+except ImportError:  # pragma: no cover - another interpreter
+    import socket  # type: ignore[no-redef]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,7 +70,24 @@ def split_http_url(url: str) -> tuple[str, int, str] | None:
     return host, int(port or 80), ("/" + path).rstrip("/")
 
 
-def _read_response(sock: socket.socket) -> tuple[int, bytes]:
+def _connect(host: str, port: int, timeout: float) -> Any:
+    """A connected socket to the first address of ``host`` that answers (``socket.create_connection``)."""
+    error: OSError | None = None
+    # an ASCII name as bytes: a str is encoded with the idna codec, which loads stringprep and re
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
+    for family, kind, proto, _, address in socket.getaddrinfo(name, port, 0, socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error or OSError(f"no address for {host}")
+
+
+def _read_response(sock: Any) -> tuple[int, bytes]:
     """Status and body of one HTTP/1.1 response on a connection the server closes after it."""
     buf = bytearray()
     while b"\r\n\r\n" not in buf:
@@ -114,7 +136,7 @@ class HookClient:
         self.direct = direct if direct and not any(os.environ.get(v) for v in _PROXY_VARS) else None
 
     def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        data = json.dumps(body, default=str).encode()
+        data = json.dumps(body).encode()
         status, text = self._send_direct(path, data) if self.direct else self._send_urllib(path, data)
         if not 200 <= status < 300:
             raise HookHTTPError(f"{status} from POST {path}: {text[:500]!r}")
@@ -127,9 +149,12 @@ class HookClient:
                 f"Content-Length: {len(data)}", "Connection: close"]  # fmt: skip
         head += [f"{k}: {v}" for k, v in self.headers.items()]
         try:
-            with socket.create_connection((host, port), timeout=self.timeout) as sock:
+            sock = _connect(host, port, self.timeout)
+            try:
                 sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
                 return _read_response(sock)
+            finally:
+                sock.close()
         except OSError as exc:  # refused, reset, timed out, no such host
             raise HookHTTPError(f"POST {path}: {exc}") from None
 

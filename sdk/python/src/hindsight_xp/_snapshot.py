@@ -6,7 +6,7 @@ recorder must not spend the agent's time on a huge result.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from _collections_abc import Mapping  # collections.abc, without importing collections (a hook's start-up)
 
 TYPE_CHECKING = False  # typing and dataclasses stay out of a hook's start-up (hooks.py)
 if TYPE_CHECKING:

@@ -22,26 +22,39 @@ tool call, and a call that breaks no lesson it has not seen gets nothing.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
-import signal
 import sys
 
+from . import _hookjson as json
 from ._hookhttp import Answer, HookClient
 from ._snapshot import snapshot
 
 # typing, dataclasses (which imports inspect), pathlib and tempfile are left out: each is a few
-# milliseconds of every hook's start-up
+# milliseconds of every hook's start-up; so are json, re, hashlib and signal (the first loads re,
+# enum, functools and collections; signal and socket load enum): the C modules under them are used
 TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+    from hashlib import sha256
+else:
+    try:
+        import _signal as signal
+    except ImportError:  # pragma: no cover - another interpreter
+        import signal
+    try:
+        from _sha256 import sha256  # CPython 3.11
+    except ImportError:  # pragma: no cover
+        try:
+            from _sha2 import sha256  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import IO, Any, Callable, Sequence
 
 EVENTS = ("prompt", "pre-tool", "post-tool", "stop")
 DEFAULT_AGENT = "claude-code"
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:@/+=-]")
+_ID_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@/+=-")
 
 
 def default_state_dir() -> str:
@@ -70,7 +83,7 @@ class Turn:
 
 
 def _safe(text: str, limit: int = 80) -> str:
-    cleaned = _ID_UNSAFE.sub("-", text).strip("-") or "session"
+    cleaned = "".join(c if c in _ID_SAFE else "-" for c in text).strip("-") or "session"
     return cleaned[:limit]
 
 
@@ -80,14 +93,14 @@ def trajectory_id(session_id: str, turn: int) -> str:
 
 class SessionState:
     def __init__(self, state_dir: str | Path, session_id: str) -> None:
-        digest = hashlib.sha256(session_id.encode()).hexdigest()[:24]
+        digest = sha256(session_id.encode()).hexdigest()[:24]
         self.dir = os.fspath(state_dir)
         self.path = os.path.join(self.dir, f"{digest}.json")
 
     def load(self) -> Turn:
         try:
             with open(self.path) as f:
-                return Turn(**json.load(f))
+                return Turn(**json.loads(f.read()))
         except (OSError, ValueError, TypeError):
             return Turn()
 
@@ -98,7 +111,7 @@ class SessionState:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump(turn.as_dict(), f)
+                f.write(json.dumps(turn.as_dict()))
             os.replace(tmp, self.path)
         except BaseException:
             try:
@@ -127,7 +140,10 @@ def _error_text(payload: dict[str, Any]) -> str:
     return str(err or response or "the tool reported an error")[:2000]
 
 
-_ITEM = re.compile(r"^(\d+)\. ")
+def _item_number(line: str) -> str | None:
+    """The number of a numbered line ("12. ..." -> "12"), else None."""
+    digits = len(line) - len(line.lstrip("0123456789"))
+    return line[:digits] if digits and line[digits:digits + 2] == ". " else None
 
 
 def unseen_lessons(advice: str, hit_ids: Sequence[str], shown: Sequence[str]) -> tuple[str, list[str]]:
@@ -136,7 +152,7 @@ def unseen_lessons(advice: str, hit_ids: Sequence[str], shown: Sequence[str]) ->
     if not advice or not hit_ids:
         return "", []
     lines = advice.splitlines()
-    items = [i for i, line in enumerate(lines) if _ITEM.match(line)]
+    items = [i for i, line in enumerate(lines) if _item_number(line) is not None]
     if not items or len(items) > len(hit_ids):  # not the shape this reads: all of it, or nothing
         new = [h for h in hit_ids if h not in shown]
         return (advice, list(hit_ids)) if new else ("", [])
@@ -147,7 +163,7 @@ def unseen_lessons(advice: str, hit_ids: Sequence[str], shown: Sequence[str]) ->
     for i, line in enumerate(lines):
         if i in keep:
             n += 1
-            out.append(_ITEM.sub(f"{n}. ", line, count=1))
+            out.append(f"{n}. " + line[len(_item_number(line) or "") + 2:])
         elif i not in items:
             out.append(line)
     return "\n".join(out), list(keep.values())
@@ -186,7 +202,7 @@ class HookRunner:
         use_id = self.payload.get("tool_use_id")
         if use_id:
             return _safe(f"{kind}-{use_id}", 190)
-        digest = hashlib.sha256(json.dumps(self.payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        digest = sha256(json.dumps(self.payload, sort_keys=True).encode()).hexdigest()[:24]
         return f"{kind}-{digest}"
 
     def _context(self, text: str) -> dict[str, Any]:

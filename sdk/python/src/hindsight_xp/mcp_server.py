@@ -174,6 +174,8 @@ def build_server(config: Config | None = None, *, default_agent_id: str = "mcp-a
             "lessons": [{**_lesson(h.experience), "score": h.score} for h in result.hits],
             "recall_id": result.recall_id,
             "attached_to": attached,
+            # no lesson, but some of another agent or user would have matched: how many, whose
+            **({"hidden_by_scope": result.hidden_by_scope} if result.hidden_by_scope else {}),
         }
 
     @server.tool(description=(

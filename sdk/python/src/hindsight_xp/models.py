@@ -238,11 +238,16 @@ class RecallResult:
     recall_id: str = ""
     """Attach it to the running trajectory (``TrajectoryRecorder.attach_recall``) so its review
     credits these lessons."""
+    hidden_by_scope: dict[str, dict[str, int]] = field(default_factory=dict)
+    """When there is no hit: how many lessons would have matched but belong to another agent or
+    user, e.g. ``{"agent_id": {"weather-bot": 2}}`` (recall with that ``agent_id`` to see them)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RecallResult:
+        hidden = data.get("hidden_by_scope") or {}
         return cls(hits=tuple(Hit.from_json(h) for h in data.get("hits", [])), advice=data.get("advice") or "",
-                   recall_id=data.get("recall_id") or "")  # fmt: skip
+                   recall_id=data.get("recall_id") or "",
+                   hidden_by_scope={str(k): {str(a): int(n) for a, n in v.items()} for k, v in hidden.items()})  # fmt: skip
 
 
 @dataclass(frozen=True)

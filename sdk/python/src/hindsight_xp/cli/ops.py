@@ -18,6 +18,14 @@ def _split(values: list[str]) -> list[str]:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
+def hidden_lines(hidden: dict[str, dict[str, int]]) -> list[str]:
+    """What an empty recall's ``hidden_by_scope`` says, one line per agent or user: its count and
+    the option that shows its lessons."""
+    option = {"agent_id": "--agent-id", "user_id": "--user-id"}
+    return [f"{n} matching lesson{'' if n == 1 else 's'} of {field[:-3]} {value!r}, hidden by scope: add {option.get(field, field)} {value}"
+            for field, by_value in hidden.items() for value, n in by_value.items()]  # fmt: skip
+
+
 @handles_errors
 def recall(
     ctx: typer.Context,
@@ -40,10 +48,12 @@ def recall(
             {"experience": h.experience.raw, "score": h.score,
              "explanation": {"semantic": h.explanation.semantic, "tag_match": h.explanation.tag_match,
                              "freshness": h.explanation.freshness, "utility": h.explanation.utility}}
-            for h in result.hits]}))  # fmt: skip
+            for h in result.hits], "hidden_by_scope": result.hidden_by_scope}))  # fmt: skip
         return
     if not result.hits:
         out().print("[dim]nothing recalled for this query[/dim]")
+        for line in hidden_lines(result.hidden_by_scope):
+            out().print(line, markup=False)
         return
     table = Table("#", "score", "advice", "tools", "semantic", "fresh", "utility", "experience_id",
                   title=f"recall: {query}", show_lines=True)  # fmt: skip
