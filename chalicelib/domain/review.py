@@ -322,7 +322,7 @@ def _general(arg: Argument) -> Argument:
         return Argument(ArgumentKind.NAMED, arg.name,
                         words=f"use another value for {code(arg.name)} (in one run a value like {worked} worked{failed})")
     if arg.kind is ArgumentKind.NAMED and (arg.words or "").startswith(f"in {code(arg.name)}, include"):
-        return Argument(ArgumentKind.NAMED, arg.name, words=f"change the items of {code(arg.name)} (in one run: {arg.words})")
+        return Argument(ArgumentKind.NAMED, arg.name, words=f"change the items of {code(arg.name)} (in one run: {_kind_of(arg.words or '')})")
     return arg
 
 
