@@ -16,16 +16,18 @@ def unavailable(name: str) -> str | None:
     return None
 
 
-def run(name: str, api, nonce: str, review_timeout: float, log: Callable[[str], None], roles: Sequence[str],
-        train_tasks: int = TRAIN_TASKS, mistakes: int = 2, seed: int = 7) -> dict[str, Any]:
+def load(name: str, train_tasks: int | None = None) -> tuple[Any, Any, metrics.Subjects, evaluate.Roles]:
+    """The environment, its catalog of runs, what its errors are about, and its tasks by role."""
     if name == "retail":
         env = load_retail()
-        split = evaluate.retail_roles(env, train_tasks)
-        catalog: Any = retail.RetailCatalog()
-        subjects = metrics.Subjects(retail.SUBJECTS)
-    else:
-        env = smallshop.load()
-        split = evaluate.Roles(tuple(env.tasks["train"]), tuple(env.tasks["test"]), tuple(env.tasks["test"]))
-        catalog = smallshop.ShopCatalog()
-        subjects = metrics.Subjects(smallshop.SUBJECTS)
+        split = evaluate.retail_roles(env, TRAIN_TASKS if train_tasks is None else train_tasks)
+        return env, retail.RetailCatalog(), metrics.Subjects(retail.SUBJECTS), split
+    env = smallshop.load()
+    split = evaluate.Roles(tuple(env.tasks["train"]), tuple(env.tasks["test"]), tuple(env.tasks["test"]))
+    return env, smallshop.ShopCatalog(), metrics.Subjects(smallshop.SUBJECTS), split
+
+
+def run(name: str, api, nonce: str, review_timeout: float, log: Callable[[str], None], roles: Sequence[str],
+        train_tasks: int = TRAIN_TASKS, mistakes: int = 2, seed: int = 7) -> dict[str, Any]:
+    env, catalog, subjects, split = load(name, train_tasks)
     return evaluate.run(api, env, catalog, subjects, split, nonce, review_timeout, log, roles, mistakes, seed)

@@ -115,15 +115,20 @@ def _returned(tool: str, sit: Situation) -> set[str] | None:
 
 
 def _from_result(arg: Argument, tool: str, sit: Situation) -> str | None | bool:
+    """Values that no call of the run returned: made up, or taken from what was never read. The
+    rule names the tool that returned them in the run it was learned from; a value another call
+    returned (a payment method from the user's profile, not the order) is as good."""
     source = arg.other or "?"
     values = [v for v in _scalars(sit.params[arg.name])]
-    seen = _returned(source, sit)
-    if seen is None:
-        if sit.called is not None and source not in sit.called:
-            return f"`{arg.name}` is not taken from `{source}`, which was not called in this run"
-        return None
-    missing = [v for v in values if v.lower() not in seen]
-    return f"`{arg.name}` holds {', '.join(f'`{v}`' for v in missing[:3])}, which `{source}` did not return" if missing else False
+    every = {v.lower() for e in sit.recent if e.is_tool_call and e.succeeded for v in _scalars(e.content.get("result"))}
+    missing = [v for v in values if v.lower() not in every]
+    if not missing:
+        return False
+    if _returned(source, sit) is not None:
+        return f"`{arg.name}` holds {', '.join(f'`{v}`' for v in missing[:3])}, which `{source}` did not return"
+    if sit.called is not None and source not in sit.called:
+        return f"`{arg.name}` is not taken from `{source}`, which was not called in this run"
+    return None
 
 
 def _pattern(arg: Argument, tool: str, sit: Situation, support: int) -> str | None | bool:

@@ -278,6 +278,15 @@ def _generalized(key: str, old: Any, new: Any, now: dict[str, Any], earlier: Seq
         same = [k for k, v in now.items() if k != key and isinstance(v, list) and len(v) == len(new)]
         if same:
             return Argument(ArgumentKind.SAME_LENGTH, key, other=sorted(same)[0])
+    if isinstance(old, str) and isinstance(new, str):
+        # the same value, with the mark it lacked, or cleaned of characters: what changed is the
+        # mark or the characters, wherever the value came from
+        mark = re.match(r"[^\w\s]+", new)
+        if mark and new[len(mark[0]):] == old:
+            return Argument(ArgumentKind.PREFIX, key, shape=mark[0])
+        gone = sorted({ch for ch in old if not ch.isalnum() and not ch.isspace()} - set(new))
+        if gone and "".join(ch for ch in old if ch not in gone).split() == new.split():
+            return Argument(ArgumentKind.WITHOUT, key, avoided="".join(gone))
     news = [v for v in _scalars(new) if len(v) >= 3]
     olds = [v for v in _scalars(old) if v not in news]
     if news and olds:
@@ -288,18 +297,18 @@ def _generalized(key: str, old: Any, new: Any, now: dict[str, Any], earlier: Seq
         if source is not None and any(v not in everything for v in olds):
             return Argument(ArgumentKind.FROM_RESULT, key, other=source)
     if isinstance(old, str) and isinstance(new, str):
-        mark = re.match(r"[^\w\s]+", new)
-        if mark and new[len(mark[0]):] == old:  # the same value, with the mark it lacked
-            return Argument(ArgumentKind.PREFIX, key, shape=mark[0])
-        gone = sorted({ch for ch in old if not ch.isalnum() and not ch.isspace()} - set(new))
-        if gone and "".join(ch for ch in old if ch not in gone).split() == new.split():  # the same value, cleaned
-            return Argument(ArgumentKind.WITHOUT, key, avoided="".join(gone))
         if _SHORT_WORDS.fullmatch(new) and _SHORT_WORDS.fullmatch(old) and len(new.split()) <= 4:
             return Argument(ArgumentKind.ONE_OF, key, keys=(new,), avoided_example=code(short(old, 60)))
     return None
 
 
 _LIKE = "a value like "
+_DIGITS = re.compile(r"\d+")
+
+
+def _kind_of(value: str) -> str:
+    """A value as a kind of value: its digits masked (`paypal_<n>` for `paypal_8049766`)."""
+    return _DIGITS.sub("<n>", value)
 
 
 def _general(arg: Argument) -> Argument:
@@ -307,12 +316,13 @@ def _general(arg: Argument) -> Argument:
     like `y`"; the items added to a list and taken out) is no rule: what changed, with this run's
     values as evidence, and nothing to check."""
     if arg.kind is ArgumentKind.VALUE_SHAPE and (arg.shape or "").startswith(_LIKE):
-        worked = arg.shape[len(_LIKE):]  # type: ignore[index]
-        failed = f" where {(arg.avoided or '')[len(_LIKE):]} failed" if (arg.avoided or "").startswith(_LIKE) else ""
+        # the values' kinds, their digits masked: one run's values are evidence, not the rule
+        worked = _kind_of(arg.shape[len(_LIKE):])  # type: ignore[index]
+        failed = f" where {_kind_of((arg.avoided or '')[len(_LIKE):])} failed" if (arg.avoided or "").startswith(_LIKE) else ""
         return Argument(ArgumentKind.NAMED, arg.name,
-                        words=f"use another value for {code(arg.name)} (in one run {worked} worked{failed})")
+                        words=f"use another value for {code(arg.name)} (in one run a value like {worked} worked{failed})")
     if arg.kind is ArgumentKind.NAMED and (arg.words or "").startswith(f"in {code(arg.name)}, include"):
-        return Argument(ArgumentKind.NAMED, arg.name, words=f"change the items of {code(arg.name)} (in one run: {arg.words})")
+        return Argument(ArgumentKind.NAMED, arg.name, words=f"change the items of {code(arg.name)} (in one run: {_kind_of(arg.words or '')})")
     return arg
 
 
@@ -330,6 +340,24 @@ def fix_arguments(events: Sequence[Event], failed: Event, worked: Event) -> tupl
     return tuple(out)
 
 
+def _one_run(arg: Argument) -> bool:
+    """A change told only by the two values of one run ("a value like `#W1`, not `#W2`")."""
+    swapped = arg.kind is ArgumentKind.VALUE_SHAPE and (arg.avoided or "").startswith(_LIKE)
+    return (swapped and (arg.shape or "").startswith(_LIKE)) or (arg.words or "").startswith(f"in {code(arg.name)}, include")
+
+
+def _fed(c: Contrast, name: str) -> Argument:
+    """What the tool called first passes on to the call that worked: when every value the call was
+    given for ``name`` is in what that tool returned, a check that the values come from it (a
+    product's id where an order's item id goes fails it); else only that ``name`` is given."""
+    source = c.prerequisite_call
+    got = set(_scalars(source.content.get("result"))) if source is not None else set()
+    values = [v for v in _scalars(params_of(c.worked).get(name)) if len(v) >= 3]
+    if source is not None and values and all(v in got for v in values):
+        return Argument(ArgumentKind.FROM_RESULT, name, other=source.tool)
+    return Argument(ArgumentKind.MISSING, name)
+
+
 def _contrast_rule(ctx: _Context, c: Contrast) -> CallRule:
     """What a contrast teaches about calling the tool that failed: other arguments, another tool
     first (called another way when it had been called before the failure), or another tool."""
@@ -338,9 +366,11 @@ def _contrast_rule(ctx: _Context, c: Contrast) -> CallRule:
     if c.kind == "param":
         return CallRule(RuleKind.ARGUMENTS, tool, fix_arguments(ctx.events, c.failed, c.worked), error=err)
     if c.kind == "order":
-        fed = tuple(Argument(ArgumentKind.MISSING, n) for n in c.changed_params)
+        fed = tuple(_fed(c, n) for n in c.changed_params)
         pair = _redone(ctx.events, c)
-        how = param_changes(params_of(pair[0]), params_of(pair[1])) if pair else ()
+        # how the first tool was called again; a change whose only words are this run's two values
+        # (another order's id) is no rule: what it returned, passed on, is (``_fed``)
+        how = tuple(a for a in param_changes(params_of(pair[0]), params_of(pair[1])) if not _one_run(a)) if pair else ()
         return CallRule(RuleKind.CALL_FIRST, tool, fed, other_tool=c.prerequisite or "?", first_arguments=how, error=err)
     return CallRule(RuleKind.USE_INSTEAD, tool, other_tool=c.worked.tool or "?", error=err)
 

@@ -83,3 +83,72 @@ def test_values_that_worked_become_a_rule_only_once_runs_repeat_them():
 
 def replace_id(t, i):
     return replace(t, trajectory_id=f"tr{i}")
+
+
+EXCHANGE = "exchange_delivered_order_items"
+ORDER = "get_order_details"
+
+
+def test_one_runs_values_are_never_in_the_fix_when_a_value_or_an_item_was_swapped():
+    swapped_item = [
+        call(EXCHANGE, {"order_id": "#W1", "item_ids": ["1111111111"], "new_item_ids": ["2222222222"],
+                        "payment_method_id": "paypal_1234567"}, ok=False, error="Error: new item 2222222222 not found or available"),
+        call(EXCHANGE, {"order_id": "#W1", "item_ids": ["1111111111"], "new_item_ids": ["3333333333"],
+                        "payment_method_id": "paypal_1234567"}, result={"status": "exchange requested"}),
+    ]
+    swapped_method = [
+        call("modify_pending_order_payment", {"order_id": "#W1", "payment_method_id": "gift_card_7794233"}, ok=False,
+             error="Error: insufficient gift card balance to pay for the order"),
+        call("modify_pending_order_payment", {"order_id": "#W1", "payment_method_id": "paypal_8049766"}, result={"status": "pending"}),
+    ]
+    for events, values in ((swapped_item, ("2222222222", "3333333333")), (swapped_method, ("7794233", "8049766"))):
+        (lesson,) = review_by_rules(traj(tools=[EXCHANGE, "modify_pending_order_payment"]), events).lessons
+        assert not any(v in _outside_quotes(lesson.advice) for v in values), lesson.advice
+    (lesson,) = review_by_rules(traj(tools=["modify_pending_order_payment"]), swapped_method).lessons
+    assert "`gift_card_<n>`" in lesson.advice and "`paypal_<n>`" in lesson.advice  # the kinds of value, not the values
+
+
+def _product_for_item() -> list:
+    """The agent read another order, passed a product's id where the item's id goes, then read the
+    right order and passed the item's id it returned."""
+    return [
+        call(ORDER, {"order_id": "#W2"}, result={"order_id": "#W2", "items": [{"item_id": "5555555555", "product_id": "6666"}]}),
+        call(EXCHANGE, {"order_id": "#W1", "item_ids": ["7777777777"], "new_item_ids": ["8888888888"],
+                        "payment_method_id": "paypal_1"}, ok=False, error="Error: 7777777777 not found"),
+        call(ORDER, {"order_id": "#W1"}, result={"order_id": "#W1", "items": [{"item_id": "9999999999", "product_id": "7777777777"}]}),
+        call(EXCHANGE, {"order_id": "#W1", "item_ids": ["9999999999"], "new_item_ids": ["8888888888"],
+                        "payment_method_id": "paypal_1"}, result={"status": "exchange requested"}),
+    ]
+
+
+def test_a_lookup_called_again_for_another_id_teaches_where_the_value_comes_from_not_the_two_ids():
+    (lesson,) = review_by_rules(traj(tools=[EXCHANGE, ORDER]), _product_for_item()).lessons
+    assert "#W2" not in lesson.advice and "#W1" not in _outside_quotes(lesson.advice), lesson.advice
+    exp = draft_to_experience(lesson, traj(), traj().created_at)
+    # an item id the order's details returned passes; a product's id, which they never returned, does not
+    read = call(ORDER, {"order_id": "#W5"}, result={"order_id": "#W5", "items": [{"item_id": "1212121212", "product_id": "3434"}]})
+    good = Situation(EXCHANGE, {"order_id": "#W5", "item_ids": ["1212121212"], "new_item_ids": ["1"]}, recent=[read])
+    bad = Situation(EXCHANGE, {"order_id": "#W5", "item_ids": ["3434343434"], "new_item_ids": ["1"]}, recent=[read])
+    assert evaluate(exp.rule, good, exp.error_class, exp.support).violations == ()
+    assert evaluate(exp.rule, bad, exp.error_class, exp.support).violations
+
+
+def test_a_value_taken_from_another_calls_result_than_the_lessons_is_as_good():
+    # learned: the payment method was made up; the one that worked came from the order's details
+    events = [
+        call("get_user_details", {"user_id": "u1"}, result={"payment_methods": {"paypal_1111111": {}, "credit_card_2222222": {}}}),
+        call(ORDER, {"order_id": "#W1"}, result={"order_id": "#W1", "payment_history": [{"payment_method_id": "paypal_1111111"}]}),
+        call("modify_pending_order_payment", {"order_id": "#W1", "payment_method_id": "paypal_9999999"}, ok=False,
+             error="Error: payment method not found"),
+        call("modify_pending_order_payment", {"order_id": "#W1", "payment_method_id": "paypal_1111111"}, result={"status": "pending"}),
+    ]
+    (lesson,) = review_by_rules(traj(tools=["modify_pending_order_payment", ORDER, "get_user_details"]), events).lessons
+    exp = draft_to_experience(lesson, traj(), traj().created_at)
+    profile = call("get_user_details", {"user_id": "u2"}, result={"payment_methods": {"credit_card_3333333": {"id": "credit_card_3333333"}}})
+    order = call(ORDER, {"order_id": "#W7"}, result={"order_id": "#W7", "payment_history": [{"payment_method_id": "paypal_4444444"}]})
+    from_profile = Situation("modify_pending_order_payment", {"order_id": "#W7", "payment_method_id": "credit_card_3333333"},
+                             recent=[profile, order])
+    made_up = Situation("modify_pending_order_payment", {"order_id": "#W7", "payment_method_id": "credit_card_5555555"},
+                        recent=[profile, order])
+    assert evaluate(exp.rule, from_profile, exp.error_class, exp.support).violations == ()
+    assert evaluate(exp.rule, made_up, exp.error_class, exp.support).violations
