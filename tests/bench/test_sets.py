@@ -31,7 +31,7 @@ def test_the_counts_are_those_the_readmes_quote():
         assert (c["families"], c["sibling_pairs"], c["same_tool_pairs"], c["train_trajectories"], c["test_queries"]) == want
     assert sets.check("blind4")[2]["shapes"]["value-from-result"] == 31
     assert sets.check("reuse-heldout")[2] == {"families": 24, "tasks": 120}
-    assert sets.check("corrections")[2] == {"cases": 12}
+    assert sets.check("corrections")[2] == {"cases": 12, "lookalikes": 8}
 
 
 def blind2() -> dict:
