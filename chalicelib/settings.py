@@ -170,6 +170,11 @@ class Settings(BaseModel):
     # ``local/ingest.py``), so that they use more than one core; None: one more than the cores
     # when there are at least two, else none; 0: every request in the server's own process
     ingest_processes: int | None = Field(default=None, ge=0, le=16)
+    # a request handed to an ingest process is answered 503 (to retry) if the process has not
+    # answered it within this many seconds; a process that does not answer the server's ping
+    # (every half second) within ``ingest_ping_deadline_seconds`` is killed and started again
+    ingest_deadline_seconds: float = Field(default=10.0, gt=0)
+    ingest_ping_deadline_seconds: float = Field(default=3.0, gt=0)
     # the embedded server's review worker in a child process of its own (``local/review.py``),
     # with its own interpreter lock; None: when there are at least two cores
     review_process: bool | None = None
