@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection, Listener
 from typing import Callable, Sequence
@@ -75,6 +77,23 @@ Answer = tuple[int, dict, bytes]
 def forwarded(method: str, path: str) -> bool:
     """Whether a child runs this request (``path`` without its query)."""
     return method == "POST" and FORWARDED.match(path) is not None
+
+
+def with_trajectory_id(path: str, raw: bytes | None) -> bytes | None:
+    """A start (``POST /v1/trajectories``) whose body names no trajectory id, given one here, in the
+    server, before the hand-off: the child and, should the child die before it answers, the server
+    running the request again start the same trajectory (the repeat answers 200 with it), not two.
+    Any other request or body (not a JSON object, an id already named) is left as it is."""
+    if path != "/v1/trajectories" or not raw:
+        return raw
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw
+    if not isinstance(body, dict) or body.get("trajectory_id") is not None:
+        return raw
+    body["trajectory_id"] = "traj_" + uuid.uuid4().hex  # as the service names one
+    return json.dumps(body, ensure_ascii=False).encode()
 
 
 def default_count(cpus: int | None) -> int:
