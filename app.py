@@ -130,13 +130,13 @@ def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
 
 
 @api.route("GET", "/v1/trajectories/{trajectory_id}/events",
-           "Its events in order, as a decision graph with the attribution of each step",
-           response=s.TrajectoryEventsOut, errors=(404,))
-def trajectory_events(trajectory_id: str, tenant_id: str) -> s.TrajectoryEventsOut:
+           "Its events in order, a page at a time, as a decision graph with the attribution of each step",
+           query=s.EventsQuery, response=s.TrajectoryEventsOut, errors=(404,))
+def trajectory_events(trajectory_id: str, tenant_id: str, query: s.EventsQuery) -> s.TrajectoryEventsOut:
     from chalicelib.services import ingest
 
-    events, attribution = ingest.trajectory_graph(get_deps(), tenant_id, trajectory_id)
-    return out.trajectory_events_out(trajectory_id, events, attribution)
+    events, attribution, cursor = ingest.trajectory_graph(get_deps(), tenant_id, trajectory_id, query.limit, query.cursor)
+    return out.trajectory_events_out(trajectory_id, events, attribution, cursor)
 
 
 # json.dumps writes at most this many characters per byte of the JSON text it parsed (a DEL byte or
