@@ -147,6 +147,9 @@ class Settings(BaseModel):
     rate_cost_hits_per_token: int = Field(default=10, ge=1)
     rate_cost_query_chars_per_token: int = Field(default=500, ge=1)
     rate_cost_events_per_token: int = Field(default=20, ge=1)
+    # a reindex batch (POST /v1/maintenance/reindex: its ``limit`` lessons embedded and indexed again)
+    # costs 1 token per this many lessons, rounded up: the pace of a tenant's reindex is its rate limit's
+    rate_cost_lessons_per_token: int = Field(default=2, ge=1)
 
     # X-Ray tracing of the Lambda event handlers (infra/ sets it with its ``tracing`` option)
     tracing: bool = False

@@ -551,8 +551,16 @@ class DecayOut(Model):
     dry_run: bool
 
 
+class ReindexIn(Strict):
+    limit: Annotated[int, Field(ge=1, le=200)] = Field(
+        default=50, description="Lessons of the batch, each embedded and indexed again; the request costs tokens by it")
+    cursor: Annotated[str, Field(max_length=1000)] | None = Field(
+        default=None, description="The cursor of the previous batch; one the server did not issue answers 422")
+
+
 class ReindexOut(Model):
     reindexed: int
+    cursor: str | None = Field(default=None, description="The next batch's cursor; null once every lesson is indexed again")
 
 
 class FailedReviewsQuery(Strict):

@@ -185,9 +185,14 @@ export class Hindsight {
 
   // --- tenant key: maintenance ------------------------------------------------------------------
 
-  /** POST /v1/maintenance/reindex: rebuild the tenant's vector index from the store. */
-  reindex(): Promise<ReindexReport> {
-    return this.request({ method: "POST", path: "/v1/maintenance/reindex", json: {} });
+  /** POST /v1/maintenance/reindex: one batch of the rebuild of the tenant's vector index from the
+   * store (`limit` lessons, the server's default without it) after `cursor`; call again with the
+   * report's cursor until it is null. */
+  reindex(options: { cursor?: string; limit?: number } = {}): Promise<ReindexReport> {
+    const json: Record<string, unknown> = {};
+    if (options.cursor !== undefined) json.cursor = options.cursor;
+    if (options.limit !== undefined) json.limit = options.limit;
+    return this.request({ method: "POST", path: "/v1/maintenance/reindex", json });
   }
 
   /** GET /v1/stats. */

@@ -59,6 +59,8 @@ export interface FailedReview {
 
 export interface ReindexReport {
   reindexed: number;
+  /** The next batch's cursor; null once every lesson is indexed again. */
+  cursor: string | null;
 }
 
 export interface Stats {
