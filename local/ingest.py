@@ -65,7 +65,7 @@ DEADLINE_SECONDS = 10.0
 PING_DEADLINE_SECONDS = 3.0
 START_SECONDS = 60.0
 # a hand-off unanswered this long: the child's other requests run in the server until it answers
-STALLED_SECONDS = 1.0
+STALLED_SECONDS = 0.5
 PING, PONG = "ping", "pong"
 # the requests a child runs: POST /v1/trajectories, /v1/trajectories/{id}/events and .../finalize
 FORWARDED = re.compile(r"^/v1/trajectories(?:/[^/?]+/(?:events|finalize))?$")
@@ -157,7 +157,7 @@ class Child:
                 if self._open < self.connections:
                     self._open += 1
                     break
-                self._free.wait(STALLED_SECONDS)  # woken by a release; else looks again whether it stalled
+                self._free.wait(0.1)  # woken by a release; else looks again whether the child stalled
         try:
             return self.connect(self.deadline)
         except (OSError, EOFError, ValueError, AuthenticationError):  # not listening yet, gone, or not answering
