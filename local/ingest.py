@@ -24,8 +24,13 @@ What the processes share, and how:
 
 A child that is not running yet, has died, or fails on a connection costs only the core: the server
 then runs the request itself, as it does with no child at all (a write the child made before it
-failed to answer is made once all the same: starts and event ids are idempotent). Children exit
-when the server does (their stdin closes).
+failed to answer is made once all the same: event ids are idempotent, and a start whose id the
+server generates is given it here before the hand-off). A child that stops answering (stopped,
+stuck) costs no thread for good: every read and write of a hand-off has a deadline (503 past it);
+a hand-off unanswered for half a second sends the child's next requests to the server; and a
+watchdog thread per child pings it every half second and kills (SIGKILL) and starts again one that
+misses the ping's deadline, which fails its hand-offs under way over to the server. A child holds
+at most half the request threads. Children exit when the server does (their stdin closes).
 
 Only the embedded server runs it, never a Lambda function.
 """
