@@ -229,9 +229,12 @@ export class Hindsight {
     return this.request({ method: "GET", path: `/v1/trajectories/${seg(trajectoryId)}` });
   }
 
-  /** GET /v1/trajectories/{id}/events: the decision graph, each step's label and contribution. */
-  getTrajectoryEvents(trajectoryId: string): Promise<TrajectoryEvents> {
-    return this.request({ method: "GET", path: `/v1/trajectories/${seg(trajectoryId)}/events` });
+  /** GET /v1/trajectories/{id}/events: a page of the decision graph (`limit` events after
+   * `cursor`), each step's label and contribution; the answer's cursor names the next page. */
+  getTrajectoryEvents(trajectoryId: string, options: { limit?: number; cursor?: string } = {}): Promise<TrajectoryEvents> {
+    return this.request({
+      method: "GET", path: `/v1/trajectories/${seg(trajectoryId)}/events`, query: { limit: options.limit, cursor: options.cursor },
+    });
   }
 
   /** Poll until the service reviewed a finalized trajectory (or gave up on it). */

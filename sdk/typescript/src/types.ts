@@ -164,6 +164,8 @@ export interface TrajectoryEvents {
   trajectory_id: string;
   events: EventOut[];
   contrasts: Contrast[];
+  /** The next page's cursor; null after the last page. */
+  cursor: string | null;
 }
 
 // --- experiences -------------------------------------------------------------------------------
