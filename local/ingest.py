@@ -126,11 +126,13 @@ class Child:
         self.closed = False
         self.started_at = 0.0
         self.replaced = 0  # times the watchdog killed it for not answering
+        self._answered = False  # whether this process has answered a ping yet (else it may be starting)
 
     def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.address)  # a dead child's socket: the new one binds the same path
         self.started_at = time.monotonic()
+        self._answered = False
         self.proc = subprocess.Popen(supervise.command("local.ingest", self.address), stdin=subprocess.PIPE,
                                      env=supervise.environment(self.env), cwd=os.getcwd())
 
@@ -209,8 +211,8 @@ class Child:
 
     def answers(self, timeout: float, start_seconds: float) -> bool:
         """The watchdog's ping: whether the child answers within ``timeout``. A child still
-        starting (not listening yet, for up to ``start_seconds``) and one that exited (``revive``
-        starts it again) count as answering."""
+        starting (it has not answered a ping yet, for up to ``start_seconds``) and one that exited
+        (``revive`` starts it again) count as answering."""
         proc = self.proc
         if proc is None or proc.poll() is not None:
             return True
@@ -219,12 +221,13 @@ class Child:
                 self._ping = self.connect(timeout)
             self._ping.send(PING)
             if self._ping.recv() == PONG:
+                self._answered = True
                 return True
-        except (FileNotFoundError, ConnectionRefusedError):  # not listening yet
-            return time.monotonic() - self.started_at < start_seconds
         except (OSError, EOFError, ValueError, AuthenticationError):
             pass
         self._drop_ping()
+        if not self._answered and time.monotonic() - self.started_at < start_seconds:
+            return True  # not listening yet, or not accepting yet
         return proc.poll() is not None  # it exited meanwhile: revive's turn
 
     def _drop_ping(self) -> None:
