@@ -17,11 +17,9 @@ def lessons(api, key: str, n: int) -> None:
 def test_a_reindex_is_a_walk_of_bounded_batches_that_reaches_every_lesson(api, monkeypatch):
     key = api.tenant()
     lessons(api, key, 23)
-    indexed: list[int] = []  # lessons embedded per request
-    from chalicelib.services import maintenance
-
-    real = maintenance.index_experiences
-    monkeypatch.setattr(maintenance, "index_experiences", lambda deps, t, items: indexed.append(len(items)) or real(deps, t, items))
+    indexed: list[int] = []  # index entries written per request
+    real = api.deps.index.upsert
+    monkeypatch.setattr(api.deps.index, "upsert", lambda t, entries, *a, **kw: indexed.append(len(entries)) or real(t, entries, *a, **kw))
     total, cursor, requests = 0, None, 0
     while True:
         resp = api.call("POST", "/v1/maintenance/reindex", key, {"limit": 10} | ({"cursor": cursor} if cursor else {}))
