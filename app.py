@@ -130,13 +130,13 @@ def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
 
 
 @api.route("GET", "/v1/trajectories/{trajectory_id}/events",
-           "Its events in order, as a decision graph with the attribution of each step",
-           response=s.TrajectoryEventsOut, errors=(404,))
-def trajectory_events(trajectory_id: str, tenant_id: str) -> s.TrajectoryEventsOut:
+           "Its events in order, a page at a time, as a decision graph with the attribution of each step",
+           query=s.EventsQuery, response=s.TrajectoryEventsOut, errors=(404,))
+def trajectory_events(trajectory_id: str, tenant_id: str, query: s.EventsQuery) -> s.TrajectoryEventsOut:
     from chalicelib.services import ingest
 
-    events, attribution = ingest.trajectory_graph(get_deps(), tenant_id, trajectory_id)
-    return out.trajectory_events_out(trajectory_id, events, attribution)
+    events, attribution, cursor = ingest.trajectory_graph(get_deps(), tenant_id, trajectory_id, query.limit, query.cursor)
+    return out.trajectory_events_out(trajectory_id, events, attribution, cursor)
 
 
 # json.dumps writes at most this many characters per byte of the JSON text it parsed (a DEL byte or
@@ -169,7 +169,8 @@ def _costs() -> "CostPolicy":
     from chalicelib.domain.ratelimit import CostPolicy
 
     settings = get_settings()
-    return CostPolicy(settings.rate_cost_hits_per_token, settings.rate_cost_query_chars_per_token, settings.rate_cost_events_per_token)
+    return CostPolicy(settings.rate_cost_hits_per_token, settings.rate_cost_query_chars_per_token, settings.rate_cost_events_per_token,
+                      settings.rate_cost_lessons_per_token)
 
 
 @api.route("POST", "/v1/trajectories/{trajectory_id}/events",
@@ -292,11 +293,13 @@ def advise_route(tenant_id: str, body: s.AdviseIn) -> s.AdviseOut:
     return out.advise_out(advise.advise(get_deps(), tenant_id, **fields))
 
 
-@api.route("POST", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store", response=s.ReindexOut)
-def reindex(tenant_id: str) -> s.ReindexOut:
+@api.route("POST", "/v1/maintenance/reindex", "Rebuild the tenant's vector index from the store, a batch per request",
+           body=s.ReindexIn, response=s.ReindexOut, cost=lambda body: _costs().reindex(body.limit))
+def reindex(tenant_id: str, body: s.ReindexIn) -> s.ReindexOut:
     from chalicelib.services import maintenance
 
-    return s.ReindexOut(reindexed=maintenance.reindex_tenant(get_deps(), tenant_id))
+    count, cursor = maintenance.reindex_batch(get_deps(), tenant_id, body.limit, body.cursor)
+    return s.ReindexOut(reindexed=count, cursor=cursor)
 
 
 @api.route("GET", "/v1/stats", "Counts by status and a freshness histogram", response=s.StatsOut)

@@ -109,6 +109,10 @@ class TrajectoryStore(Protocol):
     def events(self, tenant_id: str, trajectory_id: str) -> list[Event]:
         """All events in arrival order (``seq`` ascending)."""
 
+    def events_page(self, tenant_id: str, trajectory_id: str, after_seq: int, limit: int) -> list[Event]:
+        """The events whose ``seq`` follows ``after_seq``, in order, at most ``limit``: one page,
+        without reading the others. Unknown trajectories have none."""
+
     def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
         """The windows of the listed events: each one and the ``before`` events preceding it, each
         event once, in ``seq`` order. Unknown ids are ignored. Reads only those windows."""

@@ -147,6 +147,9 @@ class Settings(BaseModel):
     rate_cost_hits_per_token: int = Field(default=10, ge=1)
     rate_cost_query_chars_per_token: int = Field(default=500, ge=1)
     rate_cost_events_per_token: int = Field(default=20, ge=1)
+    # a reindex batch (POST /v1/maintenance/reindex: its ``limit`` lessons embedded and indexed again)
+    # costs 1 token per this many lessons, rounded up: the pace of a tenant's reindex is its rate limit's
+    rate_cost_lessons_per_token: int = Field(default=2, ge=1)
 
     # X-Ray tracing of the Lambda event handlers (infra/ sets it with its ``tracing`` option)
     tracing: bool = False
@@ -170,6 +173,11 @@ class Settings(BaseModel):
     # ``local/ingest.py``), so that they use more than one core; None: one more than the cores
     # when there are at least two, else none; 0: every request in the server's own process
     ingest_processes: int | None = Field(default=None, ge=0, le=16)
+    # a request handed to an ingest process is answered 503 (to retry) if the process has not
+    # answered it within this many seconds; a process that does not answer the server's ping
+    # (every half second) within ``ingest_ping_deadline_seconds`` is killed and started again
+    ingest_deadline_seconds: float = Field(default=10.0, gt=0)
+    ingest_ping_deadline_seconds: float = Field(default=3.0, gt=0)
     # the embedded server's review worker in a child process of its own (``local/review.py``),
     # with its own interpreter lock; None: when there are at least two cores
     review_process: bool | None = None

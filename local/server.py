@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"admin key: {key_src}", flush=True)
     if reviews is not None:
         print(f"reviews: a child process (pid {reviews.pid})", flush=True)
-    ingest = start_ingest_processes(deps, ingest_count, shared_dir)
+    ingest = start_ingest_processes(deps, ingest_count, shared_dir, settings)
     server = None
     try:
         try:
@@ -178,16 +178,19 @@ def prepare_ingest_processes(settings: Any, count: int) -> str | None:
     return shared_dir
 
 
-def start_ingest_processes(deps: Any, count: int, shared_dir: str | None) -> Any:
-    """The children, started in ``shared_dir`` (requests run here until each listens); None when
-    there are none."""
+def start_ingest_processes(deps: Any, count: int, shared_dir: str | None, settings: Any) -> Any:
+    """The children, started in ``shared_dir`` (requests run here until each listens), with the
+    deadlines of ``settings``; None when there are none."""
     if count == 0 or shared_dir is None:
         return None
     from local.ingest import IngestProcesses
 
     notifier = deps.review_notifier
     processes = IngestProcesses(
-        count, on_queued=notifier.notify if notifier is not None else (lambda: None), base_dir=shared_dir
+        count, on_queued=notifier.notify if notifier is not None else (lambda: None), base_dir=shared_dir,
+        # a child that stops answering holds at most half the request threads until it is replaced
+        connections=max(1, settings.threads // 2),
+        deadline=settings.ingest_deadline_seconds, ping_deadline=settings.ingest_ping_deadline_seconds,
     ).start()
     print(f"ingest: {count} child processes (pids {', '.join(map(str, processes.pids))})", flush=True)
 

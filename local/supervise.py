@@ -5,9 +5,12 @@ one again, and how it stops one.
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import subprocess
 import sys
 import time
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeGuard
 
@@ -36,6 +39,33 @@ def stop(proc: subprocess.Popen, timeout: float, close_stdin: Callable[[], None]
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def connect(address: str, authkey: bytes, timeout: float) -> Connection:
+    """A connection to a child's listener, as ``multiprocessing.connection.Client`` makes it, where
+    no step waits longer than ``timeout``: the connect, the key's handshake, and every later read
+    or write (the socket's own timeouts). A child that stopped answering (stopped, or stuck) makes
+    the step raise ``OSError`` instead of holding the caller's thread for good."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)  # the connect: a stopped child's backlog fills, then connects wait
+        sock.connect(address)
+        sock.setblocking(True)  # Connection reads the descriptor itself: blocking, with the kernel's timeouts
+        whole = int(timeout)
+        limit = struct.pack("ll", whole, int((timeout - whole) * 1_000_000))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)
+        conn = Connection(sock.detach())
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        answer_challenge(conn, authkey)
+        deliver_challenge(conn, authkey)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def command(module: str, *args: str) -> list[str]:

@@ -81,7 +81,7 @@ def make_wsgi_app(chalice_app: Any, max_body_bytes: int, ingest: Any = None) -> 
     it takes in its child processes, the gateway here runs the rest."""
     gateway = local_gateway(thread_safe(chalice_app))
     if ingest is not None:
-        from local.ingest import forwarded
+        from local.ingest import forwarded, with_trajectory_id
 
     def wsgi(environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -103,7 +103,10 @@ def make_wsgi_app(chalice_app: Any, max_body_bytes: int, ingest: Any = None) -> 
         else:
             raw = environ["wsgi.input"].read(length) if length else None
             target = path + (f"?{query}" if query else "")
-            answered = ingest.run(method, target, headers, raw) if ingest is not None and forwarded(method, path) else None
+            answered = None
+            if ingest is not None and forwarded(method, path):
+                raw = with_trajectory_id(path, raw)  # the same id if the server runs it after the child
+                answered = ingest.run(method, target, headers, raw)
             if answered is None:
                 status, out_headers, body = _dispatch(gateway, method, target, headers, raw)
             else:

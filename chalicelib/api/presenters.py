@@ -66,7 +66,9 @@ def tenant_summary(tenant: Tenant) -> s.TenantSummary:
     return s.TenantSummary(tenant_id=tenant.tenant_id, name=tenant.name, created_at=tenant.created_at)
 
 
-def trajectory_events_out(trajectory_id: str, events: list[Event], attribution: Attribution) -> s.TrajectoryEventsOut:
+def trajectory_events_out(
+    trajectory_id: str, events: list[Event], attribution: Attribution, cursor: str | None = None
+) -> s.TrajectoryEventsOut:
     return s.TrajectoryEventsOut.model_validate({
         "trajectory_id": trajectory_id,
         "events": [
@@ -79,6 +81,7 @@ def trajectory_events_out(trajectory_id: str, events: list[Event], attribution: 
              "changed_params": list(c.changed_params), "prerequisite": c.prerequisite}
             for c in attribution.contrasts
         ],
+        "cursor": cursor,
     })
 
 

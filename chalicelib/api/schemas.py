@@ -318,7 +318,15 @@ class ContrastOut(Model):
 class TrajectoryEventsOut(Model):
     trajectory_id: str
     events: list[EventOut]
-    contrasts: list[ContrastOut] = Field(description="Each decision point where one choice failed and another worked")
+    contrasts: list[ContrastOut] = Field(description="Each decision point of the page where one choice failed and another worked")
+    cursor: str | None = Field(default=None, description="The next page's cursor; null after the last page")
+
+
+class EventsQuery(Strict):
+    limit: Annotated[int, Field(ge=1, le=1000)] = Field(
+        default=500, description="Events of the page; its attribution is computed over them")
+    cursor: Annotated[str, Field(max_length=1000)] | None = Field(
+        default=None, description="The cursor of the previous page; one the server did not issue answers 422")
 
 
 # --- experiences -----------------------------------------------------------------------------
@@ -547,8 +555,16 @@ class DecayOut(Model):
     dry_run: bool
 
 
+class ReindexIn(Strict):
+    limit: Annotated[int, Field(ge=1, le=200)] = Field(
+        default=50, description="Lessons of the batch, each embedded and indexed again; the request costs tokens by it")
+    cursor: Annotated[str, Field(max_length=1000)] | None = Field(
+        default=None, description="The cursor of the previous batch; one the server did not issue answers 422")
+
+
 class ReindexOut(Model):
     reindexed: int
+    cursor: str | None = Field(default=None, description="The next batch's cursor; null once every lesson is indexed again")
 
 
 class FailedReviewsQuery(Strict):

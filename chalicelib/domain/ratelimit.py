@@ -83,12 +83,17 @@ class CostPolicy:
     hits_per_token: int = 10
     query_chars_per_token: int = 500
     events_per_token: int = 20
+    lessons_per_token: int = 2
 
     def recall(self, top_k: int, query_chars: int) -> int:
         return 1 + top_k // self.hits_per_token + query_chars // self.query_chars_per_token
 
     def append(self, events: int) -> int:
         return max(1, -(-events // self.events_per_token))
+
+    def reindex(self, lessons: int) -> int:
+        """A reindex batch: each lesson is embedded again, the costliest work a request can ask for."""
+        return max(1, -(-lessons // self.lessons_per_token))
 
 
 def retry_after_seconds(wait_seconds: float) -> int:

@@ -1,13 +1,15 @@
 """Recording what happened: trajectories, their events, and finalize (which queues a review)."""
 from __future__ import annotations
 
+import base64
+import re
 import uuid
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 from ..domain.anomaly import CONTEXT, detect, may_complete_anomaly
 from ..domain.attribution import Attribution, attribute
-from ..domain.errors import Conflict, TrajectoryFull
+from ..domain.errors import Conflict, InvalidInput, TrajectoryFull
 from ..domain.models import FULL_REVIEW, Event, Trajectory, TrajectoryStatus
 from ..ports import AppendResult
 from .deps import Deps
@@ -116,9 +118,39 @@ def get_trajectory(deps: Deps, tenant_id: str, trajectory_id: str) -> Trajectory
     return deps.trajectories.get(tenant_id, trajectory_id)
 
 
-def trajectory_graph(deps: Deps, tenant_id: str, trajectory_id: str) -> tuple[list[Event], Attribution]:
-    """Its events in arrival order and their attribution (the same the deterministic reviewer
-    computes: recomputed from the events, so it needs nothing stored beside them)."""
+# events of one page of GET .../events: a read costs what it returns, not the whole trajectory
+EVENTS_PAGE = 500
+EVENTS_PAGE_MAX = 1000
+_CURSOR = re.compile(r"seq:(0|[1-9][0-9]{0,12})")  # past any trajectory's length: a longer one was not issued here
+
+
+def _events_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
+
+
+def _after(cursor: str) -> int:
+    """The seq an events cursor names; InvalidInput (422) for any cursor not issued here."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (ValueError, UnicodeError) as exc:
+        raise InvalidInput("invalid cursor") from exc
+    match = _CURSOR.fullmatch(text)
+    if match is None:
+        raise InvalidInput("invalid cursor")
+    return int(match.group(1))
+
+
+def trajectory_graph(
+    deps: Deps, tenant_id: str, trajectory_id: str, limit: int = EVENTS_PAGE, cursor: str | None = None
+) -> tuple[list[Event], Attribution, str | None]:
+    """A page of its events in arrival order, the ``limit`` after ``cursor`` (from the first
+    without one), their attribution (the same the deterministic reviewer computes, over the page's
+    events: recomputed from them, so it needs nothing stored beside them), and the cursor of the
+    next page (None after the last). Reads that page only."""
     deps.trajectories.get(tenant_id, trajectory_id)  # NotFound for an unknown or another tenant's id
-    events = deps.trajectories.events(tenant_id, trajectory_id)
-    return events, attribute(events)
+    after = 0 if cursor is None else _after(cursor)
+    limit = max(1, min(limit, EVENTS_PAGE_MAX))
+    events = deps.trajectories.events_page(tenant_id, trajectory_id, after, limit + 1)  # one more: is there a next page?
+    more = len(events) > limit
+    events = events[:limit]
+    return events, attribute(events), _events_cursor(events[-1].seq) if more else None

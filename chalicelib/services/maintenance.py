@@ -97,6 +97,15 @@ def decay_lesson(deps: Deps, exp: Experience, now: datetime) -> Experience | Non
     return done.experience
 
 
+def reindex_batch(deps: Deps, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[int, str | None]:
+    """One batch of a reindex: the ``limit`` active lessons after ``cursor`` (from the first
+    without one) embedded and indexed again; returns their count and the next batch's cursor
+    (None after the last). A request costs what its batch does, whatever the tenant's size."""
+    page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=limit, cursor=cursor)
+    index_still_active(deps, tenant_id, page.items)  # one forgotten while the batch was read leaves again
+    return len(page.items), page.cursor
+
+
 def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
     """Rebuild a tenant's vector entries from the store, so a lost index loses nothing."""
     count, cursor = 0, None

@@ -389,3 +389,14 @@ def test_a_summary_of_an_unknown_or_foreign_trajectory_raises_not_found(trajecto
         trajectory_store.trajectory_summary("t1", "nope", tail=5)
     with pytest.raises(NotFound):
         trajectory_store.trajectory_summary("t2", "tr1", tail=5)
+
+
+def test_a_page_of_events_holds_the_limit_after_the_seq_and_reads_no_other(trajectory_store):
+    trajectory_store.create(traj())
+    trajectory_store.append_events("t1", "tr1", [ev(f"e{i}") for i in range(1, 26)], T0)
+    first = trajectory_store.events_page("t1", "tr1", 0, 10)
+    assert [e.event_id for e in first] == [f"e{i}" for i in range(1, 11)] and [e.seq for e in first] == list(range(1, 11))
+    assert [e.event_id for e in trajectory_store.events_page("t1", "tr1", 10, 10)] == [f"e{i}" for i in range(11, 21)]
+    assert [e.event_id for e in trajectory_store.events_page("t1", "tr1", 20, 10)] == [f"e{i}" for i in range(21, 26)]
+    assert trajectory_store.events_page("t1", "tr1", 25, 10) == []
+    assert trajectory_store.events_page("t1", "nope", 0, 10) == [] and trajectory_store.events_page("t2", "tr1", 0, 10) == []

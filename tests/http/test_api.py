@@ -352,7 +352,7 @@ def test_reindex_rebuilds_the_tenants_vectors(api):
     api.deps.index.delete(tenant_id, ids)
     query = {"query": "Will it rain tomorrow?", "agent_id": "agent-1"}
     assert api.call("POST", "/v1/recall", key, query).json_body["hits"] == []
-    assert api.call("POST", "/v1/maintenance/reindex", key, {}).json_body == {"reindexed": 1}
+    assert api.call("POST", "/v1/maintenance/reindex", key, {}).json_body == {"reindexed": 1, "cursor": None}
     assert [h["experience"]["experience_id"] for h in api.call("POST", "/v1/recall", key, query).json_body["hits"]] == ids
 
 

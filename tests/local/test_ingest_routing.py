@@ -1,7 +1,11 @@
 """Which requests the embedded server hands to its ingest processes, and to which one."""
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections import Counter
+from multiprocessing.connection import Listener
 
 import pytest
 
@@ -45,3 +49,29 @@ def test_a_request_no_child_can_take_is_left_to_the_server(tmp_path):
     procs = IngestProcesses(2, on_queued=lambda: None, base_dir=str(tmp_path))
     assert procs.run("POST", "/v1/trajectories/t/events", {"authorization": "Bearer k"}, b"{}") is None
     assert procs.ran_here == 1 and procs.sent == 0
+
+
+def test_a_hand_off_past_its_deadline_is_answered_503_and_the_child_is_rested(tmp_path):
+    """A child that takes the request and answers nothing: the thread waits the deadline, not for
+    good, and answers 503 to retry; the next request runs in the server."""
+    procs = IngestProcesses(1, on_queued=lambda: None, base_dir=str(tmp_path), deadline=0.5)
+    child = procs.children[0]
+    listener = Listener(child.address, family="AF_UNIX", authkey=procs._authkey)
+    taken = []
+
+    def accept() -> None:
+        conn = listener.accept()
+        taken.append(conn.recv())  # and never answers
+        time.sleep(5)
+
+    threading.Thread(target=accept, daemon=True).start()
+    began = time.monotonic()
+    answered = procs.run("POST", "/v1/trajectories/t/events", {"authorization": "Bearer k"}, b"{}")
+    took = time.monotonic() - began
+    assert answered is not None
+    (status, headers, body), tenant = answered
+    assert status == 503 and headers["Retry-After"] == "1" and tenant is None
+    assert json.loads(body)["error"]["code"] == "unavailable"
+    assert 0.4 < took < 3 and taken and procs.timed_out == 1
+    assert procs.run("POST", "/v1/trajectories/t/events", {"authorization": "Bearer k"}, b"{}") is None
+    listener.close()

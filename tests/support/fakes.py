@@ -189,6 +189,11 @@ class InMemoryTrajectoryStore:
         with self._lock:
             return copy.deepcopy(self._events.get((tenant_id, trajectory_id), []))
 
+    def events_page(self, tenant_id: str, trajectory_id: str, after_seq: int, limit: int) -> list[Event]:
+        with self._lock:
+            stored = self._events.get((tenant_id, trajectory_id), [])
+            return copy.deepcopy([e for e in stored if e.seq > after_seq][:max(0, limit)])
+
     def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
         with self._lock:
             stored = self._events.get((tenant_id, trajectory_id), [])

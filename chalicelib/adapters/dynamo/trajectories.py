@@ -185,6 +185,16 @@ class DynamoTrajectoryStore:
                 out += [event_from_doc(json.loads(i.doc)) for i in items]
             return out
 
+    def events_page(self, tenant_id: str, trajectory_id: str, after_seq: int, limit: int) -> list[Event]:
+        with boundary("events_page"):
+            if limit < 1:
+                return []
+            # seqs run 1..event_count without a gap: the page is one range of sort keys
+            items = self.Event.query(events_pk(tenant_id, trajectory_id),
+                                     self.Event.sk.between(seq_sk(max(0, after_seq) + 1), seq_sk(max(0, after_seq) + limit)),
+                                     consistent_read=True)
+            return [event_from_doc(json.loads(i.doc)) for i in items]
+
     def trajectory_summary(self, tenant_id: str, trajectory_id: str, tail: int) -> TrajectorySummary:
         with boundary("trajectory_summary"):
             item = self._item(tenant_id, trajectory_id)

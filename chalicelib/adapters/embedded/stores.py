@@ -210,6 +210,13 @@ class SqliteTrajectoryStore:
         ).fetchall()
         return [event_from_doc(json.loads(r["doc"])) for r in rows]
 
+    def events_page(self, tenant_id: str, trajectory_id: str, after_seq: int, limit: int) -> list[Event]:
+        rows = self.db.read().execute(
+            "SELECT doc FROM events WHERE tenant_id=? AND trajectory_id=? AND seq > ? ORDER BY seq LIMIT ?",
+            (tenant_id, trajectory_id, after_seq, limit),
+        ).fetchall()
+        return [event_from_doc(json.loads(r["doc"])) for r in rows]
+
     def events_around(self, tenant_id: str, trajectory_id: str, event_ids: Sequence[str], before: int) -> list[Event]:
         cached = self.tails.around((tenant_id, trajectory_id), event_ids, before)
         if cached is not None:

@@ -186,9 +186,14 @@ export class Hindsight {
 
   // --- tenant key: maintenance ------------------------------------------------------------------
 
-  /** POST /v1/maintenance/reindex: rebuild the tenant's vector index from the store. */
-  reindex(): Promise<ReindexReport> {
-    return this.request({ method: "POST", path: "/v1/maintenance/reindex", json: {} });
+  /** POST /v1/maintenance/reindex: one batch of the rebuild of the tenant's vector index from the
+   * store (`limit` lessons, the server's default without it) after `cursor`; call again with the
+   * report's cursor until it is null. */
+  reindex(options: { cursor?: string; limit?: number } = {}): Promise<ReindexReport> {
+    const json: Record<string, unknown> = {};
+    if (options.cursor !== undefined) json.cursor = options.cursor;
+    if (options.limit !== undefined) json.limit = options.limit;
+    return this.request({ method: "POST", path: "/v1/maintenance/reindex", json });
   }
 
   /** GET /v1/stats. */
@@ -225,9 +230,12 @@ export class Hindsight {
     return this.request({ method: "GET", path: `/v1/trajectories/${seg(trajectoryId)}` });
   }
 
-  /** GET /v1/trajectories/{id}/events: the decision graph, each step's label and contribution. */
-  getTrajectoryEvents(trajectoryId: string): Promise<TrajectoryEvents> {
-    return this.request({ method: "GET", path: `/v1/trajectories/${seg(trajectoryId)}/events` });
+  /** GET /v1/trajectories/{id}/events: a page of the decision graph (`limit` events after
+   * `cursor`), each step's label and contribution; the answer's cursor names the next page. */
+  getTrajectoryEvents(trajectoryId: string, options: { limit?: number; cursor?: string } = {}): Promise<TrajectoryEvents> {
+    return this.request({
+      method: "GET", path: `/v1/trajectories/${seg(trajectoryId)}/events`, query: { limit: options.limit, cursor: options.cursor },
+    });
   }
 
   /** Poll until the service reviewed a finalized trajectory (or gave up on it). */

@@ -59,6 +59,8 @@ export interface FailedReview {
 
 export interface ReindexReport {
   reindexed: number;
+  /** The next batch's cursor; null once every lesson is indexed again. */
+  cursor: string | null;
 }
 
 export interface Stats {
@@ -162,6 +164,8 @@ export interface TrajectoryEvents {
   trajectory_id: string;
   events: EventOut[];
   contrasts: Contrast[];
+  /** The next page's cursor; null after the last page. */
+  cursor: string | null;
 }
 
 // --- experiences -------------------------------------------------------------------------------

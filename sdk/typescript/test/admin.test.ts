@@ -88,7 +88,7 @@ test("maintenance: reindex and stats with a tenant key; decay, failed reviews an
   const written = await client.writeExperience({
     situation: "Charging a customer through the billing API", advice: "Pass `amount` in integer cents.", tools: ["charge"],
   });
-  assert.deepEqual(await client.reindex(), { reindexed: 1 });
+  assert.deepEqual(await client.reindex(), { reindexed: 1, cursor: null });
   const stats = await client.stats();
   assert.equal(stats.experiences["active"], 1);
   assert.ok(stats.freshness_histogram.length > 0);

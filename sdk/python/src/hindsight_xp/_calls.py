@@ -101,8 +101,10 @@ def redrive(tenant_id: str | None = None, trajectory_ids: Sequence[str] | None =
     return Call("POST", "/v1/maintenance/redrive", parse_redriven, json=body, auth="admin")
 
 
-def reindex() -> Call[ReindexReport]:
-    return Call("POST", "/v1/maintenance/reindex", ReindexReport.from_json, json={})
+def reindex(cursor: str | None = None, limit: int | None = None) -> Call[ReindexReport]:
+    """One batch of a reindex (the server's default size, or ``limit`` lessons) after ``cursor``;
+    the report's ``cursor`` names the next batch, None after the last."""
+    return Call("POST", "/v1/maintenance/reindex", ReindexReport.from_json, json=_drop_none({"cursor": cursor, "limit": limit}))
 
 
 def stats() -> Call[Stats]:

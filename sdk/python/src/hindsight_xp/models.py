@@ -308,10 +308,11 @@ class KeyRotated:
 @dataclass(frozen=True)
 class ReindexReport:
     reindexed: int
+    cursor: str | None = None  # the next batch's; None once every lesson is indexed again
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReindexReport:
-        return cls(reindexed=data["reindexed"])
+        return cls(reindexed=data["reindexed"], cursor=data.get("cursor"))
 
 
 @dataclass(frozen=True)

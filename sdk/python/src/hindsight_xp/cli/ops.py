@@ -177,9 +177,15 @@ def stats(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")) -> 
 @handles_errors
 def reindex(ctx: typer.Context) -> None:
     """Rebuild the tenant's vector index from its stored experiences (tenant key)."""
+    total, cursor = 0, None
     with client(ctx) as hs, err().status("reindexing…"):
-        report = hs.reindex()
-    out().print(f"reindexed {report.reindexed} experiences")
+        while True:  # a batch per request, at the pace of the tenant's rate limit (the client retries a 429)
+            report = hs.reindex(cursor=cursor)
+            total += report.reindexed
+            cursor = report.cursor
+            if cursor is None:
+                break
+    out().print(f"reindexed {total} experiences")
 
 
 @handles_errors
