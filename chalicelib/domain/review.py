@@ -349,7 +349,11 @@ def _one_run(arg: Argument) -> bool:
 def _fed(c: Contrast, name: str) -> Argument:
     """What the tool called first passes on to the call that worked: when every value the call was
     given for ``name`` is in what that tool returned, a check that the values come from it (a
-    product's id where an order's item id goes fails it); else only that ``name`` is given."""
+    product's id where an order's item id goes fails it); else only that ``name`` is given. An
+    argument the failed call lacked is what was missing, wherever a later call finds it (the city
+    the user names in the request is as good as the one a lookup returns)."""
+    if params_of(c.failed).get(name) in (None, "", [], {}):
+        return Argument(ArgumentKind.MISSING, name)
     source = c.prerequisite_call
     got = set(_scalars(source.content.get("result"))) if source is not None else set()
     values = [v for v in _scalars(params_of(c.worked).get(name)) if len(v) >= 3]
