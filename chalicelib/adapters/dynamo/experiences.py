@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from chalicelib.adapters.codec import experience_from_doc, to_doc
 from chalicelib.adapters.cursors import encode_cursor
-from chalicelib.adapters.dynamo.errors import boundary
+from chalicelib.adapters.dynamo.errors import boundary, written_if
 from chalicelib.adapters.dynamo.items import (
     ITEM_DOC_BUDGET,
     compose,
@@ -83,6 +83,17 @@ class DynamoExperienceStore:
             with TransactWrite(connection=self.tables.connection) as tx:
                 for item in items:
                     tx.save(item)
+
+    def archive_if_unchanged(self, read: Experience, archived: Experience) -> bool:
+        """One conditional put: the stored document must still be the one ``read`` was decoded
+        from and the lesson active (whatever wrote it since, feedback, a merge, a forget, changed
+        the document). The put takes the archived item out of the sparse indexes, as any put does."""
+        if archived.status is ACTIVE or (archived.tenant_id, archived.experience_id) != (read.tenant_id, read.experience_id):
+            raise ValueError("archive_if_unchanged takes the same lesson, archived")
+        item, I = self._item(archived), self.Item
+        condition = (I.status == ACTIVE.value) & (I.doc == dumps(to_doc(read)))
+        with boundary("archive experience"):
+            return written_if(lambda: item.save(condition=condition))
 
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         with boundary("get experience"):
