@@ -184,6 +184,7 @@ def rate_limiter(settings: Settings):
 
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
+    from .adapters.embedded.checkpoints import SqliteCheckpoints
     from .adapters.embedded.db import SqliteDatabase
     from .adapters.embedded.index import NumpyVectorIndex
     from .adapters.embedded.recalls import SqliteRecallLedger
@@ -218,6 +219,7 @@ def build_embedded(settings: Settings) -> Deps:
         rate_limiter=rate_limiter(settings),
         review_notifier=ReviewSignal(),  # the embedded worker waits on it (local/worker.py)
         recalls=SqliteRecallLedger(db),
+        checkpoints=SqliteCheckpoints(db),
         **policies(settings),
     )
 
@@ -229,6 +231,7 @@ def build_aws(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
     from .adapters.dynamo.rate_limiter import DynamoRateLimiter
     from .adapters.dynamo.stores import (
+        DynamoCheckpoints,
         DynamoConfig,
         DynamoExperienceStore,
         DynamoRecallLedger,
@@ -263,6 +266,7 @@ def build_aws(settings: Settings) -> Deps:
         # in Lambda the jobs table's stream starts reviews; a local server's worker waits on this
         review_notifier=ReviewSignal(),
         recalls=DynamoRecallLedger(tables),
+        checkpoints=DynamoCheckpoints(tables),
         meter=meter(settings),
         **policies(settings),
     )

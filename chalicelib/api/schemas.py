@@ -537,10 +537,13 @@ class DecayIn(Strict):
 
 
 class DecayOut(Model):
-    decayed: int
+    decayed: int = Field(description="Active lessons whose freshness fell since it was last written (it is derived on every read, never written by decay)")
     archived: int
     archived_ids: list[str] = Field(description="The lessons archived (or, in a dry run, that would be), the first 1,000")
     dry_run: bool
+    examined: int = Field(description="Active lessons read")
+    written: int = Field(description="Lessons written: one conditional write per archive, nothing else")
+    conflicts: int = Field(description="Archives not made because the lesson changed since it was read (the next decay decides again)")
 
 
 class ReindexOut(Model):

@@ -16,18 +16,18 @@ from typing import Callable
 
 import pytest
 
-from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.checkpoints import SqliteCheckpoints
 from chalicelib.adapters.embedded.db import SqliteDatabase
+from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.memory_rate_limiter import InProcessRateLimiter
+from chalicelib.adapters.embedded.rate_limiter import SharedFileRateLimiter
+from chalicelib.adapters.embedded.recalls import SqliteRecallLedger
 from chalicelib.adapters.embedded.stores import (
     SqliteExperienceStore,
     SqliteReviewQueue,
     SqliteTenantStore,
     SqliteTrajectoryStore,
 )
-from chalicelib.adapters.embedded.memory_rate_limiter import InProcessRateLimiter
-from chalicelib.adapters.embedded.rate_limiter import SharedFileRateLimiter
-from chalicelib.adapters.embedded.recalls import SqliteRecallLedger
-from chalicelib.adapters.embedded.checkpoints import SqliteCheckpoints
 from chalicelib.domain.ratelimit import RatePolicy
 from chalicelib.ports import (
     Checkpoints,

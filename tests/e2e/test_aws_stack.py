@@ -80,7 +80,7 @@ def test_trajectory_to_recall_to_decay_through_the_stream(stack):
     real_now = deps.clock.now
     deps.clock.now = lambda: real_now() + timedelta(days=400)  # the schedule runs a year later
     result = scheduled(api, "decay_schedule")
-    assert result == {"decayed": 1, "archived": 1}
+    assert result == {"examined": 1, "archived": 1, "written": 1, "conflicts": 0, "complete": 1}
     deps.clock.now = real_now
     assert api.call("GET", f"/v1/experiences/{exp_id}", key).json_body["status"] == "archived"
     assert api.call("POST", "/v1/recall", key, QUERY).json_body["hits"] == []
