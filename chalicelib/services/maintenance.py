@@ -1,6 +1,7 @@
 """Forgetting over time: archive what no longer earns its place (freshness is derived on read); reindex."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Callable
@@ -135,8 +136,9 @@ def run_decay_pass(
 ) -> DecayReport:
     """The scheduled decay: one pass over every tenant's active lessons (in tenant, then id order)
     every ``interval``, spread over as many runs as it takes. A run goes on from the checkpoint
-    the last one saved, page after page, while more than ``reserve_seconds`` remain
-    (``remaining_seconds``: the invocation's remaining time), then saves where it stopped. A run
+    the last one saved, page after page, while a page as slow as the slowest so far would still
+    end with ``reserve_seconds`` left (``remaining_seconds``: the invocation's remaining time),
+    then saves where it stopped. A run
     that finds the last pass finished less than ``interval`` after it started does nothing.
 
     The checkpoint is written once per run, whatever it did (and on failure, what was done before
@@ -151,11 +153,14 @@ def run_decay_pass(
         if started is not None and now - datetime.fromisoformat(started) < interval:
             return DecayReport(0, 0)
         state = {"started_at": now.isoformat(), "cursor": None, "runs": 0, "examined": 0, "archived": 0}
-    tally, cursor, complete = _Tally(), state.get("cursor"), False
+    tally, cursor, complete, longest = _Tally(), state.get("cursor"), False, 0.0
     try:
-        while remaining_seconds() > reserve_seconds:
+        # the next page starts only if it would end before the reserve, were it as slow as the slowest yet
+        while remaining_seconds() > reserve_seconds + longest:
+            started = time.monotonic()
             page = deps.experiences.scan_active(limit=page_size, cursor=cursor)
             _decay_page(deps, page.items, deps.clock.now(), tally, dry_run=False)
+            longest = max(longest, time.monotonic() - started)
             cursor = page.cursor
             if cursor is None:
                 complete = True
