@@ -279,7 +279,7 @@ def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
 
     answer = recall_ids.recall(get_deps(), tenant_id, **body.model_dump())
     return s.RecallOut(recall_id=answer.recall_id, hits=[out.hit_out(h) for h in answer.hits], advice=answer.advice,
-                       advice_placement=get_deps().advice_placement)
+                       advice_placement=get_deps().advice_placement, degraded=answer.degraded)
 
 
 @api.route("POST", "/v1/advise", "Before a tool call: what past runs say about this call (no LLM)",

@@ -67,6 +67,10 @@ class Settings(BaseModel):
     # "lessons": ask for the lessons alone (a shorter answer, for a small model); "all": the whole review
     llm_answer: Literal["all", "lessons"] = "all"
     llm_max_tokens: int | None = None  # a cap on each answer (a cut-off answer is dropped and counted)
+    # recall's own client of the OpenAI-compatible embeddings (embedder=openai): seconds per connect
+    # and per read, and retries; past them recall answers from BM25 alone, marked ``degraded``
+    recall_embed_timeout_seconds: float = Field(default=2.0, gt=0)
+    recall_embed_max_retries: int = Field(default=1, ge=0)
     llm_timeout_fallback: bool = False  # true: a timed-out review keeps the rules' lessons instead of being retried
 
     # Review worker (embedded backend)

@@ -499,6 +499,10 @@ class RecallOut(Model):
     advice: str = Field(description="The hits rendered as one block to place in the agent's prompt.")
     advice_placement: str = Field(description="Where the block belongs: after_tools (after the tool descriptions), "
                                   "system_start, system_end or before_user.")
+    degraded: Literal["lexical_only"] | None = Field(
+        default=None, description="Absent or null for a full answer. `lexical_only`: the query could not be embedded "
+        "(the embedding service failed or timed out), so the lessons were ranked by BM25 (the words they share with the "
+        "query) and the other parts of the score, without semantic similarity.")
 
 
 class AdviseIn(Strict):

@@ -83,6 +83,9 @@ class Deps:
     # where maintenance that outlasts one run keeps its progress (decay's pass); None: every
     # decay pass starts from the first tenant and runs to the end
     checkpoints: Checkpoints | None = None
+    # the embedder of recall's queries, when it needs a client of its own (the cloud's OpenAI one:
+    # a short timeout, one retry, then BM25 alone); None: ``embedder``
+    query_embedder: Embedder | None = None
 
     @property
     def late_on(self) -> bool:

@@ -7,8 +7,9 @@ per hit.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 from ..domain.advice import render_advice
 from ..domain.corrections import corrections_first
@@ -19,6 +20,8 @@ from ..domain.scoring import as_seen_at, recall_score, score_hit
 from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .deps import Deps
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # the Lambda package has no numpy
     import numpy as np
@@ -62,7 +65,7 @@ def query_embedding(deps: Deps, q: RecallQuery):
         vectors, made = deps.token_pass.embed_with_tokens(texts, query=True)
         tokens = made[-1]
     else:
-        vectors = deps.embedder.embed(texts, query=True)
+        vectors = (deps.query_embedder or deps.embedder).embed(texts, query=True)
     if len(vectors) == 1:
         return vectors[0], tokens
     total = vectors[0] + vectors[1]
@@ -86,7 +89,26 @@ def _rank_order(r: Ranked) -> tuple[float, str]:
     return -r.score, r.lesson.experience_id
 
 
-def recall(
+# ``Answer.degraded`` when the query could not be embedded (the embedder failed or timed out):
+# the lessons were ranked by BM25 and the other parts of the score, without semantic similarity
+LEXICAL_ONLY: Literal["lexical_only"] = "lexical_only"
+
+
+@dataclass(frozen=True)
+class Answer:
+    hits: list[Hit]
+    advice: str
+    degraded: Literal["lexical_only"] | None = None  # None, or LEXICAL_ONLY
+
+
+def recall(deps: Deps, tenant_id: str, query: str, **kwargs) -> tuple[list[Hit], str]:
+    """The best ``top_k`` lessons for the situation, and the advice block they make (``answer``'s
+    arguments)."""
+    got = answer(deps, tenant_id, query, **kwargs)
+    return got.hits, got.advice
+
+
+def answer(
     deps: Deps,
     tenant_id: str,
     query: str,
@@ -98,18 +120,31 @@ def recall(
     tags: Sequence[str] = (),
     top_k: int = RecallQuery.top_k,
     min_score: float = RecallQuery.min_score,
-) -> tuple[list[Hit], str]:
-    """The best ``top_k`` lessons for the situation, and the advice block they make."""
+) -> Answer:
+    """The best ``top_k`` lessons for the situation and the advice block they make. When the
+    query cannot be embedded (the embedder raised: down, refusing, past its timeout and retries),
+    the answer comes from BM25 alone and says so (``degraded``): an agent gets the lessons that
+    share its words rather than an error."""
     q = RecallQuery(tenant_id, query, agent_id, user_id, task_type, tuple(tools), intent, tuple(tags), top_k, min_score)
     text = query_text(q)
-    vector, query_tokens = query_embedding(deps, q)
     flt = IndexFilter(
         agent_id=q.agent_id, user_id=q.user_id, tools=q.tools,
         task_type=q.task_type if deps.recall_filter_task_type else None,
         intent=q.intent if deps.recall_filter_intent else None,
     )
     k = max(deps.recall_candidates, q.top_k * 4)
-    semantic, lexical = deps.index.hybrid_search(q.tenant_id, vector, text, flt, k)
+    degraded: Literal["lexical_only"] | None = None
+    try:
+        vector, query_tokens = query_embedding(deps, q)
+    except Exception as exc:  # noqa: BLE001 -- any failure of the embedder: answer from the words
+        log.warning("recall answered from BM25 alone: the query's embedding failed (%s: %s)", type(exc).__name__, str(exc)[:200])
+        degraded = LEXICAL_ONLY
+    semantic: dict[str, float | None]
+    if degraded is None:
+        semantic, lexical = deps.index.hybrid_search(q.tenant_id, vector, text, flt, k)  # type: ignore[assignment]
+    else:
+        lexical = dict(deps.index.lexical_search(q.tenant_id, text, flt, k))
+        semantic = {i: None for i in lexical}  # candidates without a cosine: the semantic part is 0
     lexical = scaled(lexical, deps.lexical_fusion, deps.lexical_half)
     stored = deps.experiences.recall_candidates(q.tenant_id, list(semantic))
     now = deps.clock.now()
@@ -120,12 +155,13 @@ def recall(
         # The store is the source of truth: an index entry it no longer backs is never returned.
         if exp is None or exp.status is not ExperienceStatus.ACTIVE or not exp.scope.visible_to(q.agent_id, q.user_id):
             continue
-        cosine, words = rebased(similarity, deps.similarity_floor), lexical.get(exp_id, 0.0)
+        cosine = 0.0 if similarity is None else rebased(similarity, deps.similarity_floor)
+        words = lexical.get(exp_id, 0.0)
         score = recall_score(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
         if score >= q.min_score:
             ranked.append(Ranked(score, exp, cosine, words))
     ranked.sort(key=_rank_order)
-    if deps.late_on:
+    if deps.late_on and degraded is None:
         # a candidate holds the text of ``lesson`` (its embedding text): the other texts need the whole lesson
         head = ranked if deps.recall_late_text == "lesson" else _with_whole(deps, q, ranked, deps.recall_late_candidates)
         ranked = late_interaction(deps, q, head, query_tokens)
@@ -141,7 +177,7 @@ def recall(
         _, explanation = score_hit(whole, r.cosine, q, now, deps.weights, deps.decay, lexical=r.lexical)
         hits.append(Hit(as_seen_at(whole, now, deps.decay.half_life_days), round(r.score, 4), explanation))
     hits = corrections_first(hits)
-    return hits, render_advice(hits, deps.advice_max_items)
+    return Answer(hits, render_advice(hits, deps.advice_max_items), degraded)
 
 
 def _wholes(deps: Deps, tenant_id: str, items: Sequence[Experience | Candidate]) -> dict[str, Experience]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 from ..domain.models import Hit
 from ..ports import ServedRecall
@@ -33,9 +33,10 @@ class Recalled:
     recall_id: str
     hits: list[Hit]
     advice: str
+    degraded: Literal["lexical_only"] | None = None  # ``services.recall.Answer.degraded``
 
 
 def recall(deps: Deps, tenant_id: str, query: str, **kwargs: Any) -> Recalled:
-    """``services.recall.recall`` (same arguments) with a recall id for what it served."""
-    hits, advice = recall_service.recall(deps, tenant_id, query, **kwargs)
-    return Recalled(remember(deps, tenant_id, [h.experience.experience_id for h in hits]), hits, advice)
+    """``services.recall.answer`` (same arguments) with a recall id for what it served."""
+    got = recall_service.answer(deps, tenant_id, query, **kwargs)
+    return Recalled(remember(deps, tenant_id, [h.experience.experience_id for h in got.hits]), got.hits, got.advice, got.degraded)
