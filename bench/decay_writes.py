@@ -249,8 +249,8 @@ def main() -> None:
     ap.add_argument("--stale", type=float, default=0.05, help="share of the lessons due for archiving")
     ap.add_argument("--pass-tenants", type=int, default=200)
     ap.add_argument("--pass-per-tenant", type=int, default=10)
-    ap.add_argument("--budget", type=float, default=1.5, help="seconds per invocation of the pass")
-    ap.add_argument("--reserve", type=float, default=0.3)
+    ap.add_argument("--budget", type=float, default=10.0, help="seconds per invocation of the pass")
+    ap.add_argument("--reserve", type=float, default=1.0)
     ap.add_argument("--page-size", type=int, default=50)
     args = ap.parse_args()
     makers: dict[str, Callable[[], Backend]] = {"dynamo": DynamoBackend, "embedded": EmbeddedBackend}

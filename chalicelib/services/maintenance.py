@@ -152,22 +152,26 @@ def run_decay_pass(
         started = state.get("started_at")
         if started is not None and now - datetime.fromisoformat(started) < interval:
             return DecayReport(0, 0)
-        state = {"started_at": now.isoformat(), "cursor": None, "runs": 0, "examined": 0, "archived": 0}
-    tally, cursor, complete, longest = _Tally(), state.get("cursor"), False, 0.0
+        state = {"started_at": now.isoformat(), "cursor": None, "runs": 0, "examined": 0, "archived": 0,
+                 "page_seconds": state.get("page_seconds", 0.0)}
+    # the slowest page of the last run stands in for this run's until it has timed one
+    tally, cursor, complete, longest = _Tally(), state.get("cursor"), False, float(state.get("page_seconds", 0.0))
+    timed = 0.0
     try:
         # the next page starts only if it would end before the reserve, were it as slow as the slowest yet
         while remaining_seconds() > reserve_seconds + longest:
             started = time.monotonic()
             page = deps.experiences.scan_active(limit=page_size, cursor=cursor)
             _decay_page(deps, page.items, deps.clock.now(), tally, dry_run=False)
-            longest = max(longest, time.monotonic() - started)
+            timed = max(timed, time.monotonic() - started)
+            longest = max(longest, timed)
             cursor = page.cursor
             if cursor is None:
                 complete = True
                 break
     finally:
         state.update(cursor=cursor, runs=state.get("runs", 0) + 1, examined=state.get("examined", 0) + tally.examined,
-                     archived=state.get("archived", 0) + tally.archived)
+                     archived=state.get("archived", 0) + tally.archived, page_seconds=round(timed or longest, 3))
         if complete:
             state["finished_at"] = deps.clock.now().isoformat()
         deps.checkpoints.save(DECAY_CHECKPOINT, state)
