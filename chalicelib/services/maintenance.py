@@ -148,11 +148,11 @@ def run_decay_pass(
         return run_decay(deps, page_size=page_size)
     state = deps.checkpoints.load(DECAY_CHECKPOINT) or {}
     now = deps.clock.now()
-    if state.get("cursor") is None:  # no pass under way: start one if the last began long enough ago
+    if state.get("done", True):  # no pass under way: start one if the last began long enough ago
         started = state.get("started_at")
         if started is not None and now - datetime.fromisoformat(started) < interval:
             return DecayReport(0, 0)
-        state = {"started_at": now.isoformat(), "cursor": None, "runs": 0, "examined": 0, "archived": 0,
+        state = {"started_at": now.isoformat(), "cursor": None, "done": False, "runs": 0, "examined": 0, "archived": 0,
                  "page_seconds": state.get("page_seconds", 0.0)}
     # the slowest page of the last run stands in for this run's until it has timed one
     tally, cursor, complete, longest = _Tally(), state.get("cursor"), False, float(state.get("page_seconds", 0.0))
@@ -173,7 +173,7 @@ def run_decay_pass(
         state.update(cursor=cursor, runs=state.get("runs", 0) + 1, examined=state.get("examined", 0) + tally.examined,
                      archived=state.get("archived", 0) + tally.archived, page_seconds=round(timed or longest, 3))
         if complete:
-            state["finished_at"] = deps.clock.now().isoformat()
+            state.update(done=True, finished_at=deps.clock.now().isoformat())
         deps.checkpoints.save(DECAY_CHECKPOINT, state)
     if complete and deps.recalls is not None:
         deps.recalls.purge_expired(deps.clock.now())

@@ -150,3 +150,18 @@ def test_a_run_that_fails_keeps_the_progress_made_before_the_failure():
     rest = maintenance.run_decay_pass(deps, lambda: 1e9, page_size=10)
     assert (rest.examined, rest.complete) == (20, True)
     assert store.writes == 20
+
+
+def test_a_run_carries_the_last_runs_slowest_page_to_its_first_decision():
+    """A first page as slow as the last run's slowest would not end before the reserve: the run
+    takes none, rather than overrun its invocation."""
+    clock = FakeClock(T0 + timedelta(days=120))
+    deps, store = seeded(tenants=2, per_tenant=10, stale_every=5, clock=clock)
+    last_pass = {"started_at": (clock.now() - timedelta(hours=2)).isoformat(), "cursor": None, "done": True, "runs": 1,
+                 "examined": 20, "archived": 0, "page_seconds": 30.0}
+    deps.checkpoints.save(maintenance.DECAY_CHECKPOINT, last_pass)
+    short = maintenance.run_decay_pass(deps, lambda: 45.0, reserve_seconds=20)  # 20 + 30 > 45: no page
+    assert (short.examined, short.complete) == (0, False)
+    assert deps.checkpoints.load(maintenance.DECAY_CHECKPOINT)["page_seconds"] == 30.0
+    enough = maintenance.run_decay_pass(deps, lambda: 60.0, reserve_seconds=20)
+    assert (enough.examined, enough.complete) == (20, True)
