@@ -22,7 +22,9 @@ may try that fix as its wrong alternative on purpose.
 
 The **corrections** set (``bench/corrections/corrections.json``) is ``{"cases": [...]}``, each case
 an ``id``, an ``agent_id``, an ``original`` and an ``amendment`` lesson (``situation``, ``advice``)
-and a ``query``; ``bench.eval.corrections`` loads it through ``corrections_errors``.
+and a ``query``; ``lookalikes`` (optional) are pairs of lessons (``first``, ``second``) about alike
+situations that need different advice, which must not be taken for corrections;
+``bench.eval.corrections`` loads it through ``corrections_errors``.
 """
 from __future__ import annotations
 
@@ -357,6 +359,7 @@ def heldout_errors(doc: Any) -> list[str]:
 
 CASE_KEYS = {"id", "agent_id", "original", "amendment", "query"}
 LESSON_KEYS = {"situation", "advice"}
+LOOKALIKE_KEYS = {"id", "agent_id", "first", "second"}
 
 
 def corrections_errors(doc: Any) -> list[str]:
@@ -376,6 +379,26 @@ def corrections_errors(doc: Any) -> list[str]:
         if case["id"] in seen:
             errors.append(f"corrections case {case['id']!r} appears twice")
         seen.add(case["id"])
+    return errors + lookalike_errors(doc.get("lookalikes", []))
+
+
+def lookalike_errors(pairs: Any) -> list[str]:
+    """The optional ``lookalikes`` of the corrections set: two lessons about alike situations that
+    need different advice (neither corrects the other), each pair in an agent scope of its own."""
+    if not isinstance(pairs, list):
+        return ["lookalikes must be a list"]
+    errors, seen = [], set()
+    for n, pair in enumerate(pairs):
+        if not isinstance(pair, dict) or set(pair) != LOOKALIKE_KEYS or any(
+                not isinstance(pair[k], dict) or set(pair[k]) != LESSON_KEYS for k in ("first", "second")):
+            name = pair.get("id") if isinstance(pair, dict) else f"#{n}"
+            errors.append(f"lookalike {name!r}: expected keys {sorted(LOOKALIKE_KEYS)}, each lesson {sorted(LESSON_KEYS)}")
+            continue
+        if not all(_text(t) for t in [pair["id"], pair["agent_id"], *pair["first"].values(), *pair["second"].values()]):
+            errors.append(f"lookalike {pair['id']!r}: every field must be a non-empty string")
+        if pair["id"] in seen:
+            errors.append(f"lookalike {pair['id']!r} appears twice")
+        seen.add(pair["id"])
     return errors
 
 
@@ -388,7 +411,7 @@ def check(target: EvalSet | str | Path) -> tuple[list[str], list[str], dict[str,
     warnings: list[str] = []
     if es.format == "corrections":
         errors = corrections_errors(doc)
-        return errors, warnings, {} if errors else {"cases": len(doc["cases"])}
+        return errors, warnings, {} if errors else {"cases": len(doc["cases"]), "lookalikes": len(doc.get("lookalikes", []))}
     if es.format == "heldout-tasks":
         errors = heldout_errors(doc)
         counts = {} if errors else {"families": len(doc["tasks"]),

@@ -154,10 +154,22 @@ class ExperienceStore(Protocol):
     """The source of truth for every experience, archived and forgotten ones included."""
 
     def put(self, exp: Experience) -> None:
-        """Insert or replace by (tenant_id, experience_id)."""
+        """Insert or replace by (tenant_id, experience_id), whatever is stored, keeping
+        ``exp.revision``: for seeding and imports only. A lesson that changes is written by
+        ``put_if`` (a blind replace undid an acknowledged forget with the copy read before it)."""
 
     def put_all(self, exps: Sequence[Experience]) -> None:
         """``put`` of each, atomically: all of them are stored or none (at most 100)."""
+
+    def put_if(self, exp: Experience) -> Experience | None:
+        """Compare-and-set: store ``exp`` only if the stored copy's revision is still
+        ``exp.revision``, the one it was read with (0: none is stored, or one stored before
+        revisions). The copy stored, returned, has ``revision + 1``. None when another write came
+        first (nothing is written): the writer reads again and applies its change again."""
+
+    def put_all_if(self, exps: Sequence[Experience]) -> builtins.list[Experience] | None:
+        """``put_if`` of each, atomically (at most 100): all of them are stored, or none and None
+        when any one's revision moved."""
 
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         """Raises NotFound, also for another tenant's id."""
@@ -190,6 +202,12 @@ class ExperienceStore(Protocol):
     ) -> builtins.list[Experience]:  # ``list`` names a method here
         """Active experiences with this situation key in exactly this scope (the candidates a new
         lesson about the same situation may contradict)."""
+
+    def find_forgotten_by_fingerprint(
+        self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
+    ) -> Experience | None:
+        """A forgotten experience (a tombstone) with this lesson fingerprint in exactly this scope:
+        a review that would learn it again adds its support to the tombstone instead."""
 
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
         """Active experiences of every tenant, for maintenance; resumable with ``cursor``."""
@@ -329,17 +347,30 @@ class ServedRecall:
     expires_at: datetime
     kind: str = "recall"  # recall | advise
     tool: str | None = None  # the tool an advise was about
+    # the scope it served: only a trajectory of this agent and user (when named) earns its credit
+    agent_id: str | None = None
+    user_id: str | None = None
+    # the one trajectory it credits: the advise's own, else the first that attached it (``attach``)
+    trajectory_id: str | None = None
 
 
 class RecallLedger(Protocol):
     """Served recalls and credit markers, per tenant, each with an expiry."""
 
     def record(self, served: ServedRecall) -> None:
-        """Keep what a recall served. Recall ids are unique; a repeat of one changes nothing."""
+        """Keep what a recall served, durably and visible to every process before it returns
+        (the review that credits it may run in another one). Recall ids are unique; a repeat of
+        one changes nothing."""
 
     def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
         """The listed recalls of this tenant that have not expired at ``now``, by id (another
         tenant's, unknown and expired ids are left out)."""
+
+    def attach(self, tenant_id: str, recall_id: str, trajectory_id: str) -> bool:
+        """Bind the recall to the trajectory unless another one holds it: the first trajectory to
+        attach an id is the only one it credits (one id replayed in 20 runs credited 20 times).
+        True if it is bound to this trajectory (now, or already); False if to another, or if the
+        recall is unknown."""
 
     def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
         """Mark the lesson credited for the trajectory; True only for the call that marked it."""

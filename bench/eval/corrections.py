@@ -5,7 +5,7 @@ BM25 over the same lessons (situation and advice) in the same run."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from bench import sets
 
@@ -16,11 +16,16 @@ SET = sets.SETS["corrections"].path
 
 def load(path: Path = SET) -> list[dict[str, Any]]:
     """The cases, checked by ``bench.sets.corrections_errors``."""
+    return read(path)["cases"]
+
+
+def read(path: Path = SET) -> dict[str, Any]:
+    """The whole set (cases and lookalikes), checked by ``bench.sets.corrections_errors``."""
     doc = sets.read(path)
     errors = sets.corrections_errors(doc)
     if errors:
         raise ValueError(f"{path}: " + "; ".join(errors[:5]))
-    return doc["cases"]
+    return doc
 
 
 def first(ranking: list[str], amend: str, orig: str) -> bool:
@@ -28,16 +33,27 @@ def first(ranking: list[str], amend: str, orig: str) -> bool:
     return amend in ranking and (orig not in ranking or ranking.index(amend) < ranking.index(orig))
 
 
-def run(api, cases: list[dict[str, Any]], nonce: str, top_k: int, log: Callable[[str], None]) -> dict[str, Any]:
+def run(api, cases: list[dict[str, Any]], nonce: str, top_k: int, log: Callable[[str], None],
+        lookalikes: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     log(f"corrections: writing {2 * len(cases)} lessons...")
-    flagged = 0
+    flagged, stray = 0, 0
     for case in cases:
         ids = {k: f"{nonce}-{case['id']}-{k}" for k in ("original", "amendment")}
         for kind in ("original", "amendment"):
             body = dict(case[kind], experience_id=ids[kind], agent_id=case["agent_id"], lesson=case[kind]["advice"])
             answer = api.call("POST", "/v1/experiences", json=body)
-            if kind == "amendment" and ids["original"] in answer.get("correction_of", []):
+            named = answer.get("correction_of", [])
+            if kind == "amendment" and ids["original"] in named:
                 flagged += 1
+            stray += len(set(named) - {ids["original"]})  # another case's lesson of the same agent
+    false_flags = []
+    for pair in lookalikes:
+        older, newer = (f"{nonce}-look-{pair['id']}-{k}" for k in ("first", "second"))
+        for exp_id, kind in ((older, "first"), (newer, "second")):
+            body = dict(pair[kind], experience_id=exp_id, agent_id=pair["agent_id"], lesson=pair[kind]["advice"])
+            answer = api.call("POST", "/v1/experiences", json=body)
+        if older in answer.get("correction_of", []):
+            false_flags.append(pair["id"])
     per_case, bm25_first = [], 0
     docs = [(f"{nonce}-{c['id']}-{k}", f"{c[k]['situation']} {c[k]['advice']}") for c in cases for k in ("original", "amendment")]
     bm25 = Bm25([t for _, t in docs])
@@ -55,7 +71,11 @@ def run(api, cases: list[dict[str, Any]], nonce: str, top_k: int, log: Callable[
     return {
         "cases": n,
         "hindsight": {"amendment_first": sum(c["amendment_first"] for c in per_case) / n, "flagged": flagged / n,
-                      "explained": sum(c["explained"] for c in per_case) / n},
+                      "explained": sum(c["explained"] for c in per_case) / n,
+                      # lessons named as probable corrections that are not: another case's lesson of
+                      # the same agent, or the first of a look-alike pair
+                      "stray_flags": stray, "lookalikes": len(lookalikes), "lookalikes_flagged": len(false_flags)},
+        "lookalikes_flagged": false_flags,
         "bm25": {"amendment_first": bm25_first / n},
         "per_case": per_case,
     }

@@ -140,7 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             t0 = time.monotonic()
             api = Api(url, create_tenant(url, admin, f"eval-corrections-{nonce}"))
             try:
-                res["sets"]["corrections"] = corrections.run(api, corrections.load(), nonce, args.top_k, log)
+                doc = corrections.read()
+                res["sets"]["corrections"] = corrections.run(api, doc["cases"], nonce, args.top_k, log,
+                                                             lookalikes=doc.get("lookalikes", []))
             finally:
                 api.close()
             res["timings"]["corrections_s"] = time.monotonic() - t0
@@ -220,6 +222,9 @@ def print_table(res: dict[str, Any]) -> None:
         p(f"{'corrections':26} {'dev':8} amendment served above the original: hindsight {cell(c['hindsight']['amendment_first'], True)}"
           f", BM25 {cell(c['bm25']['amendment_first'], True)} ({c['cases']} cases); flagged as a correction when written:"
           f" {cell(c['hindsight']['flagged'], True)}; explained: {cell(c['hindsight']['explained'], True)}")
+        h = c["hindsight"]
+        p(f"{'':26} {'':8} not corrections, flagged: look-alike pairs {h['lookalikes_flagged']}/{h['lookalikes']}"
+          f" ({', '.join(c['lookalikes_flagged']) or 'none'}), another case's lesson {h['stray_flags']}")
     p()
     p("role: dev = changes are decided on it; held-out = report only (run rarely, never tuned on).")
     p("hit@k/MRR: a lesson (or raw trajectory) of the task's own family ranked 1st / in the top 3;")

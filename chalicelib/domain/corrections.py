@@ -12,7 +12,37 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .models import Hit, Source
+from .lexical import terms
+from .models import Experience, Hit, Source
+
+# a situation this short ("the API", "deploys") covers too much to say which lesson it rewords
+MIN_RESTATED_TERMS = 3
+
+
+def _terms(text: str) -> set[str]:
+    return {t for t in terms(text) if len(t) > 1}  # "'s" is no word of the situation
+
+
+def restates(new: Experience, old: Experience) -> bool:
+    """Whether ``new`` is about ``old``'s situation in other words and answers what ``old``'s advice
+    said: every term of the new situation is one of the old's (the same subject, or the same one
+    worded more broadly: "Date format of the public API" for "Formatting dates in the public API
+    responses"), at least ``MIN_RESTATED_TERMS`` of them, and the two advices share a term neither
+    situation holds (the correction names what it replaces: "DD/MM/YYYY" in both). The test of the
+    situations' vectors (``learning.same_situation``) misses a rewording that drops or reorders
+    words; this one, lexical, misses what is said with other words, and the two are taken together.
+
+    A special case is not corrected by a broader lesson: a new situation narrower than the old
+    ("... paid with a gift card" after "Refunding an order") fails on its extra terms, and an old
+    lesson whose advice is about what only its own situation says ("Log each failed batch ..." for
+    "Adding logs to the ingestion worker for failed batches") stays beside the broader new one."""
+    new_terms, old_terms = _terms(new.situation), _terms(old.situation)
+    if len(new_terms) < MIN_RESTATED_TERMS or not new_terms <= old_terms:
+        return False
+    old_said = _terms(old.advice or old.lesson)
+    if old_said & (old_terms - new_terms):
+        return False
+    return bool((_terms(new.advice or new.lesson) & old_said) - old_terms)
 
 
 def corrections_first(hits: list[Hit]) -> list[Hit]:

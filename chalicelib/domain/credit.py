@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Sequence
 
 from .advise import followed
-from .models import Event, Experience, Signal
+from .models import Event, Experience, Signal, Trajectory
 from .scoring import DecayPolicy, apply_feedback
 
 MAX_CREDITED = 50  # trajectory ids kept on a lesson to recognise a review that runs again
@@ -55,6 +55,15 @@ def servings(events: Sequence[Event], served: dict[str, Sequence[str]]) -> list[
         for exp_id in served.get(rid, ()):
             first.setdefault(exp_id, event.seq)
     return [Serving(i, seq) for i, seq in first.items()]
+
+
+def serves_run(agent_id: str | None, user_id: str | None, bound_to: str | None, traj: Trajectory) -> bool:
+    """Whether a recall that served this scope (its agent and user, when it named them), bound to
+    ``bound_to`` (None: to no trajectory yet), may credit ``traj``: a run of the same scope, and
+    the one it is bound to. 4 failed runs of one agent with another agent's recall id archived
+    that agent's lesson."""
+    return (agent_id in (None, traj.agent_id) and user_id in (None, traj.user_id)
+            and bound_to in (None, traj.trajectory_id))
 
 
 def adopted(exp: Experience, events: Sequence[Event], serving: Serving) -> bool:

@@ -318,6 +318,10 @@ class Experience:
     credited: list[str] = field(default_factory=list)
     # status changes a reader may want to audit, oldest first: {"at", "event", "from", "reason"}
     history: list[dict[str, Any]] = field(default_factory=list)
+    # the store's revision of this copy: bumped by every write, compared by a conditional write
+    # (``ports.ExperienceStore.put_if``); 0 for a lesson never stored. Not ``version``, which
+    # counts what the lesson learned (merges, supersessions, restores) and readers see.
+    revision: int = 0
 
     @property
     def scope(self) -> Scope:

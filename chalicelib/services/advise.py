@@ -105,5 +105,6 @@ def advise(
     hits = [h for _, h, _ in scored]
     warnings = [Warning(h.experience.experience_id, inert_line(m), inert_line(h.experience.advice)) for _, h, m in scored if m]
     advice_text = render_advice(hits, deps.advice_max_items, warned={w.experience_id for w in warnings})
-    recall_id = remember(deps, tenant_id, [h.experience.experience_id for h in hits], kind="advise", tool=tool)
+    recall_id = remember(deps, tenant_id, [h.experience.experience_id for h in hits], kind="advise", tool=tool,
+                         agent_id=agent_id, user_id=user_id, trajectory_id=trajectory_id)
     return Advice(recall_id, warnings, hits, advice_text)

@@ -7,7 +7,7 @@ from contextlib import nullcontext
 from itertools import islice
 from typing import Any
 
-from ..domain.models import Experience
+from ..domain.models import Experience, ExperienceStatus
 from ..ports import IndexEntry, TokenVectors
 from .deps import Deps
 
@@ -104,6 +104,19 @@ def index_experiences(deps: Deps, tenant_id: str, experiences: list[Experience],
             for e in experiences
         ],
     )
+
+
+def index_still_active(deps: Deps, tenant_id: str, experiences: list[Experience], known: dict[str, Any] | None = None) -> None:
+    """``index_experiences``, then the lessons read again: one forgotten or archived since it was
+    read leaves the index again. Its forget wrote the store before deleting the entry, so either
+    this read sees it or that delete comes after this upsert: a stale entry never stays."""
+    index_experiences(deps, tenant_id, experiences, known)
+    if not experiences:
+        return
+    now = deps.experiences.recall_candidates(tenant_id, [e.experience_id for e in experiences])
+    gone = [e.experience_id for e in experiences if (c := now.get(e.experience_id)) is None or c.status is not ExperienceStatus.ACTIVE]
+    if gone:
+        deps.index.delete(tenant_id, gone)
 
 
 def late_tokens(

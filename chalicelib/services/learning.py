@@ -22,7 +22,7 @@ from ..domain.distill import (
     specialized_experience,
     supersede,
 )
-from ..domain.errors import NotFound
+from ..domain.errors import NotFound, Unavailable
 from ..domain.lesson import task_example
 from ..domain.models import (
     Event,
@@ -38,7 +38,7 @@ from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .credit import credit_trajectory
 from .deps import Deps
-from .indexing import Embedded, embed_texts, experience_vector, index_experiences
+from .indexing import Embedded, embed_texts, experience_vector, index_still_active
 
 
 @dataclass
@@ -128,11 +128,22 @@ def distill(deps: Deps, traj: Trajectory, review: Review, vectors: dict[str, Any
         if exp.experience_id in retired:
             out.rejected.append({"lesson": exp.lesson, "reason": f"already learned from this trajectory, now {retired[exp.experience_id].value}"})
     drafts = [d for d, e in zip(drafts, fresh) if e.experience_id not in retired]
-    fresh = [e for e in fresh if e.experience_id not in retired]
+    # one this trajectory's earlier review stored and that is still active is written again from
+    # the revision it is stored with (its conditional write would fail from none)
+    fresh = [replace(e, revision=stored[e.experience_id].revision) if e.experience_id in stored else e
+             for e in fresh if e.experience_id not in retired]
     if not fresh:
         return out
     out.vectors = embed_texts(deps, [t for e in fresh for t in e.embedding_texts()], Embedded() if vectors is None else vectors)
     for draft, exp in zip(drafts, fresh):
+        # Someone forgot this lesson (same situation, same fix, same scope): learning it again
+        # would put it back in recall. Its tombstone records the support instead.
+        tomb = deps.experiences.find_forgotten_by_fingerprint(traj.tenant_id, exp.fingerprint, exp.agent_id, exp.user_id) if exp.fingerprint else None
+        if tomb is not None:
+            tomb = out.stored.get(tomb.experience_id, tomb)
+            out.stored[tomb.experience_id] = supported(tomb, exp, now)
+            out.rejected.append({"lesson": exp.lesson, "reason": f"forgotten as {tomb.experience_id}: its support is recorded there"})
+            continue
         vector = experience_vector(exp, out.vectors)
         existing = deps.experiences.find_active_by_fingerprint(traj.tenant_id, exp.fingerprint or "", exp.agent_id, exp.user_id)
         if existing is None:
@@ -157,13 +168,30 @@ def distill(deps: Deps, traj: Trajectory, review: Review, vectors: dict[str, Any
     return out
 
 
-def _persist(deps: Deps, tenant_id: str, result: Distilled) -> None:
-    for exp in result.stored.values():
-        deps.experiences.put(exp)
-    active = [e for e in result.stored.values() if e.status is ExperienceStatus.ACTIVE]
-    index_experiences(deps, tenant_id, active, known=result.vectors)
+def supported(tomb: Experience, exp: Experience, now: datetime) -> Experience:
+    """A forgotten lesson that a review would have learned again: its sources and support grow,
+    it stays forgotten (out of recall)."""
+    added = [s for s in exp.sources if s not in tomb.sources]
+    if not added:
+        return tomb
+    return replace(tomb, sources=[*tomb.sources, *added], support=tomb.support + len(added), updated_at=now)
+
+
+PERSIST_ATTEMPTS = 10  # distill and write again this many times when another write came first
+
+
+def _persist(deps: Deps, tenant_id: str, result: Distilled) -> bool:
+    """Write what the review distilled in conditional writes, each on the revision its lesson was
+    read with; False (nothing written) when another write changed one of them first."""
+    exps = list(result.stored.values())
+    for start in range(0, len(exps), 100):  # a transaction holds at most 100
+        if deps.experiences.put_all_if(exps[start:start + 100]) is None:
+            return False
+    active = [e for e in exps if e.status is ExperienceStatus.ACTIVE]
+    index_still_active(deps, tenant_id, active, known=result.vectors)
     gone = [e.experience_id for e in result.stored.values() if e.status is not ExperienceStatus.ACTIVE]
     deps.index.delete(tenant_id, gone)
+    return True
 
 
 def without_recalls(events: list[Event]) -> list[Event]:
@@ -210,8 +238,13 @@ class DraftedReview:
         """Distill, store and index the lessons, record the review. ``vectors``: texts already
         embedded; the missing ones are embedded here."""
         traj, review = self.traj, self.review
-        result = distill(deps, traj, review, vectors)
-        _persist(deps, traj.tenant_id, result)
+        for _ in range(PERSIST_ATTEMPTS):  # a merge or supersession read a lesson another write changed: again
+            result = distill(deps, traj, review, vectors)
+            if _persist(deps, traj.tenant_id, result):
+                break
+            vectors = result.vectors  # what was embedded is not embedded again
+        else:
+            raise Unavailable(f"the lessons of trajectory {traj.trajectory_id} kept changing while its review was stored")
         if not self.kind.is_full:
             findings = _findings(review, result) | ({"triggers": self.triggers} if len(self.triggers) > 1 else {})
             summary = ReviewSummary(findings=findings, trigger=self.kind.trigger, llm_lessons=review.llm_lessons)

@@ -10,7 +10,7 @@ from ..domain.errors import InvalidInput, NotFound
 from ..domain.models import Experience, ExperienceStatus, TrajectoryStatus
 from ..domain.scoring import current_freshness, decay
 from .deps import Deps
-from .indexing import index_experiences
+from .indexing import index_still_active
 
 
 @dataclass(frozen=True)
@@ -180,12 +180,23 @@ def run_decay_pass(
     return tally.report(complete=complete)
 
 
+def decay_lesson(deps: Deps, exp: Experience, now: datetime) -> Experience | None:
+    """Decay one lesson read by a scan, as of ``now``: archived by a conditional write when it no
+    longer earns its place (read again and decided again once on a conflict), else nothing is
+    written (freshness is derived on read). Returns the lesson as archived, None when nothing was
+    written; an archived one leaves the index."""
+    if not _archive(deps, exp, now):
+        return None
+    deps.index.delete(exp.tenant_id, [exp.experience_id])
+    return deps.experiences.get(exp.tenant_id, exp.experience_id)
+
+
 def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
     """Rebuild a tenant's vector entries from the store, so a lost index loses nothing."""
     count, cursor = 0, None
     while True:
         page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
-        index_experiences(deps, tenant_id, page.items)
+        index_still_active(deps, tenant_id, page.items)  # one forgotten while the page was read leaves again
         count += len(page.items)
         if page.cursor is None:
             return count

@@ -17,13 +17,18 @@ def new_recall_id() -> str:
     return "rc_" + uuid.uuid4().hex
 
 
-def remember(deps: Deps, tenant_id: str, experience_ids: Sequence[str], kind: str = "recall", tool: str | None = None) -> str:
-    """A fresh recall id for this answer, its lessons kept for ``recall_ttl_days``."""
+def remember(
+    deps: Deps, tenant_id: str, experience_ids: Sequence[str], kind: str = "recall", tool: str | None = None,
+    *, agent_id: str | None = None, user_id: str | None = None, trajectory_id: str | None = None,
+) -> str:
+    """A fresh recall id for this answer, its lessons and the scope it served (agent, user, and the
+    trajectory when the caller named one) kept for ``recall_ttl_days``."""
     recall_id = new_recall_id()
     if deps.recalls is not None:
         now = deps.clock.now()
         deps.recalls.record(ServedRecall(
             tenant_id, recall_id, tuple(experience_ids), now, now + timedelta(days=deps.recall_ttl_days), kind, tool,
+            agent_id, user_id, trajectory_id,
         ))
     return recall_id
 
@@ -39,4 +44,6 @@ class Recalled:
 def recall(deps: Deps, tenant_id: str, query: str, **kwargs: Any) -> Recalled:
     """``services.recall.answer`` (same arguments) with a recall id for what it served."""
     got = recall_service.answer(deps, tenant_id, query, **kwargs)
-    return Recalled(remember(deps, tenant_id, [h.experience.experience_id for h in got.hits]), got.hits, got.advice, got.degraded)
+    ids = [h.experience.experience_id for h in got.hits]
+    return Recalled(remember(deps, tenant_id, ids, agent_id=kwargs.get("agent_id"), user_id=kwargs.get("user_id")),
+                    got.hits, got.advice, got.degraded)

@@ -300,3 +300,37 @@ def test_admin_sees_a_failed_review_and_redrives_it(tmp_path, openai_stub, start
         assert wait_reviewed(client, "flaky-1")["status"] == "reviewed"
     finally:
         driver.quit()
+
+
+def test_a_correction_written_with_supersedes_shows_its_version_chain(console):
+    key = console.tenant("correctors")
+    client = console.client(key)
+    original = client.post("/v1/experiences", json={
+        "situation": "Storing prices in the billing database", "advice": "Store prices as floating point numbers of dollars.",
+        "agent_id": "billing"}).json()
+    written = client.post("/v1/experiences", json={
+        "situation": "Storing prices in the billing database", "agent_id": "billing",
+        "advice": "Store prices as integer cents with a currency code; floats lost cents in rounding.",
+        "supersedes": [original["experience_id"]]})
+    assert written.status_code == 201, written.text
+    new_id = written.json()["experience_id"]
+    console.open()
+    console.sign_in(key)
+    console.wait_ready("overview")
+
+    console.go(f"#/lesson/{new_id}", "lesson")
+    console.wait(lambda d: console.all("#version-chain li"), what="the version chain")
+    items = console.all("#version-chain li")
+    assert len(items) == 2
+    assert "v1" in items[0].text and "archived" in items[0].text and "floating point numbers of dollars" in items[0].text
+    assert "v2 (this one)" in items[1].text and "active" in items[1].text and "integer cents" in items[1].text
+    console.screenshot("correction-chain-new")
+
+    items[0].find_element("css selector", "a").click()  # the old version, one click away
+    console.wait(lambda d: d.current_url.endswith(original["experience_id"]), what="the old lesson's page")
+    console.wait_ready("lesson")
+    assert console.text("#status-reason") == f"Reason: superseded by {new_id}"
+    old_items = console.all("#version-chain li")
+    assert "v1 (this one)" in old_items[0].text and "archived" in old_items[0].text
+    assert "v2" in old_items[1].text and old_items[1].find_element("css selector", "a").get_attribute("href").endswith(new_id)
+    assert console.browser_errors() == []

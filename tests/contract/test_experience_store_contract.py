@@ -576,3 +576,77 @@ def test_archive_if_unchanged_refuses_an_active_or_another_lesson(experience_sto
         experience_store.archive_if_unchanged(read, read)
     with pytest.raises(ValueError):
         experience_store.archive_if_unchanged(read, _archived(exp("x2")))
+# --- conditional writes: compare-and-set on the revision read ------------------------------------
+
+
+def test_put_if_writes_a_new_lesson_and_each_write_moves_its_revision(experience_store):
+    first = experience_store.put_if(exp("x1"))
+    assert first is not None and first.revision == 1
+    assert experience_store.get("t1", "x1").revision == 1
+    second = experience_store.put_if(replace(experience_store.get("t1", "x1"), lesson="better"))
+    assert second is not None and second.revision == 2
+    got = experience_store.get("t1", "x1")
+    assert (got.lesson, got.revision) == ("better", 2)
+
+
+def test_put_if_from_a_copy_read_before_another_write_writes_nothing(experience_store):
+    experience_store.put_if(exp("x1"))
+    read = experience_store.get("t1", "x1")
+    assert experience_store.put_if(replace(read, status=FORGOTTEN, status_reason="wrong")) is not None
+    assert experience_store.put_if(replace(read, utility=0.9)) is None  # the copy read before the forget
+    got = experience_store.get("t1", "x1")
+    assert (got.status, got.utility, got.revision) == (FORGOTTEN, 0.5, 2)
+    assert experience_store.put_if(exp("x1")) is None  # "new" while one is stored
+
+
+def test_put_if_takes_a_lesson_stored_before_revisions_as_revision_0(experience_store):
+    experience_store.put(exp("x1"))  # a plain put keeps the revision it is given: 0
+    read = experience_store.get("t1", "x1")
+    assert read.revision == 0
+    assert experience_store.put_if(replace(read, lesson="changed")) is not None
+    assert experience_store.put_if(replace(read, lesson="stale")) is None
+
+
+def test_put_all_if_writes_all_or_none(experience_store):
+    experience_store.put_if(exp("x1", lesson="old"))
+    read = experience_store.get("t1", "x1")
+    written = experience_store.put_all_if([replace(read, status=ARCHIVED, superseded_by="x2"), exp("x2", supersedes="x1")])
+    assert written is not None and [e.revision for e in written] == [2, 1]
+    stale = experience_store.put_all_if([replace(read, lesson="stale"), exp("x3")])  # x1 moved since ``read``
+    assert stale is None
+    assert set(experience_store.get_many("t1", ["x1", "x2", "x3"])) == {"x1", "x2"}
+    assert experience_store.get("t1", "x1").status is ARCHIVED
+
+
+def test_of_writers_racing_from_one_read_exactly_one_wins(experience_store):
+    import threading
+
+    experience_store.put_if(exp("x1"))
+    for round_ in range(8):
+        read = experience_store.get("t1", "x1")
+        barrier, wins = threading.Barrier(4), []
+
+        def write(n: int) -> None:
+            barrier.wait()
+            if experience_store.put_if(replace(read, lesson=f"writer {n} round {round_}")) is not None:
+                wins.append(n)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(wins) == 1, f"round {round_}: {len(wins)} writers won from one read"
+        assert experience_store.get("t1", "x1").lesson == f"writer {wins[0]} round {round_}"
+
+
+def test_a_tombstone_is_found_by_its_fingerprint_in_exactly_its_scope(experience_store):
+    experience_store.put_if(exp("x1", fingerprint="fp", agent_id="a", status=FORGOTTEN, minute=1))
+    experience_store.put_if(exp("x2", fingerprint="fp", agent_id="a", minute=2))  # active: not a tombstone
+    experience_store.put_if(exp("x3", fingerprint="fp", agent_id="b", status=ARCHIVED, minute=3))
+    got = experience_store.find_forgotten_by_fingerprint("t1", "fp", "a", None)
+    assert got is not None and got.experience_id == "x1"
+    assert experience_store.find_forgotten_by_fingerprint("t1", "fp", "b", None) is None
+    assert experience_store.find_forgotten_by_fingerprint("t1", "fp", None, None) is None
+    assert experience_store.find_forgotten_by_fingerprint("t2", "fp", "a", None) is None
+    assert experience_store.find_active_by_fingerprint("t1", "fp", "a", None).experience_id == "x2"

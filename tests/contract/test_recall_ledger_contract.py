@@ -93,3 +93,44 @@ def test_a_reopened_ledger_keeps_what_was_recorded(durable_backend, recall_ledge
     again = durable_backend.reopen().recalls()
     assert set(again.served("t1", ["r1"], T0)) == {"r1"}
     assert again.is_credited("t1", "tr1", "e1")
+
+
+def test_a_recall_keeps_the_scope_it_served(recall_ledger):
+    recall_ledger.record(served("r1", agent_id="bot-x", user_id="u1", trajectory_id="tr1"))
+    got = recall_ledger.served("t1", ["r1"], T0)["r1"]
+    assert (got.agent_id, got.user_id, got.trajectory_id) == ("bot-x", "u1", "tr1")
+
+
+def test_the_first_trajectory_to_attach_a_recall_holds_it(recall_ledger):
+    recall_ledger.record(served("r1"))
+    assert recall_ledger.attach("t1", "r1", "tr1") is True
+    assert recall_ledger.attach("t1", "r1", "tr1") is True  # again: still this one's
+    assert recall_ledger.attach("t1", "r1", "tr2") is False
+    assert recall_ledger.served("t1", ["r1"], T0)["r1"].trajectory_id == "tr1"
+    assert recall_ledger.attach("t1", "nope", "tr1") is False
+    assert recall_ledger.attach("t2", "r1", "tr2") is False  # another tenant's id
+
+
+def test_a_recall_made_for_a_trajectory_is_held_by_it(recall_ledger):
+    recall_ledger.record(served("r1", kind="advise", trajectory_id="tr1"))
+    assert recall_ledger.attach("t1", "r1", "tr2") is False
+    assert recall_ledger.attach("t1", "r1", "tr1") is True
+
+
+def test_of_trajectories_attaching_one_recall_at_once_exactly_one_holds_it(recall_ledger):
+    for round_ in range(8):
+        rid = f"r{round_}"
+        recall_ledger.record(served(rid))
+        barrier, held = threading.Barrier(4), []
+
+        def attach(n: int) -> None:
+            barrier.wait()
+            if recall_ledger.attach("t1", rid, f"tr{n}"):
+                held.append(n)
+
+        threads = [threading.Thread(target=attach, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(held) == 1, f"round {round_}: {held}"

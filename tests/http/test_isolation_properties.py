@@ -13,7 +13,10 @@ the OpenSearch node). What it holds on every response:
   (no user): the contract's "a recall for agent A sees experiences of agent A and those with no
   agent", with ``None`` as the reader; the tools and task type filters hold; a recall wide enough
   to see everything (top_k 50, few lessons) returns every visible manual lesson;
-* forgotten experiences never come back (not in recall, not as ``active`` after a later review);
+* forgotten experiences never come back (not in recall, not as ``active`` after a later review),
+  also when a decay, feedback, restore or credit of the same lesson races the forget (a barrier
+  releases both at once);
+* one recall id credits once, the first run of its scope that attaches it, never another agent's run;
 * get, list (every filter, every page) and trajectory reads equal the model exactly.
 
 What a review learns is the reviewer's business, not the model's: the model takes the lessons a
@@ -29,9 +32,11 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -40,6 +45,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 
 import app as app_module
 from chalicelib import container
+from chalicelib.domain.errors import Conflict
+from chalicelib.domain.models import Event, Trajectory
+from chalicelib.services import credit as credit_service
+from chalicelib.services import experiences as experiences_service
+from chalicelib.services import maintenance
+from chalicelib.services.recall_ids import remember
 from chalicelib.settings import Settings
 from devtools.gateway_client import GatewayClient
 from tests.support.http_api import ADMIN, Api
@@ -356,6 +367,61 @@ class IsolationMachine(RuleBasedStateMachine):
         exp.status = out["status"]
         self.check_experience(t, out)
 
+    # --- races with a forget, and credit bound to its recall (the use cases, in threads) ----------
+
+    @rule(data=st.data())
+    def race_a_forget(self, data) -> None:
+        """A forget and another write of the same lesson, released together by a barrier: the
+        forget is answered, so it stays done (a blind write of the copy read before it undid it)."""
+        t = self.tenant(data)
+        own = sorted(i for i, e in t.experiences.items() if e.status != "forgotten")
+        if not own:
+            return
+        exp_id = data.draw(st.sampled_from(own), "raced experience")
+        racer = data.draw(st.sampled_from(("decay", "feedback", "restore", "credit")), "racer")
+        deps, exp = self.world.api.deps, t.experiences[exp_id]
+        read = deps.experiences.get(t.tenant_id, exp_id)
+        rid = remember(deps, t.tenant_id, [exp_id], agent_id=exp.agent_id, user_id=exp.user_id)
+        run = Trajectory(tenant_id=t.tenant_id, trajectory_id=f"race-{t.word()}", agent_id=exp.agent_id or AGENTS[0],
+                         user_id=exp.user_id, goal="race", created_at=read.created_at, updated_at=read.created_at,
+                         outcome="success")
+        others = {
+            "decay": lambda: maintenance.decay_lesson(deps, read, deps.clock.now() + timedelta(days=90)),
+            "feedback": lambda: experiences_service.feedback(deps, t.tenant_id, exp_id, "failed"),
+            "restore": lambda: experiences_service.restore(deps, t.tenant_id, exp_id),
+            "credit": lambda: credit_service.credit_trajectory(deps, run, [recall_event(rid)]),
+        }
+        forgotten: list[str] = []
+        together(lambda: forgotten.append(experiences_service.forget(deps, t.tenant_id, exp_id, "raced").status.value),
+                 others[racer])
+        assert forgotten == ["forgotten"]
+        exp.status = "forgotten"
+        resp, out = self.call(t, "GET", f"/v1/experiences/{exp_id}")
+        assert resp.status_code == 200 and out["status"] == "forgotten", f"{racer} undid a forget: {out}"
+
+    @rule(data=st.data())
+    def replay_a_recall_id(self, data) -> None:
+        """One recall id attached by several runs of its scope and by another agent's: it credits
+        the first of its scope once, nothing else."""
+        t = self.tenant(data)
+        own = sorted(i for i, e in t.experiences.items() if e.status == "active" and e.agent_id is not None)
+        if not own:
+            return
+        exp_id = data.draw(st.sampled_from(own), "credited experience")
+        deps, exp = self.world.api.deps, t.experiences[exp_id]
+        before = deps.experiences.get(t.tenant_id, exp_id)
+        rid = remember(deps, t.tenant_id, [exp_id], agent_id=exp.agent_id, user_id=exp.user_id)
+        stranger = next(a for a in AGENTS if a != exp.agent_id)
+        runs = [(exp.agent_id, "success")] * data.draw(st.integers(1, 3), "replays") + [(stranger, "failure")]
+        for agent_id, outcome in data.draw(st.permutations(runs), "order"):
+            run = Trajectory(tenant_id=t.tenant_id, trajectory_id=f"replay-{t.word()}", agent_id=agent_id,
+                             user_id=exp.user_id, goal="replay", created_at=before.created_at,
+                             updated_at=before.created_at, outcome=outcome)
+            credit_service.credit_trajectory(deps, run, [recall_event(rid)])
+        after = deps.experiences.get(t.tenant_id, exp_id)
+        assert after.served == before.served + 1, (before.served, after.served)
+        assert after.credited[-1:] != [] and after.status.value == "active"  # the stranger's failure counted for nothing
+
     # --- recall -----------------------------------------------------------------------------------
 
     @rule(data=st.data())
@@ -541,6 +607,33 @@ class IsolationMachine(RuleBasedStateMachine):
                 assert winner is not None and (winner.agent_id, winner.user_id) == (exp.agent_id, exp.user_id), item
                 exp.status = "archived"
             self.check_experience(t, item)
+
+
+def recall_event(recall_id: str) -> Event:
+    return Event(event_id="rc1", type="recall", timestamp=datetime.now(timezone.utc), content={"recall_id": recall_id}, seq=1)
+
+
+def together(*work: Callable[[], Any]) -> None:
+    """Each callable in a thread of its own, released at once by a barrier; a Conflict (a feedback
+    or restore refused because the forget came first) is an answer, any other error fails."""
+    barrier, errors = threading.Barrier(len(work)), []
+
+    def run(fn: Callable[[], Any]) -> None:
+        barrier.wait()
+        try:
+            fn()
+        except Conflict:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in work]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    if errors:
+        raise errors[0]
 
 
 # --- one suite, two backends ------------------------------------------------------------------

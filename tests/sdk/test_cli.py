@@ -283,3 +283,39 @@ def test_global_options_move_before_the_command(argv, expected) -> None:
     from hindsight_xp._entry import hoist_global_options
 
     assert hoist_global_options(argv) == expected
+
+
+def test_write_supersedes_the_lessons_it_corrects(server: HindsightServer, api_key: str) -> None:
+    first = hindsight(server, "write", "Storing prices in the billing database", "--advice",
+                      "Store prices as floating point numbers of dollars.", "--agent-id", "billing",
+                      "--experience-id", "price-v1", api_key=api_key)  # fmt: skip
+    assert first.exit_code == 0, first.output
+    assert "price-v1: active (version 1)" in first.stdout
+    flagged = hindsight(server, "write", "Storing prices in the billing database", "--advice",
+                        "Store prices as integer cents with a currency code.", "--agent-id", "billing", "--json",
+                        api_key=api_key)  # fmt: skip
+    assert flagged.exit_code == 0, flagged.output
+    assert json.loads(flagged.stdout)["correction_of"] == ["price-v1"]
+    with tenant_client(server, api_key) as c:
+        c.forget(json.loads(flagged.stdout)["experience_id"], "written twice")
+
+    fixed = hindsight(server, "write", "Storing prices in the billing database", "--advice",
+                      "Store prices as integer cents with a currency code; floats lost cents.", "--agent-id", "billing",
+                      "--supersedes", "price-v1", "--experience-id", "price-v2", api_key=api_key)  # fmt: skip
+    assert fixed.exit_code == 0, fixed.output
+    assert "price-v2: active (version 2)" in fixed.stdout
+    assert "supersedes price-v1: now archived (superseded by price-v2)" in fixed.stdout
+    with tenant_client(server, api_key) as c:
+        assert c.get_experience("price-v1").superseded_by == "price-v2"
+
+    elsewhere = hindsight(server, "write", "Storing prices", "--advice", "Use decimals.", "--agent-id", "other",
+                          "--supersedes", "price-v2", api_key=api_key)  # fmt: skip
+    assert elsewhere.exit_code == 1 and "error: 404 not_found" in elsewhere.output
+    mixed = hindsight(server, "write", "Storing prices", "--advice", "Use decimals.", "--supersedes", "auto,price-v2",
+                      api_key=api_key)  # fmt: skip
+    assert mixed.exit_code == 2 and "stands alone" in mixed.output
+    auto = hindsight(server, "write", "Storing prices in the billing database", "--agent-id", "billing", "--advice",
+                     "Store prices as integer minor units with an ISO 4217 currency code.", "--supersedes", "auto",
+                     api_key=api_key)  # fmt: skip
+    assert auto.exit_code == 0, auto.output
+    assert "(version 3)" in auto.stdout and "supersedes price-v2: now archived" in auto.stdout

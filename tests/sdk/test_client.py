@@ -125,3 +125,39 @@ async def test_the_async_client_speaks_the_same_contract(server, api_key: str) -
         with pytest.raises(NotFound):
             await c.get_trajectory("traj_missing")
         assert (await c.health()).status == "ok"
+
+
+def test_a_correction_supersedes_the_lesson_it_names_and_auto_finds_it(client: Hindsight) -> None:
+    old = client.write_experience("Choosing the database for the orders service", agent_id="coder",
+                                  advice="Use SQLite for the orders service: one file, no server to run.")  # fmt: skip
+    new = client.write_experience("Choosing the database for the orders service", agent_id="coder",
+                                  advice="Use PostgreSQL for the orders service: it has concurrent writers.",
+                                  supersedes=[old.experience_id])  # fmt: skip
+    assert new.supersedes == old.experience_id and new.version == 2 and new.correction_of == ()
+    stored = client.get_experience(old.experience_id)
+    assert stored.status == "archived" and stored.superseded_by == new.experience_id
+    assert stored.status_reason == f"superseded by {new.experience_id}"
+    assert [h.experience.experience_id for h in client.recall("which database for the orders service", agent_id="coder").hits] == [
+        new.experience_id]
+
+    # another agent's lesson is not this scope's to replace; a forgotten one cannot be replaced
+    theirs = client.write_experience("Scheduling a production deploy", advice="Deploy on Fridays.", agent_id="ops")
+    with pytest.raises(NotFound):
+        client.write_experience("Scheduling a production deploy", advice="Never on Fridays.", agent_id="coder",
+                                supersedes=[theirs.experience_id])  # fmt: skip
+    client.forget(theirs.experience_id, "wrong")
+    with pytest.raises(Conflict):
+        client.write_experience("Scheduling a production deploy", advice="Never on Fridays.", agent_id="ops",
+                                supersedes=[theirs.experience_id])  # fmt: skip
+    with pytest.raises(ValueError, match="auto"):
+        client.write_experience("x", advice="y", supersedes=theirs.experience_id)  # type: ignore[arg-type]
+
+    # flagged without supersedes, replaced with "auto"
+    cache = client.write_experience("Caching product pages in the CDN", advice="Cache product pages for 24 hours.")
+    flagged = client.write_experience("Caching product pages in the CDN",
+                                      advice="Cache product pages for 5 minutes and purge on price change.")  # fmt: skip
+    assert flagged.correction_of == (cache.experience_id,) and client.get_experience(cache.experience_id).status == "active"
+    auto = client.write_experience("Caching product pages in the CDN", supersedes="auto",
+                                   advice="Cache product pages for 5 minutes; purge them when a price changes.")  # fmt: skip
+    assert auto.supersedes in (cache.experience_id, flagged.experience_id)
+    assert {client.get_experience(i).status for i in (cache.experience_id, flagged.experience_id)} == {"archived"}

@@ -131,3 +131,22 @@ async def test_over_http_the_key_comes_from_the_authorization_header(mcp_http: s
     async with httpx2.AsyncClient() as http:  # no header, and the server has no HINDSIGHT_API_KEY
         async with mcp.Client(streamable_http_client(f"{mcp_http}/mcp", http_client=http)) as c:
             assert "no hindsight API key" in await call_error(c, "memory_recall", situation="anything")
+
+
+async def test_in_process_a_lesson_written_with_supersedes_replaces_the_wrong_one(server, api_key: str) -> None:
+    async with mcp.Client(build_server(Config(url=server.url, api_key=api_key))) as c:
+        tool = {t.name: t for t in (await c.list_tools()).tools}["memory_write"]
+        assert "supersedes" in tool.input_schema["properties"]
+        wrong = await call(c, "memory_write", situation="Calling the maps API from the backend", agent_id="r",
+                           lesson="v2 works", advice="Call the maps API v2 endpoint with the key in the query string.")
+        right = await call(c, "memory_write", situation="Calling the maps API from the backend", agent_id="r",
+                           lesson="v2 is shut down", advice="Call the maps API v3 with the key in the Authorization header.",
+                           supersedes=[wrong["experience_id"]])  # fmt: skip
+        assert right["supersedes"] == wrong["experience_id"] and right["correction_of"] == []
+        old = (await call(c, "query_experience", experience_id=wrong["experience_id"]))["experience"]
+        assert old["status"] == "archived" and old["superseded_by"] == right["experience_id"]
+        recalled = await call(c, "memory_recall", situation="call the maps API", agent_id="r")
+        assert [lesson["experience_id"] for lesson in recalled["lessons"]] == [right["experience_id"]]
+        error = await call_error(c, "memory_write", situation="Calling the maps API", advice="Use v4.", lesson="v4",
+                                 agent_id="someone-else", supersedes=[right["experience_id"]])  # fmt: skip
+        assert "not found" in error.lower()

@@ -112,3 +112,36 @@ def test_an_agents_lesson_never_jumps_a_human_one(deps, clock):
     blank = Explanation(semantic=0, tag_match=0, freshness=1, utility=0.5, confidence=0.5)
     hits = [Hit(human, 0.9, blank), Hit(agent, 0.5, blank)]
     assert [h.experience for h in corrections_first(hits)] == [human, agent]
+
+
+def test_a_correction_that_rewords_the_situation_more_broadly_and_names_what_it_replaces_is_flagged(deps, clock):
+    old = write(deps, "Return dates as DD/MM/YYYY strings.", situation="Formatting dates in the public API responses").experience
+    clock.advance(seconds=60)
+    written = write(deps, "Return dates as ISO 8601 timestamps in UTC; clients in the US misread DD/MM/YYYY.",
+                    situation="Date format of the public API")
+    assert written.correction_of == [old.experience_id]
+    assert written.experience.contradicts == [old.experience_id]
+    hits, _ = recall.recall(deps, "t1", "what date format do API responses use", agent_id="bot")
+    order = [h.experience.experience_id for h in hits]
+    assert order[0] == written.experience.experience_id
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # narrower: a special case beside the general lesson, not its correction
+    (("Refunding an order", "Refund to the card the order was paid with."),
+     ("Refunding an order paid with a gift card", "Refund a gift card order as store credit, never to a card.")),
+    # broader, but the new advice does not answer what the old one said
+    (("Deploying the billing service on Fridays", "Never deploy the billing service on Fridays."),
+     ("Deploying the billing service", "Deploy the billing service blue-green, one zone at a time.")),
+    # broader, and the old advice is about what only the old situation says: a special case it keeps
+    (("Adding logs to the ingestion worker for failed batches", "Log each failed batch with its id and the first error."),
+     ("Adding logs to the ingestion worker", "Log through the structured JSON logger with the request id.")),
+    # too short to say which lesson it rewords
+    (("Formatting dates in the public API responses", "Return dates as DD/MM/YYYY strings."),
+     ("Dates", "Return dates in the reader's locale, never DD/MM/YYYY.")),
+])
+def test_a_look_alike_situation_is_not_flagged_by_its_words(deps, clock, old, new):
+    first = write(deps, old[1], situation=old[0]).experience
+    clock.advance(seconds=60)
+    second = write(deps, new[1], situation=new[0])
+    assert first.experience_id not in second.correction_of

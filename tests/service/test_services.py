@@ -183,6 +183,65 @@ def test_forget_is_final_and_idempotent(deps, clock):
         experiences.feedback(deps, "t1", eid, "adopted")
 
 
+def test_a_tombstone_keeps_the_first_reason_and_the_latest_ones_only(deps, clock):
+    eid = record_flight_lesson(deps, clock).experience_ids[0]
+    experiences.forget(deps, "t1", eid, "first")
+    for n in range(1000):  # 1,000 forgets made a 1 MB reason
+        last = experiences.forget(deps, "t1", eid, f"reason {n} " + "x" * 900)
+    reasons = last.status_reason.split(experiences.ALSO)
+    assert len(reasons) == experiences.MAX_REASONS and reasons[0] == "first"
+    assert reasons[-1].startswith("reason 999 ") and reasons[1].startswith("reason 991 ")
+    assert len(last.status_reason) < 10_000
+
+
+def test_a_review_that_would_learn_a_forgotten_lesson_again_adds_its_support_to_the_tombstone(deps, clock):
+    eid = record_flight_lesson(deps, clock, "tr1").experience_ids[0]
+    experiences.forget(deps, "t1", eid, "wrong")
+    again = record_flight_lesson(deps, clock, "tr2")  # the same failure, the same fix, the same scope
+    tomb = deps.experiences.get("t1", eid)
+    assert tomb.status is ExperienceStatus.FORGOTTEN and tomb.status_reason == "wrong"
+    assert tomb.sources == ["tr1", "tr2"] and tomb.support == 2
+    assert again.experience_ids == []
+    assert any(r["reason"].startswith(f"forgotten as {eid}") for r in again.review["rejected"])
+    assert deps.experiences.count_by_status("t1") == {"forgotten": 1}
+    hits, _ = recall.recall(deps, "t1", "search flights from Paris", agent_id="a1", tools=["search_flights"])
+    assert hits == []
+
+
+def test_a_review_merging_into_a_lesson_forgotten_meanwhile_leaves_it_forgotten(deps, clock):
+    """The merge read the lesson active; the forget came before its write. The merge is done
+    again from a fresh read: the tombstone gets the support, nothing comes back."""
+    eid = record_flight_lesson(deps, clock, "tr1").experience_ids[0]
+    real = deps.experiences.find_active_by_fingerprint
+
+    def forgotten_after_the_read(*args):
+        found = real(*args)
+        if found is not None and found.experience_id == eid:
+            experiences.forget(deps, "t1", eid, "wrong")  # lands between the merge's read and its write
+        return found
+
+    deps.experiences.find_active_by_fingerprint = forgotten_after_the_read
+    record_flight_lesson(deps, clock, "tr2")
+    tomb = deps.experiences.get("t1", eid)
+    assert tomb.status is ExperienceStatus.FORGOTTEN and tomb.support == 2
+    assert deps.experiences.count_by_status("t1") == {"forgotten": 1}
+
+
+def test_a_reindex_whose_page_was_read_before_a_forget_leaves_no_entry_of_it(deps, clock):
+    eid = record_flight_lesson(deps, clock).experience_ids[0]
+    real = deps.experiences.list
+
+    def forgotten_after_the_read(*args, **kw):
+        page = real(*args, **kw)
+        if any(e.experience_id == eid for e in page.items):
+            experiences.forget(deps, "t1", eid, "wrong")  # its index delete lands before the reindex's upsert
+        return page
+
+    deps.experiences.list = forgotten_after_the_read
+    maintenance.reindex_tenant(deps, "t1")
+    assert deps.index.count("t1") == 0
+
+
 def test_decay_with_time_archives_unused_lessons_and_keeps_used_ones(deps, clock):
     a = record_flight_lesson(deps, clock, "tr1").experience_ids[0]
     b = record_flight_lesson(deps, clock, "tr2", agent_id="a2").experience_ids[0]

@@ -271,8 +271,31 @@ class InMemoryExperienceStore:
             stored = self._exps.get((read.tenant_id, read.experience_id))
             if stored is None or stored.status is not ExperienceStatus.ACTIVE or stored != read:
                 return False
-            self.put(archived)
+            self.put(replace(archived, revision=read.revision + 1))
             return True
+
+    def _current(self, exp: Experience) -> bool:
+        stored = self._exps.get((exp.tenant_id, exp.experience_id))
+        return (stored.revision if stored is not None else 0) == exp.revision
+
+    def put_if(self, exp: Experience) -> Experience | None:
+        with self._lock:
+            if not self._current(exp):
+                return None
+            written = replace(exp, revision=exp.revision + 1)
+            self.put(written)
+            return written
+
+    def put_all_if(self, exps: Sequence[Experience]) -> list[Experience] | None:
+        for exp in exps:
+            ExperienceStatus(exp.status)
+        with self._lock:
+            if not all(self._current(e) for e in exps):
+                return None
+            written = [replace(e, revision=e.revision + 1) for e in exps]
+            for exp in written:
+                self.put(exp)
+            return written
 
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         with self._lock:
@@ -332,6 +355,18 @@ class InMemoryExperienceStore:
                 ):
                     return copy.deepcopy(e)
             return None
+
+    def find_forgotten_by_fingerprint(
+        self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
+    ) -> Experience | None:
+        with self._lock:
+            found = sorted(
+                (e for (t, _), e in self._exps.items()
+                 if t == tenant_id and e.fingerprint == fingerprint and e.status is ExperienceStatus.FORGOTTEN
+                 and e.agent_id == agent_id and e.user_id == user_id),
+                key=lambda e: (e.created_at, e.experience_id),
+            )
+            return copy.deepcopy(found[0]) if found else None
 
     def find_active_by_situation(
         self, tenant_id: str, situation_key: str, agent_id: str | None, user_id: str | None
@@ -633,6 +668,15 @@ class InMemoryRecallLedger:
         with self._lock:
             found = (self._served.get((tenant_id, i)) for i in dict.fromkeys(recall_ids))
             return {s.recall_id: s for s in found if s is not None and s.expires_at > now}
+
+    def attach(self, tenant_id: str, recall_id: str, trajectory_id: str) -> bool:
+        with self._lock:
+            served = self._served.get((tenant_id, recall_id))
+            if served is None:
+                return False
+            if served.trajectory_id is None:
+                served = self._served[(tenant_id, recall_id)] = replace(served, trajectory_id=trajectory_id)
+            return bool(served.trajectory_id == trajectory_id)
 
     def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
         with self._lock:

@@ -2,19 +2,24 @@
 
 One item per experience, whatever its status; the indexes that only concern active experiences
 (fingerprint, situation, the maintenance scan) are sparse: their attributes exist only while the
-experience is active, so a put that archives it takes it out of them in the same write.
+experience is active, so a put that archives it takes it out of them in the same write. A
+forgotten one keeps a fingerprint key of its own in the fingerprint index (``FORGOTTEN``), where a
+review that would learn it again finds the tombstone.
+
+Conditional writes (``put_if``) hold a condition expression on ``rev``, the revision read.
 """
 from __future__ import annotations
 
 import builtins
 import heapq
 import json
+from dataclasses import replace
 from itertools import islice
 from typing import Any, Sequence
 
 from chalicelib.adapters.codec import experience_from_doc, to_doc
 from chalicelib.adapters.cursors import encode_cursor
-from chalicelib.adapters.dynamo.errors import boundary, written_if
+from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, boundary, cancellation_codes, written_if
 from chalicelib.adapters.dynamo.items import (
     ITEM_DOC_BUDGET,
     compose,
@@ -32,6 +37,7 @@ from chalicelib.domain.models import Candidate, Experience, ExperienceStatus
 from chalicelib.ports import Page
 
 ACTIVE = ExperienceStatus.ACTIVE
+FORGOTTEN = "forgotten"  # the scope key part that keeps tombstones apart from active lessons
 
 
 class DynamoExperienceStore:
@@ -59,7 +65,14 @@ class DynamoExperienceStore:
                 attrs["fp_scope"] = scope_key(t, exp.agent_id, exp.user_id, exp.fingerprint)
             if exp.situation_key is not None:
                 attrs["situation_scope"] = scope_key(t, exp.agent_id, exp.user_id, exp.situation_key)
-        return self.Item(t, exp.experience_id, **attrs)
+        elif exp.status is ExperienceStatus.FORGOTTEN and exp.fingerprint is not None:
+            attrs["fp_scope"] = scope_key(t, exp.agent_id, exp.user_id, exp.fingerprint, FORGOTTEN)
+        return self.Item(t, exp.experience_id, rev=exp.revision, **attrs)
+
+    def _read_with(self, exp: Experience) -> Any:
+        """The condition that the stored item's revision is still the one ``exp`` was read with."""
+        I = self.Item
+        return (I.rev.does_not_exist() | (I.rev == 0)) if exp.revision == 0 else (I.rev == exp.revision)
 
     @staticmethod
     def _experience(item: Any) -> Experience:
@@ -90,10 +103,38 @@ class DynamoExperienceStore:
         the document). The put takes the archived item out of the sparse indexes, as any put does."""
         if archived.status is ACTIVE or (archived.tenant_id, archived.experience_id) != (read.tenant_id, read.experience_id):
             raise ValueError("archive_if_unchanged takes the same lesson, archived")
-        item, I = self._item(archived), self.Item
-        condition = (I.status == ACTIVE.value) & (I.doc == dumps(to_doc(read)))
+        # the archived copy takes the next revision, as any write: a writer holding ``read`` then fails its own
+        item, I = self._item(replace(archived, revision=read.revision + 1)), self.Item
+        condition = self._read_with(read) & (I.status == ACTIVE.value) & (I.doc == dumps(to_doc(read)))
         with boundary("archive experience"):
             return written_if(lambda: item.save(condition=condition))
+
+    def put_if(self, exp: Experience) -> Experience | None:
+        written = replace(exp, revision=exp.revision + 1)
+        item = self._item(written)
+        with boundary("put experience if unchanged"):
+            return written if written_if(lambda: item.save(condition=self._read_with(exp))) else None
+
+    def put_all_if(self, exps: Sequence[Experience]) -> builtins.list[Experience] | None:
+        from pynamodb.exceptions import TransactWriteError
+        from pynamodb.transactions import TransactWrite
+
+        written = [replace(e, revision=e.revision + 1) for e in exps]
+        items = [self._item(e) for e in written]
+        if not items:
+            return []
+        if len(items) > 100:
+            raise ValueError(f"{len(items)} experiences in one transaction; DynamoDB takes at most 100")
+        with boundary("put experiences if unchanged"):
+            try:
+                with TransactWrite(connection=self.tables.connection) as tx:
+                    for exp, item in zip(exps, items):
+                        tx.save(item, condition=self._read_with(exp))
+            except TransactWriteError as exc:
+                if CONDITION_FAILED in cancellation_codes(exc):
+                    return None
+                raise
+        return written
 
     def get(self, tenant_id: str, experience_id: str) -> Experience:
         with boundary("get experience"):
@@ -159,6 +200,14 @@ class DynamoExperienceStore:
     ) -> Experience | None:
         with boundary("find by fingerprint"):
             items = list(self.Item.by_fingerprint.query(scope_key(tenant_id, agent_id, user_id, fingerprint), limit=1))
+        return self._experience(items[0]) if items else None
+
+    def find_forgotten_by_fingerprint(
+        self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
+    ) -> Experience | None:
+        with boundary("find forgotten by fingerprint"):
+            key = scope_key(tenant_id, agent_id, user_id, fingerprint, FORGOTTEN)
+            items = list(self.Item.by_fingerprint.query(key, limit=1))
         return self._experience(items[0]) if items else None
 
     def find_active_by_situation(

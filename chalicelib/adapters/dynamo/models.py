@@ -26,7 +26,10 @@ Tables, keys and the access pattern each one serves (``#`` joins key parts, ``<t
     GSI by_agent    tenant_agent       created_sk             list by agent (+ status as filter)
     GSI by_fingerprint  fp_scope       created_sk             exact-scope fingerprint lookup (sparse:
     GSI by_situation    situation_scope created_sk            only active ones; the scope key is
-                                                              sha256 of [tenant, agent, user, key])
+                                                              sha256 of [tenant, agent, user, key];
+                                                              a forgotten one's fingerprint key adds
+                                                              "forgotten": its tombstone's lookup)
+                                                              every put_if conditions on ``rev``
     GSI active      active_shard       active_sk=<t>#<id>     scan_active across tenants (sparse)
   review-jobs   tenant_id              job=<tr>#<kind>        enqueue / complete (conditional)
     GSI due         due_shard          due_sk=<ts>#<t>#<tr>#<kind>  claim oldest due first, pending
@@ -36,7 +39,9 @@ Tables, keys and the access pattern each one serves (``#`` joins key parts, ``<t
                                                               TTL on ``expires`` drops idle tenants
   maintenance   name                   -                      checkpoints of work that outlasts an
                                                               invocation (decay's pass, admin jobs)
-  recalls       tenant_id              key=recall#<id>        what a recall served (BatchGetItem)
+  recalls       tenant_id              key=recall#<id>        what a recall served (BatchGetItem), and
+                                                              ``trajectory_id``: the run it is bound to
+                                                              (attach: a conditional update)
                 tenant_id              key=credit#<tr>#<exp>  credit marker (conditional put); TTL on
                                                               ``expires`` drops both once expired
 
@@ -153,6 +158,7 @@ class ExperienceItem(Model):
     situation_scope = UnicodeAttribute(null=True)
     active_shard = UnicodeAttribute(null=True)
     active_sk = UnicodeAttribute(null=True)
+    rev = NumberAttribute(null=True)  # Experience.revision: what a conditional write compares (none: 0)
     by_created = _index("Experiences", "by_created", "tenant_id", "created_sk")
     by_status = _index("Experiences", "by_status", "tenant_status", "created_sk")
     by_agent = _index("Experiences", "by_agent", "tenant_agent", "created_sk")
@@ -195,6 +201,7 @@ class RecallItem(Model):
     tenant_id = UnicodeAttribute(hash_key=True)
     key = UnicodeAttribute(range_key=True)
     doc = UnicodeAttribute(null=True)  # JSON of what a recall served; None on credit markers
+    trajectory_id = UnicodeAttribute(null=True)  # of a recall: the one trajectory it credits, set once
     expires_us = NumberAttribute()  # readers compare it: TTL deletes up to days after expiry
     expires = TTLAttribute()
 

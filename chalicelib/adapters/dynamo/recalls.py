@@ -35,9 +35,10 @@ class DynamoRecallLedger:
 
     def record(self, served: ServedRecall) -> None:
         doc = {"experience_ids": list(served.experience_ids), "created_us": epoch_us(served.created_at),
-               "kind": served.kind, "tool": served.tool}
+               "kind": served.kind, "tool": served.tool, "agent_id": served.agent_id, "user_id": served.user_id}
         item = self.Item(served.tenant_id, recall_key(served.recall_id), doc=dumps(doc),
-                         expires_us=epoch_us(served.expires_at), expires=served.expires_at)
+                         expires_us=epoch_us(served.expires_at), expires=served.expires_at,
+                         trajectory_id=served.trajectory_id)
         with boundary("record recall"):
             written_if(lambda: item.save(condition=self.Item.key.does_not_exist()))
 
@@ -54,8 +55,18 @@ class DynamoRecallLedger:
                 doc = json.loads(item.doc)
                 rid = item.key.removeprefix("recall#")
                 out[rid] = ServedRecall(tenant_id, rid, tuple(doc["experience_ids"]), _from_us(doc["created_us"]),
-                                        _from_us(int(item.expires_us)), doc.get("kind", "recall"), doc.get("tool"))
+                                        _from_us(int(item.expires_us)), doc.get("kind", "recall"), doc.get("tool"),
+                                        doc.get("agent_id"), doc.get("user_id"), item.trajectory_id)
         return out
+
+    def attach(self, tenant_id: str, recall_id: str, trajectory_id: str) -> bool:
+        I = self.Item
+        item = I(tenant_id, recall_key(recall_id))
+        with boundary("attach recall"):  # the condition fails for an unknown recall and for another's
+            return written_if(lambda: item.update(
+                actions=[I.trajectory_id.set(trajectory_id)],
+                condition=I.doc.exists() & (I.trajectory_id.does_not_exist() | (I.trajectory_id == trajectory_id)),
+            ))
 
     def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
         item = self.Item(tenant_id, credit_key(trajectory_id, experience_id), expires_us=epoch_us(expires_at),

@@ -4,7 +4,7 @@ Durability: ``group_write`` (the ingest path: trajectory starts, appends, finali
 ``synchronous=FULL``, so what it acknowledged was fsynced and survives a power loss; ``write``
 commits with ``synchronous=NORMAL``, which survives a crash of the process (the WAL is in the
 OS's cache) and is made durable by the next ``group_write`` or checkpoint (the WAL is one file,
-synced as a whole). ``write_soon`` (the recall ledger) is ``write`` when no other writer of the process
+synced as a whole). ``write_soon`` (for writes a crash may lose) is ``write`` when no other writer of the process
 holds the database, and otherwise never waits: its write is queued for the next ``group_write``,
 which commits it in its own transaction, or for a flusher thread shortly after; a process that
 dies before then loses it.
@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS experiences (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, agent_id TEXT, user_id TEXT,
     status TEXT NOT NULL, fingerprint TEXT, situation_key TEXT, created_us INTEGER NOT NULL, doc TEXT NOT NULL,
-    ranking TEXT, PRIMARY KEY (tenant_id, experience_id));
+    ranking TEXT, rev INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, experience_id));
 CREATE INDEX IF NOT EXISTS experiences_list ON experiences(tenant_id, created_us DESC, experience_id DESC);
 CREATE INDEX IF NOT EXISTS experiences_fp ON experiences(tenant_id, fingerprint, status);
 CREATE INDEX IF NOT EXISTS experiences_situation ON experiences(tenant_id, situation_key, status);
@@ -60,7 +60,7 @@ CREATE TABLE IF NOT EXISTS review_jobs (
 CREATE INDEX IF NOT EXISTS review_jobs_due ON review_jobs(state, due_us);
 CREATE TABLE IF NOT EXISTS recalls (
     tenant_id TEXT NOT NULL, recall_id TEXT NOT NULL, expires_us INTEGER NOT NULL, doc TEXT NOT NULL,
-    PRIMARY KEY (tenant_id, recall_id));
+    trajectory_id TEXT, PRIMARY KEY (tenant_id, recall_id));
 CREATE INDEX IF NOT EXISTS recalls_expiry ON recalls(expires_us);
 CREATE TABLE IF NOT EXISTS credits (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, experience_id TEXT NOT NULL, expires_us INTEGER NOT NULL,
@@ -176,7 +176,8 @@ class SqliteDatabase:
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
-        added = {("experiences", "situation_key"): "TEXT", ("experiences", "ranking"): "TEXT", ("review_jobs", "triggers"): "TEXT",
+        added = {("experiences", "situation_key"): "TEXT", ("experiences", "ranking"): "TEXT",
+                 ("experiences", "rev"): "INTEGER NOT NULL DEFAULT 0", ("recalls", "trajectory_id"): "TEXT", ("review_jobs", "triggers"): "TEXT",
                  ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}

@@ -11,7 +11,7 @@ from chalicelib.ports import ServedRecall
 
 def _doc(served: ServedRecall) -> str:
     return dumps({"experience_ids": list(served.experience_ids), "created_us": to_us(served.created_at),
-                  "kind": served.kind, "tool": served.tool})
+                  "kind": served.kind, "tool": served.tool, "agent_id": served.agent_id, "user_id": served.user_id})
 
 
 class SqliteRecallLedger:
@@ -19,27 +19,41 @@ class SqliteRecallLedger:
         self.db = db
 
     def record(self, served: ServedRecall) -> None:
-        """Written by ``write_soon``: a recall never waits behind an ingest's group commit and its
-        fsync. A served recall is read only by the review of a trajectory that attached its id in a
-        ``recall`` event, and that event's group commit commits every row queued before it; a crash
-        can lose only rows no acknowledged event named yet (at most ``flush_delay`` old), and a
-        lost row costs the credit of one recall's lessons, never an answer or an event."""
-        row = (served.tenant_id, served.recall_id, to_us(served.expires_at), _doc(served))
-        self.db.write_soon(
-            lambda conn: conn.execute("INSERT OR IGNORE INTO recalls(tenant_id, recall_id, expires_us, doc) VALUES (?,?,?,?)", row)
-        )
+        """Committed before it returns. It was queued (``write_soon``) so that a recall never
+        waited behind another writer, on the grounds that the ``recall`` event naming it would
+        commit it; but that event is appended by an ingest child and the review runs in a third
+        process, which did not see the server's queue: 6 of 40 quick recall, event, finalize runs
+        lost their credit under load. Without ingest's fsync (``synchronous=NORMAL`` in WAL) the
+        write costs the wait for the lock and a page or two."""
+        row = (served.tenant_id, served.recall_id, to_us(served.expires_at), _doc(served), served.trajectory_id)
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO recalls(tenant_id, recall_id, expires_us, doc, trajectory_id) VALUES (?,?,?,?,?)", row
+            )
 
     def served(self, tenant_id: str, recall_ids: Sequence[str], now: datetime) -> dict[str, ServedRecall]:
-        self.db.flush_soon()  # a row still queued is read too
         out: dict[str, ServedRecall] = {}
-        sql = "SELECT recall_id, expires_us, doc FROM recalls WHERE tenant_id=? AND expires_us>? AND recall_id IN ({marks})"
+        sql = ("SELECT recall_id, expires_us, doc, trajectory_id FROM recalls WHERE tenant_id=? AND expires_us>?"
+               " AND recall_id IN ({marks})")
         for r in rows_in(self.db.read(), sql, (tenant_id, to_us(now)), recall_ids):
             doc = json.loads(r["doc"])
             out[r["recall_id"]] = ServedRecall(
                 tenant_id, r["recall_id"], tuple(doc["experience_ids"]), from_us(doc["created_us"]),
-                from_us(r["expires_us"]), doc.get("kind", "recall"), doc.get("tool"),
+                from_us(r["expires_us"]), doc.get("kind", "recall"), doc.get("tool"), doc.get("agent_id"),
+                doc.get("user_id"), r["trajectory_id"],
             )
         return out
+
+    def attach(self, tenant_id: str, recall_id: str, trajectory_id: str) -> bool:
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE recalls SET trajectory_id=? WHERE tenant_id=? AND recall_id=? AND trajectory_id IS NULL",
+                (trajectory_id, tenant_id, recall_id),
+            )
+            row = conn.execute(
+                "SELECT trajectory_id FROM recalls WHERE tenant_id=? AND recall_id=?", (tenant_id, recall_id)
+            ).fetchone()
+        return row is not None and row[0] == trajectory_id
 
     def mark_credited(self, tenant_id: str, trajectory_id: str, experience_id: str, expires_at: datetime) -> bool:
         with self.db.write() as conn:
@@ -57,7 +71,6 @@ class SqliteRecallLedger:
         return row is not None
 
     def purge_expired(self, now: datetime) -> int:
-        self.db.flush_soon()
         with self.db.write() as conn:
             n = conn.execute("DELETE FROM recalls WHERE expires_us<=?", (to_us(now),)).rowcount
             return n + conn.execute("DELETE FROM credits WHERE expires_us<=?", (to_us(now),)).rowcount

@@ -332,15 +332,41 @@ class SqliteExperienceStore:
             ).fetchone()
             if row is None or experience_from_doc(json.loads(row["doc"])) != read:
                 return False
-            self._put(conn, archived)
+            self._put(conn, replace(archived, revision=read.revision + 1))  # the next revision, as any write
             return True
 
+    def put_if(self, exp: Experience) -> Experience | None:
+        with self.db.write() as conn:  # BEGIN IMMEDIATE: no other process writes between the check and the write
+            if not self._current(conn, exp):
+                return None
+            written = replace(exp, revision=exp.revision + 1)
+            self._put(conn, written)
+            return written
+
+    def put_all_if(self, exps: Sequence[Experience]) -> builtins.list[Experience] | None:
+        written = [replace(e, revision=e.revision + 1) for e in exps]
+        docs = [to_doc(e) for e in written]  # what cannot be written fails before anything is
+        with self.db.write() as conn:
+            if not all(self._current(conn, e) for e in exps):
+                return None
+            for exp, doc in zip(written, docs):
+                self._put(conn, exp, doc)
+            return written
+
     @staticmethod
-    def _put(conn: sqlite3.Connection, exp: Experience) -> None:
-        doc = to_doc(exp)
+    def _current(conn: sqlite3.Connection, exp: Experience) -> bool:
+        """Whether the stored copy's revision is still the one ``exp`` was read with."""
+        row = conn.execute(
+            "SELECT rev FROM experiences WHERE tenant_id=? AND experience_id=?", (exp.tenant_id, exp.experience_id)
+        ).fetchone()
+        return (row[0] if row is not None else 0) == exp.revision
+
+    @staticmethod
+    def _put(conn: sqlite3.Connection, exp: Experience, doc: dict[str, Any] | None = None) -> None:
+        doc = doc if doc is not None else to_doc(exp)
         conn.execute(
             "INSERT OR REPLACE INTO experiences(tenant_id, experience_id, agent_id, user_id, status, fingerprint,"
-            " situation_key, created_us, doc, ranking) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            " situation_key, created_us, doc, ranking, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (
                 exp.tenant_id,
                 exp.experience_id,
@@ -354,6 +380,7 @@ class SqliteExperienceStore:
                 # what recall_candidates reads of every candidate, apart: parsing whole docs for
                 # it cost more than reading them
                 dumps([doc[name] for name in _CANDIDATE_PATHS]),
+                exp.revision,
             ),
         )
 
@@ -419,6 +446,16 @@ class SqliteExperienceStore:
         row = self.db.read().execute(
             "SELECT doc FROM experiences WHERE tenant_id=? AND fingerprint=? AND status='active'"
             " AND agent_id IS ? AND user_id IS ? LIMIT 1",
+            (tenant_id, fingerprint, agent_id, user_id),
+        ).fetchone()
+        return experience_from_doc(json.loads(row["doc"])) if row else None
+
+    def find_forgotten_by_fingerprint(
+        self, tenant_id: str, fingerprint: str, agent_id: str | None, user_id: str | None
+    ) -> Experience | None:
+        row = self.db.read().execute(
+            "SELECT doc FROM experiences WHERE tenant_id=? AND fingerprint=? AND status='forgotten'"
+            " AND agent_id IS ? AND user_id IS ? ORDER BY created_us, experience_id LIMIT 1",
             (tenant_id, fingerprint, agent_id, user_id),
         ).fetchone()
         return experience_from_doc(json.loads(row["doc"])) if row else None

@@ -39,6 +39,7 @@ import type {
   TrajectoryEvent,
   TrajectoryEvents,
   WriteExperience,
+  WrittenExperience,
 } from "./types.js";
 
 export const VERSION = "0.1.0";
@@ -245,8 +246,14 @@ export class Hindsight {
 
   // --- experiences ------------------------------------------------------------------------------
 
-  /** POST /v1/experiences: a lesson written by hand (a repeated experience_id answers the stored one). */
-  writeExperience(input: WriteExperience): Promise<Experience> {
+  /**
+   * POST /v1/experiences: a lesson written by hand (a repeated experience_id answers the stored one).
+   * `supersedes` names the lessons it corrects (or "auto"): they are archived and chained to it.
+   */
+  writeExperience(input: WriteExperience): Promise<WrittenExperience> {
+    if (typeof input.supersedes === "string" && input.supersedes !== "auto") {
+      throw new TypeError(`supersedes takes a list of experience ids or "auto", not the string ${JSON.stringify(input.supersedes)}`);
+    }
     const body = compact({ ...input, experience_id: input.experience_id ?? newId("exp") });
     return this.request({ method: "POST", path: "/v1/experiences", json: body });
   }

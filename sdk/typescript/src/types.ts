@@ -183,6 +183,12 @@ export interface WriteExperience {
   source?: Source;
   sources?: string[];
   confidence?: number | null;
+  /**
+   * The lessons this one corrects: ids in the same agent_id and user_id, archived and chained to it in
+   * the same write (another scope's or an unknown id: NotFound; a forgotten one: Conflict), or "auto"
+   * for the probable corrections the service finds (the ones it would name in `correction_of`).
+   */
+  supersedes?: string[] | "auto" | null;
 }
 
 export interface Experience {
@@ -217,6 +223,16 @@ export interface Experience {
   success_when_ignored?: number | null;
   lift?: number | null;
   history?: JsonObject[];
+}
+
+/** The answer to writeExperience: the lesson, and the lessons it probably corrects. */
+export interface WrittenExperience extends Experience {
+  /**
+   * Active lessons of the same scope and situation whose advice this one contradicts and that it
+   * does not supersede: write it again with `supersedes` naming them (or "auto") to replace them.
+   * Absent on an answer of a service that predates corrections.
+   */
+  correction_of?: string[];
 }
 
 export interface ExperiencePage {

@@ -1,7 +1,7 @@
 /** Trajectories and lessons through the client's own calls, against the real server. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Conflict, MAX_EVENTS_PER_CALL } from "hindsight-xp";
+import { Conflict, MAX_EVENTS_PER_CALL, NotFound } from "hindsight-xp";
 import { newTenant } from "./support.js";
 
 test("a trajectory started, appended to twice with the same ids, and finalized stores each event once", async () => {
@@ -73,4 +73,44 @@ test("ids holding '/' stay one path segment", async () => {
   assert.equal((await client.getTrajectory("run/2026/1")).trajectory_id, started.trajectory_id);
   const written = await client.writeExperience({ experience_id: "lesson/a+b", situation: "s", lesson: "l" });
   assert.equal((await client.getExperience("lesson/a+b")).experience_id, written.experience_id);
+});
+
+test("a correction written with supersedes archives the lesson it names and chains the two; auto replaces the flagged ones", async () => {
+  const { client } = await newTenant();
+  const old = await client.writeExperience({
+    situation: "Scheduling a production deploy", agent_id: "ops", advice: "Deploy to production on Friday afternoons, when traffic is lowest.",
+  });
+  const flagged = await client.writeExperience({
+    situation: "Scheduling a production deploy", agent_id: "ops", advice: "Deploy Monday to Thursday mornings only; a Friday deploy left an outage unattended.",
+  });
+  assert.deepEqual(flagged.correction_of, [old.experience_id], "a probable correction is named, not applied");
+  assert.equal((await client.getExperience(old.experience_id)).status, "active");
+
+  await client.forget(flagged.experience_id, "written again below with supersedes");
+  const fixed = await client.writeExperience({
+    situation: "Scheduling a production deploy", agent_id: "ops", supersedes: [old.experience_id],
+    advice: "Deploy Monday to Thursday mornings only; a Friday deploy left an outage unattended over the weekend.",
+  });
+  assert.equal(fixed.supersedes, old.experience_id);
+  assert.equal(fixed.version, 2);
+  assert.deepEqual(fixed.correction_of, []);
+  const archived = await client.getExperience(old.experience_id);
+  assert.deepEqual([archived.status, archived.superseded_by, archived.status_reason], ["archived", fixed.experience_id, `superseded by ${fixed.experience_id}`]);
+
+  await assert.rejects(
+    client.writeExperience({ situation: "Scheduling a deploy", advice: "Any day.", agent_id: "someone-else", supersedes: [fixed.experience_id] }),
+    NotFound, "another agent's lesson is not this scope's to replace",
+  );
+  await assert.rejects(
+    client.writeExperience({ situation: "Scheduling a deploy", advice: "Any day.", agent_id: "ops", supersedes: [flagged.experience_id] }),
+    Conflict, "a forgotten lesson cannot be replaced",
+  );
+  assert.throws(() => client.writeExperience({ situation: "x", advice: "y", supersedes: "an-id" as "auto" }), TypeError);
+
+  const auto = await client.writeExperience({
+    situation: "Scheduling a production deploy", agent_id: "ops", supersedes: "auto",
+    advice: "Deploy Tuesday to Thursday mornings; Mondays follow the weekend's backlog.",
+  });
+  assert.equal(auto.supersedes, fixed.experience_id);
+  assert.equal((await client.getExperience(fixed.experience_id)).superseded_by, auto.experience_id);
 });

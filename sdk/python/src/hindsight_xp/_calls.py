@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 from urllib.parse import quote
 
 from ._core import Call
@@ -174,12 +174,21 @@ def write_experience(
     source: str = "human",
     sources: Sequence[str] = (),
     confidence: float | None = None,
+    supersedes: Sequence[str] | Literal["auto"] | None = None,
 ) -> Call[Experience]:
-    """Give a lesson, advice (second person, ready for a prompt) or both. A repeat of an id is a no-op."""
+    """Give a lesson, advice (second person, ready for a prompt) or both. A repeat of an id is a no-op.
+
+    ``supersedes``: the lessons this one corrects (ids in the same agent_id and user_id), archived
+    and chained to it in the same write; ``"auto"`` replaces the probable corrections the service
+    finds (the ones it would name in ``correction_of``). An id of another scope, or unknown, raises
+    NotFound; a forgotten one, or one another lesson replaced already, Conflict."""
+    if isinstance(supersedes, str) and supersedes != "auto":
+        raise ValueError(f'supersedes takes a list of experience ids or "auto", not the string {supersedes!r}')
     body = _drop_none({
         "experience_id": experience_id or new_id("exp"), "situation": situation, "lesson": lesson, "advice": advice,
         "action": action, "result": result, "tags": list(tags), "task_type": task_type, "tools": list(tools),
         "agent_id": agent_id, "user_id": user_id, "source": source, "sources": list(sources), "confidence": confidence,
+        "supersedes": supersedes if supersedes is None or supersedes == "auto" else list(supersedes),
     })  # fmt: skip
     return Call("POST", "/v1/experiences", Experience.from_json, json=body)
 

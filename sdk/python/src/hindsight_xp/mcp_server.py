@@ -71,7 +71,7 @@ def _lesson(exp: Experience) -> dict[str, Any]:
         "tools": list(exp.tools), "tags": list(exp.tags), "status": exp.status, "confidence": exp.confidence,
         "freshness": exp.freshness, "utility": exp.utility, "served": exp.served, "adopted": exp.adopted,
         "success_when_adopted": exp.success_when_adopted, "success_when_ignored": exp.success_when_ignored,
-        "lift": exp.lift,
+        "lift": exp.lift, "supersedes": exp.supersedes, "superseded_by": exp.superseded_by,
     }  # fmt: skip
 
 
@@ -227,7 +227,10 @@ def build_server(config: Config | None = None, *, default_agent_id: str = "mcp-a
         "Save a lesson worth remembering for future tasks: call it when you found out how to do something "
         "that was not obvious (a failure and its fix, a required order of steps, a user preference). "
         "Give the situation, what you did (action), what happened (result) and the lesson; `advice` is the "
-        "lesson as an instruction to your future self. Do not save facts about this task only."
+        "lesson as an instruction to your future self. Do not save facts about this task only. When it corrects "
+        "a lesson memory_recall gave you (that lesson turned out wrong or outdated), pass its experience_id in "
+        "`supersedes`: the old one is archived and linked to the new one. The answer's `correction_of` names "
+        "lessons this one probably corrects that it did not replace."
     ))  # fmt: skip
     async def memory_write(
         situation: Annotated[str, Field(description="When the lesson applies.")],
@@ -242,17 +245,20 @@ def build_server(config: Config | None = None, *, default_agent_id: str = "mcp-a
         agent_id: str | None = None,
         user_id: str | None = None,
         experience_id: Annotated[str | None, Field(description="Your id for it; writing it again is harmless.")] = None,
+        supersedes: Annotated[list[str] | Literal["auto"] | None, Field(description=(
+            "The experience_ids of lessons this one corrects (same agent_id and user_id), or \"auto\" for the "
+            "lessons the service finds it probably corrects."))] = None,  # fmt: skip
     ) -> dict[str, Any]:
         client, state = _client(ctx)
         try:
             exp = await client.write_experience(
                 situation, lesson=lesson, advice=advice, action=action, result=result, tags=tags, tools=tools,
                 task_type=task_type, agent_id=agent_id or state.default_agent_id, user_id=user_id, source="agent",
-                experience_id=experience_id,
+                experience_id=experience_id, supersedes=supersedes or None,
             )  # fmt: skip
         except HindsightError as exc:
             raise _tool_error(exc) from exc
-        return _lesson(exp)
+        return {**_lesson(exp), "correction_of": list(exp.correction_of)}
 
     @server.tool(description=(
         "Forget a lesson for good: call it when a recalled lesson is wrong, outdated or harmful (not merely "

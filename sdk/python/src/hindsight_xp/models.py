@@ -139,6 +139,13 @@ class Experience:
     success_when_adopted: float | None = None
     success_when_ignored: float | None = None
     lift: float | None = None
+    # the version chain: the lesson this one replaced, the one that replaced it
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    # in the answer to a write only: active lessons of the same scope and situation whose advice
+    # this one contradicts and does not supersede (probable corrections; write again with
+    # supersedes naming them, or "auto", to replace them)
+    correction_of: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -170,6 +177,9 @@ class Experience:
             success_when_adopted=_number(data.get("success_when_adopted")),
             success_when_ignored=_number(data.get("success_when_ignored")),
             lift=_number(data.get("lift")),
+            supersedes=data.get("supersedes"),
+            superseded_by=data.get("superseded_by"),
+            correction_of=tuple(data.get("correction_of") or ()),
             raw=data,
         )
 

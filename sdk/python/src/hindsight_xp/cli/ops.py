@@ -1,9 +1,9 @@
-"""Day-to-day commands: recall, advise, restore, stats, reindex, decay, health."""
+"""Day-to-day commands: recall, advise, write, restore, stats, reindex, decay, health."""
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 from rich.panel import Panel
@@ -88,6 +88,50 @@ def advise(
         out().print(Text.assemble(("warning ", "yellow"), w.message, "\n  ", ("fix: ", "green"), w.fix,
                                   (f"  ({w.experience_id})", "dim")))  # fmt: skip
     out().print(Panel(result.advice, title=f"advice before {tool} (recall_id {result.recall_id})", expand=False))
+
+
+@handles_errors
+def write(
+    ctx: typer.Context,
+    situation: str = typer.Argument(..., help="When the lesson applies, in plain words."),
+    lesson: str = typer.Option("", "--lesson", help="What was learned."),
+    advice: str = typer.Option("", "--advice", help="The lesson as an instruction, ready for a prompt."),
+    tools: list[str] = typer.Option([], "--tools", "-t", help="Tools the lesson is about (comma-separated or repeated)."),
+    tags: list[str] = typer.Option([], "--tags"),
+    task_type: Optional[str] = typer.Option(None, "--task-type"),
+    agent_id: Optional[str] = typer.Option(None, "--agent-id"),
+    user_id: Optional[str] = typer.Option(None, "--user-id"),
+    experience_id: Optional[str] = typer.Option(None, "--experience-id", help="Your id for it: writing it again changes nothing."),
+    supersedes: list[str] = typer.Option(
+        [], "--supersedes",
+        help="A lesson this one corrects (repeat for several; same --agent-id and --user-id): archived and chained to "
+        "this one in the same write. 'auto': the probable corrections the service finds."),
+    as_json: bool = typer.Option(False, "--json", help="Print the service's answer as JSON."),
+) -> None:
+    """Write a lesson by hand (source human), optionally replacing the lessons it corrects."""
+    if not (lesson.strip() or advice.strip()):
+        err().print("[red]error:[/red] give --lesson, --advice or both")
+        raise typer.Exit(2)
+    ids = _split(supersedes)
+    if "auto" in ids and len(ids) > 1:
+        err().print("[red]error:[/red] --supersedes auto stands alone: it cannot be mixed with ids")
+        raise typer.Exit(2)
+    replaced: list[str] | Literal["auto"] | None = "auto" if ids == ["auto"] else (ids or None)
+    with client(ctx) as hs:
+        exp = hs.write_experience(situation, lesson=lesson, advice=advice, tools=_split(tools), tags=_split(tags),
+                                  task_type=task_type, agent_id=agent_id, user_id=user_id,
+                                  experience_id=experience_id, supersedes=replaced)  # fmt: skip
+        named = ids if replaced != "auto" else [exp.supersedes] if exp.supersedes else []
+        olds = [hs.get_experience(i) for i in named] if exp.supersedes else []
+    if as_json:
+        out().print_json(json.dumps(exp.raw))
+        return
+    out().print(f"{exp.experience_id}: {exp.status} (version {exp.version})")
+    for old in olds:
+        out().print(f"supersedes {old.experience_id}: now {old.status} ({old.status_reason})")
+    if exp.correction_of:
+        out().print(f"probable correction of {', '.join(exp.correction_of)}: write it with --supersedes ID (or "
+                    "--supersedes auto) to replace them")  # fmt: skip
 
 
 @handles_errors
