@@ -280,7 +280,8 @@ def recall_route(tenant_id: str, body: s.RecallIn) -> s.RecallOut:
 
     answer = recall_ids.recall(get_deps(), tenant_id, **body.model_dump())
     return s.RecallOut(recall_id=answer.recall_id, hits=[out.hit_out(h) for h in answer.hits], advice=answer.advice,
-                       advice_placement=get_deps().advice_placement, hidden_by_scope=answer.hidden_by_scope)
+                       advice_placement=get_deps().advice_placement, hidden_by_scope=answer.hidden_by_scope,
+                       degraded=answer.degraded)
 
 
 @api.route("POST", "/v1/advise", "Before a tool call: what past runs say about this call (no LLM)",
@@ -324,7 +325,8 @@ def decay(body: s.DecayIn) -> s.DecayOut:
     from chalicelib.services import maintenance
 
     report = maintenance.run_decay(get_deps(), body.as_of, tenant_id=body.tenant_id, dry_run=body.dry_run)
-    return s.DecayOut(decayed=report.decayed, archived=report.archived, archived_ids=list(report.archived_ids), dry_run=report.dry_run)
+    return s.DecayOut(decayed=report.decayed, archived=report.archived, archived_ids=list(report.archived_ids), dry_run=report.dry_run,
+                      examined=report.examined, written=report.written, conflicts=report.conflicts)
 
 
 @api.route("GET", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason",
@@ -383,8 +385,10 @@ def review_sweeper(event) -> dict:
     return sweep()
 
 
-@app.schedule(Rate(1, unit=Rate.HOURS), name="decay_schedule")
+# Every ten minutes: a run goes on with the decay pass under way (from its checkpoint, within the
+# invocation's time), or starts one HINDSIGHT_DECAY_INTERVAL_SECONDS after the last began, or does nothing.
+@app.schedule(Rate(10, unit=Rate.MINUTES), name="decay_schedule")
 def decay_schedule(event) -> dict:
     from chalicelib.lambda_handlers import decay
 
-    return decay()
+    return decay(getattr(event, "context", None))

@@ -116,6 +116,24 @@ def openai_client(settings: Settings):
     return _Lazy(build)  # the API's requests never embed or review: nothing of it is built for them
 
 
+def query_embedder(settings: Settings):
+    """Recall's own embedder when it calls a service (embedder=openai): a client of its own with
+    ``recall_embed_timeout_seconds`` and ``recall_embed_max_retries`` (a recall waits seconds, not
+    the minute a review's embedding may take); None: the embedder itself (a model in process)."""
+    if settings.embedder != "openai":
+        return None
+    from .adapters.embedders.openai import OpenAIEmbedder
+
+    def build():
+        from .adapters.openai_http import OpenAICompatibleClient
+
+        return OpenAICompatibleClient(settings.openai_base_url, secret(settings, "openai_api_key"),
+                                      timeout=settings.recall_embed_timeout_seconds,
+                                      max_retries=settings.recall_embed_max_retries)
+
+    return OpenAIEmbedder(_Lazy(build), settings.embedding_model, settings.embedding_dim)
+
+
 def build_embedder(settings: Settings):
     if settings.embedder == "openai":
         from .adapters.embedders.openai import OpenAIEmbedder
@@ -184,6 +202,7 @@ def rate_limiter(settings: Settings):
 
 def build_embedded(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
+    from .adapters.embedded.checkpoints import SqliteCheckpoints
     from .adapters.embedded.db import SqliteDatabase
     from .adapters.embedded.index import NumpyVectorIndex
     from .adapters.embedded.recalls import SqliteRecallLedger
@@ -208,6 +227,7 @@ def build_embedded(settings: Settings) -> Deps:
         experiences=SqliteExperienceStore(db),
         index=index,
         embedder=embedder,
+        query_embedder=query_embedder(settings),
         token_embedder=tokens,
         token_pass=tokens,
         token_index=index,  # it keeps lessons' token vectors beside their entries
@@ -218,6 +238,7 @@ def build_embedded(settings: Settings) -> Deps:
         rate_limiter=rate_limiter(settings),
         review_notifier=ReviewSignal(),  # the embedded worker waits on it (local/worker.py)
         recalls=SqliteRecallLedger(db),
+        checkpoints=SqliteCheckpoints(db),
         **policies(settings),
     )
 
@@ -229,6 +250,7 @@ def build_aws(settings: Settings) -> Deps:
     from .adapters.clock import SystemClock
     from .adapters.dynamo.rate_limiter import DynamoRateLimiter
     from .adapters.dynamo.stores import (
+        DynamoCheckpoints,
         DynamoConfig,
         DynamoExperienceStore,
         DynamoRecallLedger,
@@ -250,6 +272,7 @@ def build_aws(settings: Settings) -> Deps:
         # are ~300 ms of a cold start's imports)
         index=_Lazy(lambda: opensearch_index(settings, embedder.dim, tables.connection.session)),
         embedder=embedder,
+        query_embedder=query_embedder(settings),
         token_embedder=token_embedder(settings, embedder),
         token_pass=token_embedder(settings, embedder),
         # no token_index: OpenSearch keeps no token vectors, late interaction makes the candidates' own
@@ -263,6 +286,7 @@ def build_aws(settings: Settings) -> Deps:
         # in Lambda the jobs table's stream starts reviews; a local server's worker waits on this
         review_notifier=ReviewSignal(),
         recalls=DynamoRecallLedger(tables),
+        checkpoints=DynamoCheckpoints(tables),
         meter=meter(settings),
         **policies(settings),
     )

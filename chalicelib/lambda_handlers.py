@@ -12,14 +12,15 @@ worker's, deployed, behind ``review_worker_lambda.handler``, which spares it app
   pydantic loaded, importing it builds every one of Powertools' parser models, a large part of the
   worker's cold start, for a loop of ten lines.)
 * ``sweep``: a schedule that re-queues lost jobs and runs jobs whose retry came due.
-* ``decay``: a schedule; paginated, and safe to run twice.
+* ``decay``: a schedule; each run goes on from the pass's checkpoint within the invocation's
+  remaining time, and archives by conditional writes (safe to run twice).
 """
 from __future__ import annotations
 
 import functools
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 from . import gc_pause
 from . import observability as obs
@@ -144,14 +145,36 @@ def sweep() -> dict[str, int]:
     return result
 
 
-def decay() -> dict[str, int]:
-    from .services.maintenance import run_decay  # the hourly schedule's alone: not on a review's cold start
+def remaining_seconds(context: Any, budget_seconds: float) -> Callable[[], float]:
+    """The invocation's remaining time (``get_remaining_time_in_millis``), else ``budget_seconds``
+    from now (a call without a Lambda context: tests, a local run)."""
+    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+        return lambda: context.get_remaining_time_in_millis() / 1000.0
+    deadline = time.monotonic() + budget_seconds
+    return lambda: deadline - time.monotonic()
 
+
+def decay(context: Any = None) -> dict[str, int]:
+    """One run of the decay pass: from its checkpoint, until the invocation's time runs short
+    (``decay_reserve_seconds`` left). A failure raises: the schedule's asynchronous invocation is
+    retried, then sent to the function's on-failure destination (infra/), and the checkpoint keeps
+    what was done before it."""
+    from datetime import timedelta
+
+    from .services.maintenance import run_decay_pass  # the schedule's alone: not on a review's cold start
+
+    settings = get_settings()
     with obs.traced("decay"):
-        report = run_decay(get_deps())
-    result = {"decayed": report.decayed, "archived": report.archived}
-    obs.count("ExperiencesDecayed", report.decayed)
+        report = run_decay_pass(
+            get_deps(), remaining_seconds(context, settings.decay_budget_seconds),
+            interval=timedelta(seconds=settings.decay_interval_seconds),
+            reserve_seconds=settings.decay_reserve_seconds, page_size=settings.decay_page_size,
+        )
+    result = {"examined": report.examined, "archived": report.archived, "written": report.written,
+              "conflicts": report.conflicts, "complete": int(report.complete)}
+    obs.count("ExperiencesExamined", report.examined)
     obs.count("ExperiencesArchived", report.archived)
+    obs.count("ExperienceArchiveConflicts", report.conflicts)
     obs.logger().info("decay", extra=result)
     obs.flush()
     return result

@@ -216,8 +216,25 @@ class ExperienceStore(Protocol):
     def scan_active(self, limit: int = 500, cursor: str | None = None) -> Page:
         """Active experiences of every tenant, for maintenance; resumable with ``cursor``."""
 
+    def archive_if_unchanged(self, read: Experience, archived: Experience) -> bool:
+        """Replace ``read`` by ``archived`` (the same lesson, archived) only if the stored lesson is
+        still active and unchanged since ``read`` was read; returns whether it was written. The one
+        write decay makes: a lesson that feedback, a merge or a forget changed in between is left
+        as that write made it."""
+
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         """How many experiences of the tenant are in each status (absent statuses omitted)."""
+
+
+class Checkpoints(Protocol):
+    """Named progress of maintenance work that outlasts one invocation (decay's pass over every
+    tenant, admin jobs): small JSON objects, read at the start of a run and written at its end."""
+
+    def load(self, name: str) -> dict | None:
+        """The state last saved under ``name``, or None."""
+
+    def save(self, name: str, state: dict) -> None:
+        """Replace the state kept under ``name`` (a JSON object)."""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,10 @@ class Settings(BaseModel):
     # "lessons": ask for the lessons alone (a shorter answer, for a small model); "all": the whole review
     llm_answer: Literal["all", "lessons"] = "all"
     llm_max_tokens: int | None = None  # a cap on each answer (a cut-off answer is dropped and counted)
+    # recall's own client of the OpenAI-compatible embeddings (embedder=openai): seconds per connect
+    # and per read, and retries; past them recall answers from BM25 alone, marked ``degraded``
+    recall_embed_timeout_seconds: float = Field(default=2.0, gt=0)
+    recall_embed_max_retries: int = Field(default=1, ge=0)
     llm_timeout_fallback: bool = False  # true: a timed-out review keeps the rules' lessons instead of being retried
 
     # Review worker (embedded backend)
@@ -95,7 +99,15 @@ class Settings(BaseModel):
     half_life_days: float = 30.0
     archive_below: float = 0.2
     archive_min_age_days: float = 7.0
+    # how often a decay pass over every tenant starts (the embedded timer's period; in the cloud a
+    # schedule every few minutes goes on with a pass under way or starts one this long after the last)
     decay_interval_seconds: float = 3600.0
+    # a decay run stops taking pages with this much of its invocation's time left, and saves its place
+    decay_reserve_seconds: float = Field(default=20.0, ge=0)
+    # active lessons a decay run reads per page
+    decay_page_size: int = Field(default=200, ge=1, le=1000)
+    # a decay run's time when it has no Lambda context to ask (a local run)
+    decay_budget_seconds: float = Field(default=240.0, gt=0)
 
     # Recall
     weight_semantic: float = 0.55

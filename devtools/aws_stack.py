@@ -79,6 +79,9 @@ def local_aws_stack(admin_key: str, opensearch_url: str, **settings_overrides: A
             opensearch_endpoint=opensearch_url, opensearch_service="none", opensearch_index=f"{prefix}experiences",
             embedder="openai", embedding_dim=64, openai_base_url=stub.base_url, llm_max_retries=0,
             admin_key=admin_key, review_max_attempts=3,
+            # chalice's local Lambda context gives a handler 3 s (no lambda_timeout in .chalice/config.json):
+            # a decay run keeps 1 s of it, where Lambda's 300 s keep 20
+            decay_reserve_seconds=1.0,
         ).model_copy(update=settings_overrides)
         ddb = boto3.client("dynamodb", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
         ddb.create_table(

@@ -10,7 +10,8 @@ the real client, the schema, the prompt and the pipeline end to end.
 Faults for tests, set with ``POST /stub/faults`` ``{"fail": n, "invalid": n, "truncate": n, "delay": s}``:
 the next n calls answer 500 (or ``"status"``, with a ``Retry-After`` header when ``"retry_after"`` is
 given), the next n answer invalid JSON, the next n answer the first half of
-their JSON with ``finish_reason: "length"`` (cut off at max_tokens), every call waits ``delay`` seconds.
+their JSON with ``finish_reason: "length"`` (cut off at max_tokens), every chat call waits ``delay``
+seconds and every embeddings call ``embed_delay`` seconds.
 Scripted answers, for hostile-model tests: ``POST /stub/script`` ``{"answers": [...]}`` (or
 ``stub.script(...)``): the next chat calls answer these contents verbatim, one each, in order (an
 object is sent as its JSON text), before the rule-based answers resume.
@@ -101,6 +102,7 @@ class StubState:
         self.invalid = 0
         self.truncate = 0
         self.delay = 0.0
+        self.embed_delay = 0.0  # seconds every embeddings call waits before answering
         self.script: list[str] = []  # verbatim answers of the next chat calls
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # the headers of each request, in arrival order
@@ -142,9 +144,11 @@ class _Handler(BaseHTTPRequestHandler):
         st = self.state
         with st.lock:
             st.requests.append(body)
-            fail = st.fail > 0
+            fail, delay = st.fail > 0, st.embed_delay
             if fail:
                 st.fail -= 1
+        if delay:
+            time.sleep(delay)
         if fail:
             return self._failure()
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
@@ -171,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/stub/faults":
             with st.lock:
                 st.fail, st.invalid, st.delay = int(body.get("fail", 0)), int(body.get("invalid", 0)), float(body.get("delay", 0))
-                st.truncate = int(body.get("truncate", 0))
+                st.truncate, st.embed_delay = int(body.get("truncate", 0)), float(body.get("embed_delay", 0))
                 st.fail_status, st.retry_after = int(body.get("status", 500)), body.get("retry_after")
             return self._send(200, {"ok": True})
         if self.path == "/stub/script":
@@ -233,10 +237,10 @@ class OpenAIStub:
             self.state.script = [a if isinstance(a, str) else json.dumps(a) for a in answers]
 
     def faults(self, fail: int = 0, invalid: int = 0, delay: float = 0.0, truncate: int = 0, status: int = 500,
-               retry_after: str | None = None) -> None:
+               retry_after: str | None = None, embed_delay: float = 0.0) -> None:
         with self.state.lock:
             self.state.fail, self.state.invalid, self.state.delay = fail, invalid, delay
-            self.state.truncate = truncate
+            self.state.truncate, self.state.embed_delay = truncate, embed_delay
             self.state.fail_status, self.state.retry_after = status, retry_after
 
 

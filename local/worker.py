@@ -67,7 +67,7 @@ class BackgroundWorker:
                     pass
                 if time.monotonic() >= next_decay:
                     report = run_decay(self.deps)
-                    log.info("decay: %d decayed, %d archived", report.decayed, report.archived)
+                    log.info("decay: %d examined, %d archived (%d written)", report.examined, report.archived, report.written)
                     next_decay = time.monotonic() + self.decay_interval_seconds
             except Exception:  # the worker must outlive any one failure; jobs are retried
                 log.exception("background worker iteration failed")

@@ -511,6 +511,10 @@ class RecallOut(Model):
         default={}, description="Filled only when there is no hit: how many of the tenant's lessons would have matched "
         "but belong to another agent or user, by scope field and value, e.g. {\"agent_id\": {\"weather-bot\": 2}} (pass "
         "that agent_id to see them). Counts only; a lesson hidden by both its agent and its user counts under both.")
+    degraded: Literal["lexical_only"] | None = Field(
+        default=None, description="Absent or null for a full answer. `lexical_only`: the query could not be embedded "
+        "(the embedding service failed or timed out), so the lessons were ranked by BM25 (the words they share with the "
+        "query) and the other parts of the score, without semantic similarity.")
 
 
 class AdviseIn(Strict):
@@ -549,10 +553,13 @@ class DecayIn(Strict):
 
 
 class DecayOut(Model):
-    decayed: int
+    decayed: int = Field(description="Active lessons whose freshness fell since it was last written (it is derived on every read, never written by decay)")
     archived: int
     archived_ids: list[str] = Field(description="The lessons archived (or, in a dry run, that would be), the first 1,000")
     dry_run: bool
+    examined: int = Field(description="Active lessons read")
+    written: int = Field(description="Lessons written: one conditional write per archive, nothing else")
+    conflicts: int = Field(description="Archives not made because the lesson changed since it was read (the next decay decides again)")
 
 
 class ReindexIn(Strict):

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:  # annotations only: the composition root imports this module before any request
     from ..domain.scoring import DecayPolicy, ScoringWeights
     from ..ports import (
+        Checkpoints,
         Clock,
         Embedder,
         ExperienceStore,
@@ -79,6 +80,12 @@ class Deps:
     token_index: TokenVectorIndex | None = None  # the index, when it keeps them beside its entries
     # usage per tenant and operational counts (``domain.usage``); None: not counted
     meter: Meter | None = None
+    # where maintenance that outlasts one run keeps its progress (decay's pass); None: every
+    # decay pass starts from the first tenant and runs to the end
+    checkpoints: Checkpoints | None = None
+    # the embedder of recall's queries, when it needs a client of its own (the cloud's OpenAI one:
+    # a short timeout, one retry, then BM25 alone); None: ``embedder``
+    query_embedder: Embedder | None = None
 
     @property
     def late_on(self) -> bool:

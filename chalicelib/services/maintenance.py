@@ -1,23 +1,28 @@
-"""Forgetting over time: decay freshness, archive what no longer earns its place; reindex."""
+"""Forgetting over time: archive what no longer earns its place (freshness is derived on read); reindex."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Callable
 
-from ..domain.errors import InvalidInput
+from ..domain.errors import InvalidInput, NotFound
 from ..domain.models import Experience, ExperienceStatus, TrajectoryStatus
 from ..domain.scoring import current_freshness, decay
 from .deps import Deps
 from .indexing import index_still_active
-from .revisions import change
 
 
 @dataclass(frozen=True)
 class DecayReport:
-    decayed: int
+    decayed: int  # active lessons whose freshness fell since it was last written (derived, not written)
     archived: int
     archived_ids: tuple[str, ...] = ()  # the first MAX_LISTED of them
     dry_run: bool = False
+    examined: int = 0  # active lessons read
+    written: int = 0  # lessons written: one conditional write per archive, nothing else
+    conflicts: int = 0  # archives not made: the lesson changed since it was read (left to the next pass)
+    complete: bool = True  # False: the time budget ran out; the checkpoint says where to go on
 
 
 MAX_LISTED = 1000
@@ -25,6 +30,72 @@ MAX_LISTED = 1000
 # lessons in one call. A day back covers a rerun of a missed run; a year ahead, a rehearsal.
 AS_OF_PAST = timedelta(days=1)
 AS_OF_FUTURE = timedelta(days=366)
+
+DECAY_CHECKPOINT = "decay"
+
+
+@dataclass
+class _Tally:
+    decayed: int = 0
+    archived: int = 0
+    examined: int = 0
+    written: int = 0
+    conflicts: int = 0
+    listed: list[str] = field(default_factory=list)
+
+    def report(self, dry_run: bool = False, complete: bool = True) -> DecayReport:
+        return DecayReport(self.decayed, self.archived, tuple(self.listed), dry_run, self.examined, self.written,
+                           self.conflicts, complete)
+
+
+def _archive(deps: Deps, read: Experience, now: datetime) -> bool:
+    """Archive ``read`` by a conditional write; a lesson changed since it was read is read again
+    and decided again once (feedback may have renewed it). Returns whether it was archived."""
+    for _ in range(2):
+        updated = decay(read, now, deps.decay)
+        if updated.status is not ExperienceStatus.ARCHIVED:
+            return False
+        if deps.experiences.archive_if_unchanged(read, updated):
+            return True
+        try:
+            read = deps.experiences.get(read.tenant_id, read.experience_id)
+        except NotFound:
+            return False
+        if read.status is not ExperienceStatus.ACTIVE:
+            return False
+    return False
+
+
+def _decay_page(deps: Deps, items: list[Experience], now: datetime, tally: _Tally, dry_run: bool) -> None:
+    """Freshness stays derived on read (``scoring.current_freshness``): only an archive is written."""
+    gone: dict[str, list[str]] = {}
+    for exp in items:
+        tally.examined += 1
+        updated = decay(exp, now, deps.decay)
+        if updated.freshness < exp.freshness:
+            tally.decayed += 1
+        if updated.status is not ExperienceStatus.ARCHIVED:
+            continue
+        if not dry_run:
+            if not _archive(deps, exp, now):
+                tally.conflicts += 1
+                continue
+            tally.written += 1
+            gone.setdefault(exp.tenant_id, []).append(exp.experience_id)
+        tally.archived += 1
+        if len(tally.listed) < MAX_LISTED:
+            tally.listed.append(exp.experience_id)
+    for tenant_id, ids in gone.items():
+        deps.index.delete(tenant_id, ids)
+
+
+def _check_as_of(deps: Deps, as_of: datetime | None) -> datetime:
+    clock = deps.clock.now()
+    if as_of is not None and not clock - AS_OF_PAST <= as_of <= clock + AS_OF_FUTURE:
+        raise InvalidInput(
+            f"as_of must be between {(clock - AS_OF_PAST).isoformat()} and {(clock + AS_OF_FUTURE).isoformat()}"
+        )
+    return as_of or clock
 
 
 def run_decay(
@@ -36,65 +107,88 @@ def run_decay(
     dry_run: bool = False,
 ) -> DecayReport:
     """Decay every tenant's active lessons (or one tenant's) as of ``as_of`` (default: now, at most
-    a day back or 366 days ahead, else InvalidInput). ``dry_run``: nothing is written; the report
-    says what would be archived. Safe to run twice: the result depends only on the stored state
-    and ``as_of``."""
-    clock = deps.clock.now()
-    if as_of is not None and not clock - AS_OF_PAST <= as_of <= clock + AS_OF_FUTURE:
-        raise InvalidInput(
-            f"as_of must be between {(clock - AS_OF_PAST).isoformat()} and {(clock + AS_OF_FUTURE).isoformat()}"
-        )
-    now = as_of or clock
-    decayed = archived = 0
-    listed: list[str] = []
-    cursor = None
+    a day back or 366 days ahead, else InvalidInput), in one go: archive those that no longer earn
+    their place, each by a conditional write. Freshness is not written: every read derives it.
+    ``dry_run``: nothing is written; the report says what would be archived. Safe to run twice:
+    the result depends only on the stored state and ``as_of``."""
+    now = _check_as_of(deps, as_of)
+    tally, cursor = _Tally(), None
     while True:
         if tenant_id is None:
             page = deps.experiences.scan_active(limit=page_size, cursor=cursor)
         else:
             page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
-        for exp in page.items:
-            if dry_run:
-                updated = decay(exp, now, deps.decay)
-                if updated == exp:
-                    continue
-            else:
-                written = decay_lesson(deps, exp, now)
-                if written is None:
-                    continue
-                updated = written
-            decayed += 1
-            gone = updated.status is ExperienceStatus.ARCHIVED
-            if gone:
-                archived += 1
-                if len(listed) < MAX_LISTED:
-                    listed.append(exp.experience_id)
+        _decay_page(deps, page.items, now, tally, dry_run)
         if page.cursor is None:
             if deps.recalls is not None and not dry_run:
                 deps.recalls.purge_expired(deps.clock.now())  # not as_of: a decay "as of" later must not drop live ids
-            return DecayReport(decayed, archived, tuple(listed), dry_run)
+            return tally.report(dry_run)
         cursor = page.cursor
 
 
+def run_decay_pass(
+    deps: Deps,
+    remaining_seconds: Callable[[], float],
+    *,
+    interval: timedelta = timedelta(hours=1),
+    reserve_seconds: float = 20.0,
+    page_size: int = 200,
+) -> DecayReport:
+    """The scheduled decay: one pass over every tenant's active lessons (in tenant, then id order)
+    every ``interval``, spread over as many runs as it takes. A run goes on from the checkpoint
+    the last one saved, page after page, while a page as slow as the slowest so far would still
+    end with ``reserve_seconds`` left (``remaining_seconds``: the invocation's remaining time),
+    then saves where it stopped. A run
+    that finds the last pass finished less than ``interval`` after it started does nothing.
+
+    The checkpoint is written once per run, whatever it did (and on failure, what was done before
+    it): a run cut short repeats at most the page it was in, which is harmless (the archives are
+    conditional and decay depends only on the stored state and the time)."""
+    if deps.checkpoints is None:
+        return run_decay(deps, page_size=page_size)
+    state = deps.checkpoints.load(DECAY_CHECKPOINT) or {}
+    now = deps.clock.now()
+    if state.get("done", True):  # no pass under way: start one if the last began long enough ago
+        started = state.get("started_at")
+        if started is not None and now - datetime.fromisoformat(started) < interval:
+            return DecayReport(0, 0)
+        state = {"started_at": now.isoformat(), "cursor": None, "done": False, "runs": 0, "examined": 0, "archived": 0,
+                 "page_seconds": state.get("page_seconds", 0.0)}
+    # the slowest page of the last run stands in for this run's until it has timed one
+    tally, cursor, complete, longest = _Tally(), state.get("cursor"), False, float(state.get("page_seconds", 0.0))
+    timed = 0.0
+    try:
+        # the next page starts only if it would end before the reserve, were it as slow as the slowest yet
+        while remaining_seconds() > reserve_seconds + longest:
+            started = time.monotonic()
+            page = deps.experiences.scan_active(limit=page_size, cursor=cursor)
+            _decay_page(deps, page.items, deps.clock.now(), tally, dry_run=False)
+            timed = max(timed, time.monotonic() - started)
+            longest = max(longest, timed)
+            cursor = page.cursor
+            if cursor is None:
+                complete = True
+                break
+    finally:
+        state.update(cursor=cursor, runs=state.get("runs", 0) + 1, examined=state.get("examined", 0) + tally.examined,
+                     archived=state.get("archived", 0) + tally.archived, page_seconds=round(timed or longest, 3))
+        if complete:
+            state.update(done=True, finished_at=deps.clock.now().isoformat())
+        deps.checkpoints.save(DECAY_CHECKPOINT, state)
+    if complete and deps.recalls is not None:
+        deps.recalls.purge_expired(deps.clock.now())
+    return tally.report(complete=complete)
+
+
 def decay_lesson(deps: Deps, exp: Experience, now: datetime) -> Experience | None:
-    """Decay one lesson as of ``now``, written conditionally on the revision ``exp`` (a copy read
-    by a scan) was read with: on a conflict it is read again and decayed again, and a lesson no
-    longer active (forgotten, archived or restored meanwhile... anything but active) is left as
-    it is. Returns the lesson as written, None when nothing was; one it archives leaves the
-    index. What a decay job calls for each lesson of the page it read."""
-
-    def decayed(current: Experience) -> Experience:
-        if current.status is not ExperienceStatus.ACTIVE:
-            return current
-        updated = decay(current, now, deps.decay)
-        return current if updated == current else updated
-
-    done = change(deps, exp.tenant_id, exp.experience_id, decayed, read=exp)
-    if not done.written:
+    """Decay one lesson read by a scan, as of ``now``: archived by a conditional write when it no
+    longer earns its place (read again and decided again once on a conflict), else nothing is
+    written (freshness is derived on read). Returns the lesson as archived, None when nothing was
+    written; an archived one leaves the index."""
+    if not _archive(deps, exp, now):
         return None
-    if done.experience.status is not ExperienceStatus.ACTIVE:
-        deps.index.delete(exp.tenant_id, [exp.experience_id])
-    return done.experience
+    deps.index.delete(exp.tenant_id, [exp.experience_id])
+    return deps.experiences.get(exp.tenant_id, exp.experience_id)
 
 
 def reindex_batch(deps: Deps, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[int, str | None]:

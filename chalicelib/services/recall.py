@@ -7,9 +7,10 @@ per hit.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 from ..domain.advice import render_advice
 from ..domain.corrections import corrections_first
@@ -20,6 +21,8 @@ from ..domain.scoring import as_seen_at, recall_score, score_hit
 from ..domain.vectors import rebased
 from ..ports import IndexFilter
 from .deps import Deps
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # the Lambda package has no numpy
     import numpy as np
@@ -63,7 +66,7 @@ def query_embedding(deps: Deps, q: RecallQuery):
         vectors, made = deps.token_pass.embed_with_tokens(texts, query=True)
         tokens = made[-1]
     else:
-        vectors = deps.embedder.embed(texts, query=True)
+        vectors = (deps.query_embedder or deps.embedder).embed(texts, query=True)
     if len(vectors) == 1:
         return vectors[0], tokens
     total = vectors[0] + vectors[1]
@@ -96,6 +99,12 @@ class RecallAnswer:
     hits: list[Hit]
     advice: str
     hidden_by_scope: dict[str, dict[str, int]]
+    degraded: Literal["lexical_only"] | None = None  # None, or LEXICAL_ONLY
+
+
+# ``RecallAnswer.degraded`` when the query could not be embedded (the embedder failed or timed out):
+# the lessons were ranked by BM25 and the other parts of the score, without semantic similarity
+LEXICAL_ONLY: Literal["lexical_only"] = "lexical_only"
 
 
 def recall(
@@ -129,7 +138,12 @@ def _scored(deps: Deps, q: RecallQuery, vector, text: str, flt: IndexFilter, now
     """The active candidates of the two searches that score at least ``min_score``, each with
     whether the reader may see it."""
     k = max(deps.recall_candidates, q.top_k * 4)
-    semantic, lexical = deps.index.hybrid_search(q.tenant_id, vector, text, flt, k)
+    semantic: dict[str, float | None]
+    if vector is not None:
+        semantic, lexical = deps.index.hybrid_search(q.tenant_id, vector, text, flt, k)  # type: ignore[assignment]
+    else:  # the query could not be embedded: the words alone
+        lexical = dict(deps.index.lexical_search(q.tenant_id, text, flt, k))
+        semantic = {i: None for i in lexical}  # candidates without a cosine: the semantic part is 0
     lexical = scaled(lexical, deps.lexical_fusion, deps.lexical_half)
     stored = deps.experiences.recall_candidates(q.tenant_id, list(semantic))
     out: list[tuple[Ranked, bool]] = []
@@ -138,7 +152,8 @@ def _scored(deps: Deps, q: RecallQuery, vector, text: str, flt: IndexFilter, now
         # The store is the source of truth: an index entry it no longer backs is never returned.
         if exp is None or exp.status is not ExperienceStatus.ACTIVE:
             continue
-        cosine, words = rebased(similarity, deps.similarity_floor), lexical.get(exp_id, 0.0)
+        cosine = 0.0 if similarity is None else rebased(similarity, deps.similarity_floor)
+        words = lexical.get(exp_id, 0.0)
         score = recall_score(exp, cosine, q, now, deps.weights, deps.decay, lexical=words)
         if score >= q.min_score:
             out.append((Ranked(score, exp, cosine, words), exp.scope.visible_to(q.agent_id, q.user_id)))
@@ -174,15 +189,23 @@ def recall_answer(
     count_hidden: bool = True,
 ) -> RecallAnswer:
     """``recall``'s hits and advice; with ``count_hidden``, an answer without hits also counts the
-    lessons its scope hid (a second search, over every scope of the tenant)."""
+    lessons its scope hid (a second search, over every scope of the tenant). When the query cannot
+    be embedded (the embedder raised: down, refusing, past its timeout and retries), the answer
+    comes from BM25 alone and says so (``degraded``): an agent gets the lessons that share its
+    words rather than an error."""
     q = RecallQuery(tenant_id, query, agent_id, user_id, task_type, tuple(tools), intent, tuple(tags), top_k, min_score)
     text = query_text(q)
-    vector, query_tokens = query_embedding(deps, q)
+    degraded: Literal["lexical_only"] | None = None
+    try:
+        vector, query_tokens = query_embedding(deps, q)
+    except Exception as exc:  # noqa: BLE001 -- any failure of the embedder: answer from the words
+        log.warning("recall answered from BM25 alone: the query's embedding failed (%s: %s)", type(exc).__name__, str(exc)[:200])
+        vector, query_tokens, degraded = None, None, LEXICAL_ONLY
     now = deps.clock.now()
     # every candidate is ranked by its score; only those returned are explained (score_hit)
     ranked = [r for r, visible in _scored(deps, q, vector, text, _filter(deps, q), now) if visible]
     ranked.sort(key=_rank_order)
-    if deps.late_on:
+    if deps.late_on and degraded is None:
         # a candidate holds the text of ``lesson`` (its embedding text): the other texts need the whole lesson
         head = ranked if deps.recall_late_text == "lesson" else _with_whole(deps, q, ranked, deps.recall_late_candidates)
         ranked = late_interaction(deps, q, head, query_tokens)
@@ -199,7 +222,7 @@ def recall_answer(
         hits.append(Hit(as_seen_at(whole, now, deps.decay.half_life_days), round(r.score, 4), explanation))
     hits = corrections_first(hits)
     hidden = hidden_by_scope(deps, q, vector, text) if count_hidden and not hits else {}
-    return RecallAnswer(hits, render_advice(hits, deps.advice_max_items), hidden)
+    return RecallAnswer(hits, render_advice(hits, deps.advice_max_items), hidden, degraded)
 
 
 def _wholes(deps: Deps, tenant_id: str, items: Sequence[Experience | Candidate]) -> dict[str, Experience]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 from ..domain.models import Hit
 from ..ports import ServedRecall
@@ -39,6 +39,7 @@ class Recalled:
     hits: list[Hit]
     advice: str
     hidden_by_scope: dict[str, dict[str, int]] = field(default_factory=dict)
+    degraded: Literal["lexical_only"] | None = None  # ``services.recall.RecallAnswer.degraded``
 
 
 def recall(deps: Deps, tenant_id: str, query: str, **kwargs: Any) -> Recalled:
@@ -46,4 +47,4 @@ def recall(deps: Deps, tenant_id: str, query: str, **kwargs: Any) -> Recalled:
     answer = recall_service.recall_answer(deps, tenant_id, query, **kwargs)
     ids = [h.experience.experience_id for h in answer.hits]
     recall_id = remember(deps, tenant_id, ids, agent_id=kwargs.get("agent_id"), user_id=kwargs.get("user_id"))
-    return Recalled(recall_id, answer.hits, answer.advice, answer.hidden_by_scope)
+    return Recalled(recall_id, answer.hits, answer.advice, answer.hidden_by_scope, answer.degraded)

@@ -44,6 +44,8 @@ class Access:
     opensearch: OpenSearchAccess | None = None
     openai_secret: bool = False  # the OpenAI-compatible API key: embeddings and reviews
     review_stream: bool = False  # the review-jobs stream, the idempotency table and the DLQ
+    # invoked asynchronously (a schedule): a run that fails every retry goes to the maintenance DLQ
+    on_failure: bool = False
 
 
 def _all(tables: tuple[str, ...], actions: tuple[str, ...] = TABLE_ACTIONS) -> dict[str, tuple[str, ...]]:
@@ -59,8 +61,11 @@ FUNCTIONS: dict[str, Access] = {
                             review_stream=True),
     "review_sweeper": Access("the review sweeper (lost jobs, due retries)", _all(REVIEW_TABLES), "documents",
                              openai_secret=True),
-    # freshness and archiving: the lessons (listed by their status index), the index entries of archived ones
-    "decay_schedule": Access("the hourly decay", {"experiences": TABLE_ACTIONS}, "documents"),
+    # archiving: the lessons (read by the active index, archived by conditional puts), the index
+    # entries of archived ones, the pass's checkpoint
+    "decay_schedule": Access("the decay pass", {"experiences": TABLE_ACTIONS,
+                                                "maintenance": ("dynamodb:GetItem", "dynamodb:PutItem")}, "documents",
+                             on_failure=True),
     "opensearch_index_setup": Access("the deploy-time OpenSearch index setup", opensearch="index"),
 }
 

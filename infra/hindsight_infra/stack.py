@@ -193,6 +193,18 @@ class HindsightStack(cdk.Stack):
             removal_policy=removal,
         )
 
+        # the on-failure destination of the functions invoked asynchronously (the decay schedule):
+        # a run that failed every retry, with its error (the pass's checkpoint keeps its progress)
+        self.maintenance_dlq = sqs.Queue(
+            self,
+            "MaintenanceDeadLetterQueue",
+            queue_name=f"{cfg.resource_name}-maintenance-dlq",
+            retention_period=cdk.Duration.days(cfg.dlq_retention_days),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            removal_policy=removal,
+        )
+
         # --- secrets ------------------------------------------------------------------------------
         self.openai_secret_arn: str | None = None
         if cfg.openai_api_key_secret:
@@ -234,6 +246,9 @@ class HindsightStack(cdk.Stack):
                                         resources=[self.tables[IDEMPOTENCY_TABLE].attr_arn]),
                     iam.PolicyStatement(sid="DeadLetters", actions=["sqs:SendMessage"], resources=[self.dlq.queue_arn]),
                 ]
+            if spec.on_failure:
+                statements.append(iam.PolicyStatement(sid="FailedRuns", actions=["sqs:SendMessage"],
+                                                      resources=[self.maintenance_dlq.queue_arn]))
             if cfg.tracing:  # X-Ray has no resource-level permissions: "*" is the only resource it accepts
                 statements.append(iam.PolicyStatement(sid="XRay", actions=["xray:PutTelemetryRecords", "xray:PutTraceSegments"],
                                                       resources=["*"]))
@@ -542,6 +557,14 @@ class HindsightStack(cdk.Stack):
                     "Alarms": [self.alarms[name].alarm_name for name in ("api-5xx", f"{fn_name}-errors")],
                     "Role": self.codedeploy_role.role_arn,
                 })
+            if acc.FUNCTIONS[fn_name].on_failure:
+                fn.add_property_override("EventInvokeConfig", {
+                    "MaximumRetryAttempts": 2,
+                    "MaximumEventAgeInSeconds": 3600,
+                    "DestinationConfig": {"OnFailure": {"Type": "SQS", "Destination": self.maintenance_dlq.queue_arn}},
+                })
+                if fn_name in self.policies:  # Lambda sends through the function's role
+                    fn.add_resource_dependency(self.policies[fn_name].node.default_child)
             if fn_name == REVIEW_WORKER and cfg.review_worker_reserved_concurrency is not None:
                 fn.add_property_override("ReservedConcurrentExecutions", cfg.review_worker_reserved_concurrency)
             for event_name, event in (resource["Properties"].get("Events") or {}).items():
@@ -831,6 +854,12 @@ class HindsightStack(cdk.Stack):
             "Review stream batches failed every retry and landed in the DLQ: the jobs they woke are still in "
             "the queue table (the sweeper retries them); read the DLQ message for the shard and sequence range.",
             self.dlq.metric_approximate_number_of_messages_visible(period=one_minute, statistic="Maximum"), 0,
+        )
+        self._alarm(
+            "maintenance-dlq", "maintenance-dlq-not-empty",
+            "A decay run failed every retry and landed in the maintenance DLQ (the message holds its error); "
+            "the next scheduled run goes on from the pass's checkpoint.",
+            self.maintenance_dlq.metric_approximate_number_of_messages_visible(period=one_minute, statistic="Maximum"), 0,
         )
         self._alarm(
             "review-stream-iterator-age", "review-stream-lagging",

@@ -16,19 +16,21 @@ from typing import Callable
 
 import pytest
 
-from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.checkpoints import SqliteCheckpoints
 from chalicelib.adapters.embedded.db import SqliteDatabase
+from chalicelib.adapters.embedded.index import NumpyVectorIndex
+from chalicelib.adapters.embedded.memory_rate_limiter import InProcessRateLimiter
+from chalicelib.adapters.embedded.rate_limiter import SharedFileRateLimiter
+from chalicelib.adapters.embedded.recalls import SqliteRecallLedger
 from chalicelib.adapters.embedded.stores import (
     SqliteExperienceStore,
     SqliteReviewQueue,
     SqliteTenantStore,
     SqliteTrajectoryStore,
 )
-from chalicelib.adapters.embedded.memory_rate_limiter import InProcessRateLimiter
-from chalicelib.adapters.embedded.rate_limiter import SharedFileRateLimiter
-from chalicelib.adapters.embedded.recalls import SqliteRecallLedger
 from chalicelib.domain.ratelimit import RatePolicy
 from chalicelib.ports import (
+    Checkpoints,
     ExperienceStore,
     RateLimiter,
     RecallLedger,
@@ -38,6 +40,7 @@ from chalicelib.ports import (
     VectorIndex,
 )
 from tests.support.fakes import (
+    InMemoryCheckpoints,
     InMemoryExperienceStore,
     InMemoryRecallLedger,
     InMemoryReviewQueue,
@@ -60,6 +63,7 @@ class Backend:
     def index(self, dim: int = DIM) -> VectorIndex: ...
     def queue(self) -> ReviewQueue: ...
     def recalls(self) -> RecallLedger: ...
+    def checkpoints(self) -> Checkpoints: ...
 
     def reopen(self) -> "Backend":
         """New adapter instances over the same storage, as after a restart."""
@@ -92,6 +96,9 @@ class MemoryBackend(Backend):
 
     def recalls(self) -> RecallLedger:
         return InMemoryRecallLedger()
+
+    def checkpoints(self) -> Checkpoints:
+        return InMemoryCheckpoints()
 
 
 class SqliteBackend(Backend):
@@ -132,6 +139,9 @@ class SqliteBackend(Backend):
 
     def recalls(self) -> RecallLedger:
         return SqliteRecallLedger(self.db)
+
+    def checkpoints(self) -> Checkpoints:
+        return SqliteCheckpoints(self.db)
 
     def reopen(self) -> "SqliteBackend":
         return SqliteBackend(self.tmp_path, self._opened)
@@ -274,3 +284,8 @@ def review_queue(backend: Backend) -> ReviewQueue:
 @pytest.fixture
 def recall_ledger(backend: Backend) -> RecallLedger:
     return backend.recalls()
+
+
+@pytest.fixture
+def checkpoints(backend: Backend) -> Checkpoints:
+    return backend.checkpoints()

@@ -61,6 +61,11 @@ class DynamoBackend:
 
         return DynamoRecallLedger(self._shared.ensure("recalls"))
 
+    def checkpoints(self):
+        from chalicelib.adapters.dynamo.stores import DynamoCheckpoints
+
+        return DynamoCheckpoints(self._shared.ensure("checkpoints"))
+
     @cached_property
     def _vectors_db(self) -> Any:
         # no DynamoDB vector index: recall runs on the numpy index beside it, as in the embedded build

@@ -23,7 +23,8 @@ from chalicelib.adapters.opensearch.index import OpenSearchVectorIndex, build_cl
 from chalicelib.adapters.opensearch.queries import IndexSpec
 from tests.support.opensearch import node_url
 
-OTHER_PORT_FIXTURES = frozenset({"tenant_store", "trajectory_store", "experience_store", "review_queue", "recall_ledger"})
+OTHER_PORT_FIXTURES = frozenset({"tenant_store", "trajectory_store", "experience_store", "review_queue", "recall_ledger",
+                                 "checkpoints"})
 
 
 class _RefreshingIndex(OpenSearchVectorIndex):

@@ -513,6 +513,69 @@ def test_an_existing_database_without_the_situation_column_is_migrated(tmp_path)
     assert ids(store.find_active_by_situation("t1", "s1", None, None)) == ["a"]
 
 
+# --- archive_if_unchanged -----------------------------------------------------------------------
+
+
+def _archived(e: Experience) -> Experience:
+    return replace(e, status=ARCHIVED, status_reason="decayed", updated_at=e.updated_at + timedelta(days=1))
+
+
+def test_archive_if_unchanged_archives_the_lesson_as_read_and_takes_it_out_of_the_active_views(experience_store):
+    experience_store.put(exp("x1", fingerprint="fp", situation_key="sk", tags=["db"], utility=0.25))
+    read = experience_store.get("t1", "x1")
+    assert experience_store.archive_if_unchanged(read, _archived(read)) is True
+    got = experience_store.get("t1", "x1")
+    assert (got.status, got.status_reason) == (ARCHIVED, "decayed")
+    assert all_active(experience_store, 10) == []
+    assert experience_store.find_active_by_fingerprint("t1", "fp", None, None) is None
+    assert experience_store.find_active_by_situation("t1", "sk", None, None) == []
+    assert ids(experience_store.list("t1", status=ARCHIVED).items) == ["x1"]
+
+
+def test_archive_if_unchanged_a_lesson_read_from_a_page_of_the_scan(experience_store):
+    """Decay archives what the maintenance scan read: the page's copy is the stored lesson."""
+    experience_store.put(exp("x1", tools=["psql"], examples=["migrate <db>"], literals={"ab": "<db>"}, confidence=0.7))
+    (read,) = experience_store.scan_active().items
+    assert experience_store.archive_if_unchanged(read, _archived(read)) is True
+    assert experience_store.get("t1", "x1").status is ARCHIVED
+
+
+def test_archive_if_unchanged_writes_nothing_over_a_lesson_changed_since_it_was_read(experience_store):
+    experience_store.put(exp("x1"))
+    read = experience_store.get("t1", "x1")
+    renewed = replace(read, utility=0.9, renewed_at=read.renewed_at + timedelta(days=3))  # feedback since
+    experience_store.put(renewed)
+    assert experience_store.archive_if_unchanged(read, _archived(read)) is False
+    assert experience_store.get("t1", "x1") == renewed
+
+
+def test_archive_if_unchanged_leaves_a_forgotten_lesson_forgotten(experience_store):
+    experience_store.put(exp("x1"))
+    read = experience_store.get("t1", "x1")
+    experience_store.put(replace(read, status=FORGOTTEN, status_reason="wrong"))
+    assert experience_store.archive_if_unchanged(read, _archived(read)) is False
+    got = experience_store.get("t1", "x1")
+    assert (got.status, got.status_reason) == (FORGOTTEN, "wrong")
+
+
+def test_archive_if_unchanged_of_a_lesson_that_is_gone_or_of_another_tenant_writes_nothing(experience_store):
+    ghost = exp("x1")
+    assert experience_store.archive_if_unchanged(ghost, _archived(ghost)) is False
+    assert all_active(experience_store, 10) == []
+    with pytest.raises(NotFound):
+        experience_store.get("t1", "x1")
+    experience_store.put(exp("x1", tenant_id="t2"))
+    assert experience_store.archive_if_unchanged(ghost, _archived(ghost)) is False
+    assert experience_store.get("t2", "x1").status is ACTIVE
+
+
+def test_archive_if_unchanged_refuses_an_active_or_another_lesson(experience_store):
+    experience_store.put(exp("x1"))
+    read = experience_store.get("t1", "x1")
+    with pytest.raises(ValueError):
+        experience_store.archive_if_unchanged(read, read)
+    with pytest.raises(ValueError):
+        experience_store.archive_if_unchanged(read, _archived(exp("x2")))
 # --- conditional writes: compare-and-set on the revision read ------------------------------------
 
 

@@ -80,7 +80,7 @@ def test_trajectory_to_recall_to_decay_through_the_stream(stack):
     real_now = deps.clock.now
     deps.clock.now = lambda: real_now() + timedelta(days=400)  # the schedule runs a year later
     result = scheduled(api, "decay_schedule")
-    assert result == {"decayed": 1, "archived": 1}
+    assert result == {"examined": 1, "archived": 1, "written": 1, "conflicts": 0, "complete": 1}
     deps.clock.now = real_now
     assert api.call("GET", f"/v1/experiences/{exp_id}", key).json_body["status"] == "archived"
     assert api.call("POST", "/v1/recall", key, QUERY).json_body["hits"] == []
@@ -206,3 +206,35 @@ def test_injection_payloads_come_out_as_quoted_data_on_the_aws_backend(stack):
         assert_inert_block(advice)
         if placement != "value":  # the model's lesson of a changed value names the parameter, not the value
             assert SENTINEL.lower() in advice.lower(), advice
+
+
+def test_recall_answers_from_bm25_alone_marked_degraded_when_the_embedder_times_out(monkeypatch):
+    """Recall's own embedder client gives up after its timeout and one retry; the answer then comes
+    from the words alone, says so, and arrives long before the gateway's 29 s."""
+    import time
+
+    with local_stack(monkeypatch, recall_embed_timeout_seconds=0.5, recall_embed_max_retries=1) as (api, poller, stub, deps):
+        key = api.tenant()
+        record(api, key, "t1")
+        assert poller.poll_once() >= 1
+        (exp_id,) = status(api, key, "t1")["experience_ids"]
+        full = api.call("POST", "/v1/recall", key, QUERY).json_body
+        assert full.get("degraded") is None and full["hits"][0]["experience"]["experience_id"] == exp_id
+
+        stub.faults(embed_delay=3.0)  # every embedding now answers after the client's read timeout
+        asked = len(stub.state.requests)
+        started = time.monotonic()
+        slow = api.call("POST", "/v1/recall", key, QUERY)
+        took = time.monotonic() - started
+        stub.faults()
+        assert slow.status_code == 200
+        body = slow.json_body
+        assert body["degraded"] == "lexical_only"
+        assert [h["experience"]["experience_id"] for h in body["hits"]] == [exp_id]
+        assert body["hits"][0]["explanation"]["semantic"] == 0.0 and body["hits"][0]["explanation"]["lexical"] > 0
+        assert "lookup_airport" in body["advice"]
+        assert len(stub.state.requests) - asked == 2  # the first attempt and one retry
+        assert took < 3.0, took  # two attempts of 0.5 s and a backoff, not the stub's 3 s each
+        # nothing in common with any lesson: no hit, still an answer
+        none = api.call("POST", "/v1/recall", key, {"query": "zzz qqq"})
+        assert none.status_code == 200 and none.json_body["hits"] == []

@@ -284,13 +284,13 @@ def test_decay_is_admin_only_and_archives_stale_lessons(api):
     assert soon["archived"] == 0
     year = datetime.now(timezone.utc) + timedelta(days=365)
     later = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": year.isoformat()}).json_body
-    assert later == {"decayed": 1, "archived": 1, "archived_ids": ids, "dry_run": False}
+    assert later == {"decayed": 1, "archived": 1, "archived_ids": ids, "dry_run": False, "examined": 1, "written": 1, "conflicts": 0}
     exp = api.call("GET", f"/v1/experiences/{ids[0]}", key).json_body
     assert exp["status"] == "archived" and exp["freshness"] < 0.01
     assert api.call("POST", "/v1/recall", key, {"query": "Will it rain tomorrow?", "agent_id": "agent-1"}).json_body["hits"] == []
     # epoch milliseconds are accepted too, and a second run finds nothing left to archive
     again = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": int(year.timestamp() * 1000)}).json_body
-    assert again == {"decayed": 0, "archived": 0, "archived_ids": [], "dry_run": False}
+    assert again == {"decayed": 0, "archived": 0, "archived_ids": [], "dry_run": False, "examined": 0, "written": 0, "conflicts": 0}
 
 
 def test_decay_is_bounded_in_time_rehearsed_by_a_dry_run_and_scoped_to_a_tenant(api):
@@ -370,16 +370,17 @@ def test_a_tenant_name_is_taken_once_and_the_refusal_names_its_tenant(api):
 
 
 def test_get_recall_and_stats_agree_on_freshness_at_any_decay_time(api):
-    """One freshness: after a decay as of any moment, a read, recall's score and the stats
-    histogram all use the same value."""
+    """One freshness, derived from the clock on every read: a decay as of any moment writes
+    none (only archives), and a read, recall's score and the stats histogram all show the same."""
     from datetime import datetime, timedelta, timezone
 
     key = api.tenant()
     ids = learn_weather_lesson(api, key)
     now = datetime.now(timezone.utc)
-    for as_of, expected in ((now + timedelta(days=30), 0.5), (now + timedelta(days=60), 0.25), (now - timedelta(hours=23), 1.0)):  # the past: at most a day back
+    for as_of, expected in ((now + timedelta(days=30), 1.0), (now + timedelta(days=60), 1.0), (now - timedelta(hours=23), 1.0)):  # the past: at most a day back
         decayed = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": as_of.isoformat()})
         assert decayed.status_code == 200
+        assert decayed.json_body["written"] == decayed.json_body["archived"] == 0
         shown = api.call("GET", f"/v1/experiences/{ids[0]}", key).json_body["freshness"]
         assert shown == pytest.approx(expected, abs=1e-3)
         hit = api.call("POST", "/v1/recall", key, {"query": "Will it rain tomorrow?", "agent_id": "agent-1", "tools": ["get_weather", "ask_user"]}).json_body["hits"][0]

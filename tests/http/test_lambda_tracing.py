@@ -51,10 +51,10 @@ def test_with_tracing_on_each_handler_sends_its_subsegment_in_the_functions_trac
     got = run(HINDSIGHT_TRACING="true", **LAMBDA_ENV)
     assert got["sent"] == ["## review_sweep", "## decay"]
     assert got["trace_ids"] == ["1-5759e988-bd862e3fe1be46a994272793"]
-    assert got["results"] == [{"requeued": 0, "ran": 0}, {"decayed": 0, "archived": 0}]
+    assert got["results"] == [{"requeued": 0, "ran": 0}, {"examined": 0, "archived": 0, "written": 0, "conflicts": 0, "complete": 1}]
 
 
 def test_with_tracing_off_the_xray_sdk_is_never_imported():
     got = run(**LAMBDA_ENV)
     assert got == {"sent": [], "trace_ids": [], "xray_imported": False,
-                   "results": [{"requeued": 0, "ran": 0}, {"decayed": 0, "archived": 0}]}
+                   "results": [{"requeued": 0, "ran": 0}, {"examined": 0, "archived": 0, "written": 0, "conflicts": 0, "complete": 1}]}

@@ -132,7 +132,8 @@ def _indexes(indexes: list[dict] | None) -> dict[str, tuple]:
 def test_the_stack_has_every_table_of_the_models_plus_idempotency(serverless, pynamodb_tables):
     prefix, described = pynamodb_tables
     assert set(tables_by_name(serverless)) == set(described) | {prefix + "idempotency"}
-    assert {n[len(prefix):] for n in described} == {"tenants", "trajectories", "events", "experiences", "review-jobs", "rate-limits", "recalls"}
+    assert {n[len(prefix):] for n in described} == {"tenants", "trajectories", "events", "experiences", "review-jobs", "rate-limits", "recalls",
+                                                   "maintenance"}
 
 
 def test_keys_indexes_and_streams_match_what_pynamodb_creates(serverless, pynamodb_tables):
@@ -161,7 +162,7 @@ def test_streams_are_on_trajectories_events_and_review_jobs_only(template):
 
 def test_every_table_is_on_demand_with_point_in_time_recovery(template):
     tables = tables_by_name(template)
-    assert len(tables) == 8
+    assert len(tables) == 9
     for name, props in tables.items():
         assert props["BillingMode"] == "PAY_PER_REQUEST", name
         assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
@@ -290,11 +291,31 @@ def test_timeouts_cover_the_handlers_time_budgets(template):
     assert fns[prefix + "api_handler"]["Timeout"] <= 30  # API Gateway answers 504 after 29 s anyway
 
 
-def test_the_dead_letter_queue_is_encrypted_and_kept_two_weeks(template):
-    _, q = template.one("AWS::SQS::Queue")
-    assert q["Properties"]["SqsManagedSseEnabled"] is True
-    assert q["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
-    assert q["Properties"]["QueueName"] == f"hindsight-{template.stage}-review-dlq"
+def test_the_dead_letter_queues_are_encrypted_and_kept_two_weeks(template):
+    queues = template.of_type("AWS::SQS::Queue")
+    assert sorted(q["Properties"]["QueueName"] for q in queues.values()) == [
+        f"hindsight-{template.stage}-maintenance-dlq", f"hindsight-{template.stage}-review-dlq"]
+    for q in queues.values():
+        assert q["Properties"]["SqsManagedSseEnabled"] is True
+        assert q["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+
+
+def test_a_failed_decay_run_goes_to_the_maintenance_dlq_and_its_timeout_covers_the_reserve(translated, template):
+    """The schedule invokes decay asynchronously: Lambda retries a failed run, then sends it to the
+    on-failure destination. Its role may send there and nowhere else; a run stops taking pages with
+    ``decay_reserve_seconds`` left, which must be less than its timeout."""
+    from chalicelib.settings import Settings
+
+    dlq = translated.logical_id("MaintenanceDeadLetterQueue", "AWS::SQS::Queue")
+    configs = list(translated.of_type("AWS::Lambda::EventInvokeConfig").values())
+    assert len(configs) == 1
+    p = configs[0]["Properties"]
+    assert p["FunctionName"] == {"Ref": translated.logical_id("DecaySchedule", "AWS::Lambda::Function")}
+    assert p["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
+    assert p["MaximumRetryAttempts"] == 2
+    assert actions_on(role_statements(translated, "DecayScheduleRole"))["sqs:SendMessage"] == {f"{{{dlq}.Arn}}"}
+    fns = {f["Properties"]["FunctionName"]: f["Properties"] for f in template.of_type("AWS::Serverless::Function").values()}
+    assert fns[f"hindsight-{template.stage}-decay_schedule"]["Timeout"] > Settings.model_construct().decay_reserve_seconds + 30
 
 
 # --- IAM ----------------------------------------------------------------------------------------
@@ -360,10 +381,10 @@ def test_dynamodb_access_is_on_the_stacks_tables_only(translated):
         assert action not in api, action
 
 
-def test_only_the_review_worker_may_send_to_the_dlq(translated):
+def test_only_the_review_worker_may_send_to_the_review_dlq_and_only_decay_to_the_maintenance_dlq(translated):
     dlq = translated.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
     assert actions_on(role_statements(translated, "ReviewWorkerRole"))["sqs:SendMessage"] == {f"{{{dlq}.Arn}}"}
-    for role in ("ApiHandlerRole", "ReviewSweeperRole", "DecayScheduleRole", "ApiKeyAuthorizerRole", "OpensearchIndexSetupRole"):
+    for role in ("ApiHandlerRole", "ReviewSweeperRole", "ApiKeyAuthorizerRole", "OpensearchIndexSetupRole"):
         assert not any(a.startswith("sqs:") for a in actions_on(role_statements(translated, role))), role
 
 
@@ -530,15 +551,16 @@ def test_every_function_of_the_app_has_an_errors_alarm(translated):
     assert set(alarmed) == set(functions(translated))
 
 
-def test_the_dlq_depth_alarm_fires_on_one_message(template):
-    dlq = template.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
+def test_each_dlq_depth_alarm_fires_on_one_message(template):
     topic = template.logical_id("AlarmTopic", "AWS::SNS::Topic")
-    (p,) = [a["Properties"] for a in template.of_type("AWS::CloudWatch::Alarm").values()
-            if a["Properties"].get("Namespace") == "AWS/SQS"]
-    assert p["MetricName"] == "ApproximateNumberOfMessagesVisible"
-    assert p["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
-    assert p["ComparisonOperator"] == "GreaterThanThreshold" and p["Threshold"] == 0
-    assert p["AlarmActions"] == [{"Ref": topic}]
+    alarms = [a["Properties"] for a in template.of_type("AWS::CloudWatch::Alarm").values()
+              if a["Properties"].get("Namespace") == "AWS/SQS"]
+    queues = {template.logical_id(name, "AWS::SQS::Queue") for name in ("ReviewDeadLetterQueue", "MaintenanceDeadLetterQueue")}
+    assert {p["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for p in alarms} == queues and len(alarms) == 2
+    for p in alarms:
+        assert p["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        assert p["ComparisonOperator"] == "GreaterThanThreshold" and p["Threshold"] == 0
+        assert p["AlarmActions"] == [{"Ref": topic}]
 
 
 def test_every_alarm_notifies_the_topic_and_the_topic_mails_the_operator(template):

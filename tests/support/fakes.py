@@ -8,6 +8,7 @@ what it got back never changes the store), and the behaviour the docstrings of
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from collections import Counter
 from dataclasses import replace
@@ -267,6 +268,16 @@ class InMemoryExperienceStore:
         with self._lock:
             for exp in exps:
                 self.put(exp)
+
+    def archive_if_unchanged(self, read: Experience, archived: Experience) -> bool:
+        if archived.status is ExperienceStatus.ACTIVE or (archived.tenant_id, archived.experience_id) != (read.tenant_id, read.experience_id):
+            raise ValueError("archive_if_unchanged takes the same lesson, archived")
+        with self._lock:
+            stored = self._exps.get((read.tenant_id, read.experience_id))
+            if stored is None or stored.status is not ExperienceStatus.ACTIVE or stored != read:
+                return False
+            self.put(replace(archived, revision=read.revision + 1))
+            return True
 
     def _current(self, exp: Experience) -> bool:
         stored = self._exps.get((exp.tenant_id, exp.experience_id))
@@ -640,6 +651,7 @@ def fake_deps(clock: FakeClock | None = None, embedder: Any = None, **overrides:
         clock=clock if clock is not None else FakeClock(),
         admin_key="admin-test-key",
         recalls=InMemoryRecallLedger(),
+        checkpoints=InMemoryCheckpoints(),
     )
     kwargs.update(overrides)
     return Deps(**kwargs)
@@ -692,3 +704,17 @@ class InMemoryRecallLedger:
             for k in marks:
                 del self._credits[k]
             return len(gone) + len(marks)
+
+
+class InMemoryCheckpoints:
+    """``ports.Checkpoints`` in a dict (each state copied through JSON, as a store keeps it)."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, str] = {}
+
+    def load(self, name: str) -> dict | None:
+        raw = self._states.get(name)
+        return json.loads(raw) if raw is not None else None
+
+    def save(self, name: str, state: dict) -> None:
+        self._states[name] = json.dumps(state)

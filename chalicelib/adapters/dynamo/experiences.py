@@ -97,6 +97,18 @@ class DynamoExperienceStore:
                 for item in items:
                     tx.save(item)
 
+    def archive_if_unchanged(self, read: Experience, archived: Experience) -> bool:
+        """One conditional put: the stored document must still be the one ``read`` was decoded
+        from and the lesson active (whatever wrote it since, feedback, a merge, a forget, changed
+        the document). The put takes the archived item out of the sparse indexes, as any put does."""
+        if archived.status is ACTIVE or (archived.tenant_id, archived.experience_id) != (read.tenant_id, read.experience_id):
+            raise ValueError("archive_if_unchanged takes the same lesson, archived")
+        # the archived copy takes the next revision, as any write: a writer holding ``read`` then fails its own
+        item, I = self._item(replace(archived, revision=read.revision + 1)), self.Item
+        condition = self._read_with(read) & (I.status == ACTIVE.value) & (I.doc == dumps(to_doc(read)))
+        with boundary("archive experience"):
+            return written_if(lambda: item.save(condition=condition))
+
     def put_if(self, exp: Experience) -> Experience | None:
         written = replace(exp, revision=exp.revision + 1)
         item = self._item(written)

@@ -37,6 +37,8 @@ Tables, keys and the access pattern each one serves (``#`` joins key parts, ``<t
   rate-limits   bucket=tenant#<t>      -                      the tenant's token bucket: one number
                                                               (tat_us) moved by conditional updates;
                                                               TTL on ``expires`` drops idle tenants
+  maintenance   name                   -                      checkpoints of work that outlasts an
+                                                              invocation (decay's pass, admin jobs)
   recalls       tenant_id              key=recall#<id>        what a recall served (BatchGetItem), and
                                                               ``trajectory_id``: the run it is bound to
                                                               (attach: a conditional update)
@@ -204,6 +206,14 @@ class RecallItem(Model):
     expires = TTLAttribute()
 
 
+# --- maintenance checkpoints -------------------------------------------------------------------
+
+
+class CheckpointItem(Model):
+    name = UnicodeAttribute(hash_key=True)  # e.g. "decay": the pass over every tenant
+    doc = UnicodeAttribute()  # JSON object: where the work stands
+
+
 # --- binding ------------------------------------------------------------------------------------
 
 
@@ -261,6 +271,7 @@ class DynamoTables:
         self.jobs = self._bound(JobItem, "review-jobs", stream=True)
         self.rate_limits = self._bound(RateLimitItem, "rate-limits", stream=False)
         self.recalls = self._bound(RecallItem, "recalls", stream=False)
+        self.checkpoints = self._bound(CheckpointItem, "maintenance", stream=False)
 
     def _bound(self, base: type[M], table: str, stream: bool) -> type[M]:
         model = _bind(base, self.config, table, stream)
@@ -285,6 +296,7 @@ class DynamoTables:
             "queue": (self.jobs,),
             "rate_limits": (self.rate_limits,),
             "recalls": (self.recalls,),
+            "checkpoints": (self.checkpoints,),
         }
 
     def create(self, *group: str) -> None:

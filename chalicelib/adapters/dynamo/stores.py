@@ -9,6 +9,7 @@ Each store lives in a module of its own (``dynamo_tenants``, ``dynamo_trajectori
 """
 from __future__ import annotations
 
+from chalicelib.adapters.dynamo.checkpoints import DynamoCheckpoints
 from chalicelib.adapters.dynamo.errors import StoreUnavailable
 from chalicelib.adapters.dynamo.experiences import DynamoExperienceStore
 from chalicelib.adapters.dynamo.models import DynamoConfig, DynamoTables
@@ -18,6 +19,7 @@ from chalicelib.adapters.dynamo.tenants import DynamoTenantStore
 from chalicelib.adapters.dynamo.trajectories import DynamoTrajectoryStore
 
 __all__ = [
+    "DynamoCheckpoints",
     "DynamoConfig",
     "DynamoExperienceStore",
     "DynamoRecallLedger",

@@ -75,6 +75,8 @@ CREATE TABLE IF NOT EXISTS token_vectors (
     tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL, text_key TEXT NOT NULL, vecs BLOB NOT NULL,
     PRIMARY KEY (tenant_id, experience_id));
 CREATE INDEX IF NOT EXISTS token_vectors_text ON token_vectors(tenant_id, text_key);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    name TEXT PRIMARY KEY, doc TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS index_changes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, experience_id TEXT NOT NULL);
 """

@@ -327,6 +327,21 @@ class SqliteExperienceStore:
             for exp in exps:
                 self._put(conn, exp)
 
+    def archive_if_unchanged(self, read: Experience, archived: Experience) -> bool:
+        """Read and write in one write transaction: the stored document must still decode to
+        ``read`` and be active."""
+        if archived.status is ExperienceStatus.ACTIVE or (archived.tenant_id, archived.experience_id) != (read.tenant_id, read.experience_id):
+            raise ValueError("archive_if_unchanged takes the same lesson, archived")
+        with self.db.write() as conn:
+            row = conn.execute(
+                "SELECT doc FROM experiences WHERE tenant_id=? AND experience_id=? AND status='active'",
+                (read.tenant_id, read.experience_id),
+            ).fetchone()
+            if row is None or experience_from_doc(json.loads(row["doc"])) != read:
+                return False
+            self._put(conn, replace(archived, revision=read.revision + 1))  # the next revision, as any write
+            return True
+
     def put_if(self, exp: Experience) -> Experience | None:
         with self.db.write() as conn:  # BEGIN IMMEDIATE: no other process writes between the check and the write
             if not self._current(conn, exp):
