@@ -39,10 +39,10 @@ def restates(new: Experience, old: Experience) -> bool:
     new_terms, old_terms = _terms(new.situation), _terms(old.situation)
     if len(new_terms) < MIN_RESTATED_TERMS or not new_terms <= old_terms:
         return False
-    old_said = _terms(old.advice or old.lesson)
-    if old_said & (old_terms - new_terms):
-        return False
-    return bool((_terms(new.advice or new.lesson) & old_said) - old_terms)
+    old_said, new_says = _terms(old.advice or old.lesson), _terms(new.advice or new.lesson)
+    if old_said & (old_terms - new_terms) or new_says <= old_said:
+        return False  # a special case; or advice in the same words (what changed is a number)
+    return bool((new_says & old_said) - old_terms)
 
 
 def corrections_first(hits: list[Hit]) -> list[Hit]:

@@ -33,6 +33,8 @@ def test_a_broader_rewording_that_answers_the_old_advice_restates_it() -> None:
      ("Formatting dates in the admin console", "Never DD/MM/YYYY.")),  # another place
     (("Adding logs to the ingestion worker for failed batches", "Log each failed batch with its id."),
      ("Adding logs to the ingestion worker", "Log with the request id.")),  # the old one is about its special case
+    (("Weather lookup case 0", "Ask for the city first, variant 0."),
+     ("Weather lookup case 3", "Ask for the city first, variant 3.")),  # the same advice: only a number changed
 ])
 def test_what_does_not_restate(old, new) -> None:
     assert not restates(lesson(*new), lesson(*old))
