@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from chalicelib.adapters.embedded.private_files import private_database
 from chalicelib.domain.errors import Unavailable
 
 SCHEMA = """
@@ -154,7 +155,10 @@ class SqliteDatabase:
         # polled in sleeps of at most 1 ms: SQLite's own busy handler sleeps up to 100 ms, and under
         # load a writer of one process would wait out sleeps while another's commits went by.
         self._writer = threading.Lock()
-        self._lock_fd = None if self._uri or path == ":memory:" else os.open(f"{path}-writer", os.O_RDWR | os.O_CREAT, 0o600)
+        on_disk = not (self._uri or path == ":memory:")
+        if on_disk:
+            private_database(path)  # 0600 before SQLite opens it: its WAL and shared memory follow
+        self._lock_fd = os.open(f"{path}-writer", os.O_RDWR | os.O_CREAT, 0o600) if on_disk else None
         if self._lock_fd is not None:
             weakref.finalize(self, os.close, self._lock_fd)
         self._group = threading.Condition(threading.Lock())
