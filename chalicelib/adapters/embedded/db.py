@@ -31,7 +31,8 @@ from chalicelib.domain.errors import Unavailable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
-    tenant_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_us INTEGER NOT NULL);
+    tenant_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_us INTEGER NOT NULL, name_key TEXT);
+CREATE INDEX IF NOT EXISTS tenants_name_key ON tenants(name_key);
 CREATE TABLE IF NOT EXISTS api_keys (
     key_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, created_us INTEGER NOT NULL,
     revoked INTEGER NOT NULL DEFAULT 0);
@@ -179,7 +180,7 @@ class SqliteDatabase:
     def _migrate(conn: sqlite3.Connection) -> None:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
         added = {("experiences", "situation_key"): "TEXT", ("experiences", "ranking"): "TEXT", ("review_jobs", "triggers"): "TEXT",
-                 ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT"}
+                 ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT", ("tenants", "name_key"): "TEXT"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             if cols and column not in cols:
