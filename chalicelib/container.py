@@ -67,6 +67,9 @@ def resolve_admin_key(settings: Settings) -> str:
         return settings.admin_key
     path = admin_key_path(settings)
     if path.exists():
+        from .adapters.embedded.private_files import private_file
+
+        private_file(path)  # 0600 even if it was copied in wider
         key = path.read_text().strip()
         redaction.register(key)
         return key
@@ -205,6 +208,7 @@ def build_embedded(settings: Settings) -> Deps:
     from .adapters.embedded.checkpoints import SqliteCheckpoints
     from .adapters.embedded.db import SqliteDatabase
     from .adapters.embedded.index import NumpyVectorIndex
+    from .adapters.embedded.private_files import private_dir
     from .adapters.embedded.recalls import SqliteRecallLedger
     from .adapters.embedded.stores import (
         SqliteExperienceStore,
@@ -213,8 +217,7 @@ def build_embedded(settings: Settings) -> Deps:
         SqliteTrajectoryStore,
     )
 
-    data = Path(settings.data_dir)
-    data.mkdir(parents=True, exist_ok=True)
+    data = private_dir(settings.data_dir)  # 0700: its files are 0600 (private_files.py)
     db = SqliteDatabase(str(data / "hindsight.db"))
     embedder = build_embedder(settings)
     index = NumpyVectorIndex(

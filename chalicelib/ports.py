@@ -27,8 +27,10 @@ class TenantStore(Protocol):
     def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
         """Store a tenant and the hash of its first API key.
 
-        Names are unique per deployment: a name already taken raises ``TenantNameTaken`` naming
-        the tenant that has it, and nothing is stored. An id or key hash in use raises Conflict.
+        Names are unique per deployment, compared by ``domain.tenant_names.name_key`` (case, width,
+        normalization and invisible characters aside): a name already taken raises
+        ``TenantNameTaken`` naming the tenant that has it, and nothing is stored. An id or key hash
+        in use raises Conflict.
         """
 
     def tenant_for_key(self, key_hash: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Keys never reach a log line: a logging filter that masks them, whatever logged them.
+"""Keys never reach a log line, and request input never forges one: a logging filter that masks
+keys and escapes control characters, whatever logged them.
 
 Nothing of ours logs a key. This is the net under what we do not control at DEBUG: botocore logs
 response bodies (Secrets Manager's ``SecretString``: the admin key, the OpenAI key), an SDK may log
@@ -7,6 +8,11 @@ request headers, an exception's message may quote its input. Masked:
 * the values registered with ``register`` (the admin key and the OpenAI key, once resolved);
 * anything shaped like a key: ``Bearer <token>``, ``hs_...`` tenant keys, ``hsadmin_...`` admin
   keys, ``sk-...`` OpenAI keys, a ``SecretString`` field.
+
+Control characters are escaped (``escape_controls``) in the message and in every extra field: a
+request path holding ``%0a``, ``%0d``, ``%1b`` or ``%00`` (decoded into the access line) would
+otherwise start a line of its own, rewrite the terminal or cut the line short. A newline becomes
+``\\x0a``, so every record stays one line; a traceback keeps its lines.
 
 ``install`` puts the filter on every handler of the root logger (records of child loggers reach
 handlers without passing the root logger's own filters) and on any logger given, such as the
@@ -34,6 +40,24 @@ _PATTERNS = [
 _NEEDLES = tuple((literal, bool(pattern.flags & re.IGNORECASE)) for pattern, _, literals in _PATTERNS for literal in literals)
 # attributes every LogRecord has; anything else came in through ``extra=`` and is masked too
 _STANDARD = set(vars(logging.LogRecord("n", logging.INFO, "p", 1, "m", None, None))) | {"message", "asctime"}
+
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the marks that reorder or
+# hide text (bidirectional overrides and isolates, zero-width characters, the byte order mark)
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character written as its escape (a newline as ``\\x0a``):
+    quoted request input cannot start a line, move the cursor or hide what follows."""
+    if text.isprintable():  # no control of any kind: most lines, checked at C speed
+        return text
+    return _CONTROLS.sub(_escaped, text)
+
 
 _lock = threading.Lock()
 _known: tuple[str, ...] = ()
@@ -64,15 +88,20 @@ def redact(text: str) -> str:
     return text
 
 
+def clean(text: str) -> str:
+    """What a log line may show of ``text``: keys masked, control characters escaped."""
+    return escape_controls(redact(text))
+
+
 def _redact_value(value: Any) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        return clean(value)
     if isinstance(value, dict):
         return {k: _redact_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_redact_value(v) for v in value)
     if isinstance(value, bytes):
-        return redact(value.decode("utf-8", "replace"))
+        return clean(value.decode("utf-8", "replace"))
     return value
 
 
@@ -85,8 +114,8 @@ class RedactSecrets(logging.Filter):
                 message = record.getMessage()
             except Exception:  # a broken format string: leave it to the handler to report
                 return True
-            if not isinstance(record.msg, str) or record.args or redact(message) != message:
-                record.msg, record.args = redact(message), None
+            if not isinstance(record.msg, str) or record.args or clean(message) != message:
+                record.msg, record.args = clean(message), None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:

@@ -40,10 +40,24 @@ def _translate_chalice_error(status: int, headers: dict[str, str], body: bytes) 
 _WAITRESS_CODES = {400: "malformed_request", 413: "payload_too_large", 431: "headers_too_large"}
 
 
+# After refusing a request it did not read (a body over the limit, a malformed one), the server
+# closes the connection while the client may still be sending. Closed with unread input, a socket
+# answers the client's next segment with a reset, and a reset makes the client's system drop the
+# answer it had received but not yet read: a client that sends its whole body before reading got
+# "connection reset" instead of its 413. So the server shuts its side for writing (the answer, then
+# FIN), reads and drops what the client still sends, and closes once the client is done, or after
+# these bounds.
+LINGER_SECONDS = 10.0
+LINGER_BYTES = 64 * 1024 * 1024
+
+
 def json_error_channel() -> type:
     """Waitress's channel whose own refusals (a malformed request line, a body over the limit, a
-    bad chunk) answer in the contract's error shape instead of waitress's plain text, and that the
-    I/O thread does not poll for writing while a request thread is sending its answer."""
+    bad chunk) answer in the contract's error shape instead of waitress's plain text, are received
+    by a client still sending (a lingering close: ``LINGER_SECONDS``), and that the I/O thread does
+    not poll for writing while a request thread is sending its answer."""
+    import socket
+
     from waitress.channel import HTTPChannel
     from waitress.task import ErrorTask
 
@@ -56,6 +70,7 @@ def json_error_channel() -> type:
             self.status = f"{status} {error.reason}"
             self.response_headers.extend(headers.items())
             self.set_close_on_finish()
+            self.channel.linger_on_close = True  # the rest of the request may still be on its way
             self.content_length = len(body)
             self.write(body)
 
@@ -73,7 +88,53 @@ def json_error_channel() -> type:
             self.outbuf_lock.release()
         return True
 
-    return type("JsonErrorChannel", (HTTPChannel,), {"error_task_class": JsonErrorTask, "writable": writable})
+    def handle_close(self) -> None:
+        """Closed after an error answer: linger (shut for writing, drain) instead, once."""
+        if getattr(self, "linger_on_close", False) and not getattr(self, "linger_until", 0.0) and self.connected:
+            try:
+                self.socket.shutdown(socket.SHUT_WR)  # after the answer, which is sent: FIN
+            except OSError:
+                pass
+            else:
+                self.linger_until, self.drained = time.monotonic() + LINGER_SECONDS, 0
+                self.will_close = self.close_when_flushed = False
+                return
+        HTTPChannel.handle_close(self)
+
+    def lingering(self) -> bool:
+        return bool(getattr(self, "linger_until", 0.0))
+
+    def readable(self) -> bool:
+        return True if lingering(self) else HTTPChannel.readable(self)
+
+    def handle_read(self) -> None:
+        if not lingering(self):
+            HTTPChannel.handle_read(self)
+            return
+        try:
+            data = self.socket.recv(RECV_BYTES)
+        except OSError:
+            data = b""
+        self.drained += len(data)
+        if not data or self.drained > LINGER_BYTES or time.monotonic() >= self.linger_until:
+            HTTPChannel.handle_close(self)
+
+    def channel_writable(self) -> bool:
+        # lingering: "writable" once its time is up (or the server's idle sweep closes it), to be closed
+        if lingering(self):
+            return self.will_close or time.monotonic() >= self.linger_until
+        return writable(self)
+
+    def handle_write(self) -> None:
+        if lingering(self):
+            HTTPChannel.handle_close(self)
+            return
+        HTTPChannel.handle_write(self)
+
+    return type("JsonErrorChannel", (HTTPChannel,), {
+        "error_task_class": JsonErrorTask, "writable": channel_writable, "handle_close": handle_close,
+        "readable": readable, "handle_read": handle_read, "handle_write": handle_write,
+    })
 
 
 def make_wsgi_app(chalice_app: Any, max_body_bytes: int, ingest: Any = None) -> Callable:

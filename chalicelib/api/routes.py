@@ -24,6 +24,7 @@ from ..container import get_deps, get_settings
 from ..domain import usage as usage_names
 from ..domain.errors import HindsightError, Unauthorized
 from .http import INTERNAL, answer_for, body_required, error_answer, error_response, json_response, parse_json, to_json, validate
+from .page_headers import page_headers
 
 if TYPE_CHECKING:
     from chalice.app import Request
@@ -232,7 +233,10 @@ class Router:
                 raise TypeError(f"{route.method} {route.path} declares no repeat_status")
             return json_response(to_json(value.body), route.repeat_status)
         if route.media_type != "application/json":
-            return Response(body=value, status_code=route.status, headers={"Content-Type": f"{route.media_type}; charset=utf-8"})
+            headers: dict[str, str | list[str]] = {"Content-Type": f"{route.media_type}; charset=utf-8"}
+            if route.media_type == "text/html":
+                headers.update(page_headers(value))
+            return Response(body=value, status_code=route.status, headers=headers)
         return json_response(to_json(value), route.status)
 
     def request(self) -> Request:

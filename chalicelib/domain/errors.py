@@ -47,13 +47,22 @@ class Conflict(HindsightError):
 
 
 class TenantNameTaken(Conflict):
-    """Tenant names are unique per deployment: a CLI or SDK that names a tenant means that one."""
+    """Tenant names are unique per deployment: a CLI or SDK that names a tenant means that one.
+    Names that read alike are one name (``domain.tenant_names``)."""
 
     code = "tenant_exists"
 
-    def __init__(self, name: str, tenant_id: str) -> None:
-        super().__init__(f"a tenant named {name!r} already exists: {tenant_id}", details={"tenant_id": tenant_id})
+    def __init__(self, name: str, tenant_id: str, existing_name: str | None = None) -> None:
+        """``existing_name``: the taken tenant's name as it was given, when it differs from ``name``
+        only as look-alikes do (case, width, normalization, invisible characters)."""
+        existing = existing_name if existing_name is not None else name
+        if existing == name:
+            message = f"a tenant named {name!r} already exists: {tenant_id}"
+        else:
+            message = f"{name!r} reads as the name of tenant {tenant_id}, {existing!r}, which already exists"
+        super().__init__(message, details={"tenant_id": tenant_id, "name": existing})
         self.tenant_id = tenant_id
+        self.existing_name = existing
 
 
 class TrajectoryFull(Conflict):

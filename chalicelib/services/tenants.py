@@ -6,9 +6,10 @@ import hmac
 import secrets
 import uuid
 
-from ..domain.errors import RateLimited, Unauthorized
+from ..domain.errors import InvalidInput, RateLimited, Unauthorized
 from ..domain.models import Tenant
 from ..domain.ratelimit import retry_after_seconds
+from ..domain.tenant_names import name_key
 from .deps import Deps
 
 KEY_PREFIX = "hs_"
@@ -24,6 +25,8 @@ def new_key() -> str:
 
 
 def create_tenant(deps: Deps, name: str) -> tuple[Tenant, str]:
+    if not name_key(name):
+        raise InvalidInput("a tenant name needs a visible character")
     tenant = Tenant(tenant_id="t_" + uuid.uuid4().hex[:20], name=name, created_at=deps.clock.now())
     key = new_key()
     deps.tenants.create_tenant(tenant, hash_key(key))

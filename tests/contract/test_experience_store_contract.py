@@ -366,6 +366,41 @@ def test_list_with_an_invalid_cursor_raises_invalid_input(experience_store, curs
         experience_store.list("t1", cursor=cursor)
 
 
+
+def _b64_text(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+# Forged cursors that decode to JSON no store can bind: each shape of cursor a store issues (SQLite's
+# [created_us, id] and [tenant, id], DynamoDB's key), holding an integer beyond 64 bits, a lone
+# surrogate (no UTF-8 encodes it) or a float of no number.
+FORGED_CURSORS = {
+    "int 2^63": _b64([2**63, "x1"]),
+    "int of 100 digits": _b64([10**100, "x1"]),
+    "negative int of 100 digits": _b64([-(10**100), "x1"]),
+    "high surrogate in the id": _b64([1, "\ud800"]),
+    "low surrogate in the id": _b64([1, "\udc00"]),
+    "surrogate in the tenant": _b64(["\ud800", "x1"]),
+    "surrogate in a scan's id": _b64(["t1", "x\udfff"]),
+    "surrogate in a key's sort key": _b64({"tenant_id": "t1", "created_sk": "\ud800", "experience_id": "x1"}),
+    "surrogate in a key's id": _b64({"tenant_id": "t1", "created_sk": "0001#x1", "experience_id": "\udbff"}),
+    "infinity": _b64_text('[1e999,"x1"]'),
+}
+
+
+@pytest.mark.parametrize("cursor", list(FORGED_CURSORS.values()), ids=list(FORGED_CURSORS))
+def test_a_forged_cursor_of_unbindable_values_raises_invalid_input(experience_store, cursor):
+    experience_store.put(exp("x1"))
+    experience_store.put(exp("x2", minute=1))
+    for listing in (
+        lambda: experience_store.list("t1", cursor=cursor),
+        lambda: experience_store.list("t1", status=ACTIVE, cursor=cursor),
+        lambda: experience_store.list("t1", agent_id="a1", cursor=cursor),
+        lambda: experience_store.scan_active(cursor=cursor),
+    ):
+        with pytest.raises(InvalidInput):
+            listing()
+
 # --- find_active_by_fingerprint -----------------------------------------------------------------
 
 

@@ -131,6 +131,31 @@ def test_a_name_already_taken_is_refused_naming_the_tenant_that_has_it(tenant_st
     assert tenant_store.tenant_for_key("hash-2") == "t2"
 
 
+
+# Names that read as "acme corp": case, full width, zero-width and invisible characters, NFC/NFD
+LOOK_ALIKES = ["ACME Corp", "\uff41\uff43\uff4d\uff45 corp", "ac\u200bme corp", "acme\u200d corp", "\u200facme corp",
+               "acme\u00a0corp", "ac\u00adme corp", "acme corp\ufe0f"]
+
+
+@pytest.mark.parametrize("name", LOOK_ALIKES)
+def test_a_look_alike_of_a_taken_name_is_refused_naming_the_tenant_that_has_it(tenant_store, name):
+    tenant_store.create_tenant(Tenant("t1", "acme corp", T0), "hash-1")
+    with pytest.raises(TenantNameTaken) as refused:
+        tenant_store.create_tenant(Tenant("t2", name, T0 + timedelta(minutes=1)), "hash-2")
+    assert refused.value.tenant_id == "t1" and refused.value.existing_name == "acme corp"
+    assert "t1" in refused.value.message and "'acme corp'" in refused.value.message
+    assert tenant_store.tenant_for_key("hash-2") is None
+    assert [(t.tenant_id, t.name) for t in tenant_store.list_tenants()] == [("t1", "acme corp")]
+
+
+def test_composed_and_decomposed_names_are_one_name_and_the_name_is_kept_as_given(tenant_store):
+    tenant_store.create_tenant(Tenant("t1", "Cafe\u0301", T0), "hash-1")
+    with pytest.raises(TenantNameTaken) as refused:
+        tenant_store.create_tenant(Tenant("t2", "caf\u00e9", T0), "hash-2")
+    assert refused.value.tenant_id == "t1" and refused.value.existing_name == "Cafe\u0301"
+    tenant_store.create_tenant(Tenant("t3", "cafe", T0), "hash-3")  # no accent: another name
+    assert [t.name for t in tenant_store.list_tenants()] == ["Cafe\u0301", "cafe"]
+
 def test_a_name_is_taken_for_another_instance_too(durable_backend):
     durable_backend.tenants().create_tenant(Tenant("t1", "acme", T0), "hash-1")
     with pytest.raises(TenantNameTaken) as refused:

@@ -364,9 +364,25 @@ def test_a_tenant_name_is_taken_once_and_the_refusal_names_its_tenant(api):
     error = again.json_body["error"]
     assert error["code"] == "tenant_exists"
     assert first.json_body["tenant_id"] in error["message"]
-    assert error["details"] == {"tenant_id": first.json_body["tenant_id"]}
+    assert error["details"] == {"tenant_id": first.json_body["tenant_id"], "name": "acme"}
     listed = api.call("GET", "/v1/tenants", "admin-test-key").json_body["tenants"]
     assert [t["name"] for t in listed] == ["acme"]
+
+
+@pytest.mark.parametrize("name", ["ACME", "Acme", "\uff41\uff43\uff4d\uff45", "ac\u200bme", "acme\u2060", "\u202dacme", "acme\u00ad"])
+def test_a_look_alike_tenant_name_is_409_naming_the_tenant_that_has_it(api, name):
+    first = api.call("POST", "/v1/tenants", "admin-test-key", {"name": "acme"}).json_body
+    again = api.call("POST", "/v1/tenants", "admin-test-key", {"name": name})
+    assert again.status_code == 409
+    error = again.json_body["error"]
+    assert error["code"] == "tenant_exists" and error["details"] == {"tenant_id": first["tenant_id"], "name": "acme"}
+    assert first["tenant_id"] in error["message"] and "'acme'" in error["message"]
+    assert [t["name"] for t in api.call("GET", "/v1/tenants", "admin-test-key").json_body["tenants"]] == ["acme"]
+
+
+def test_a_tenant_name_of_nothing_visible_is_422(api):
+    resp = api.call("POST", "/v1/tenants", "admin-test-key", {"name": "\u200b\u200d"})
+    assert resp.status_code == 422 and "visible" in resp.json_body["error"]["message"]
 
 
 def test_get_recall_and_stats_agree_on_freshness_at_any_decay_time(api):

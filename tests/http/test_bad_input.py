@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from tests.contract.test_experience_store_contract import FORGED_CURSORS
+
 from .test_api import WEATHER_EVENTS, start
 
 
@@ -148,6 +150,16 @@ def test_bad_list_parameters_get_4xx(api, query):
     resp = api.call("GET", f"/v1/experiences?{query}", key)
     assert resp.status_code in (400, 422) and "error" in resp.json_body
 
+
+
+@pytest.mark.parametrize("name", list(FORGED_CURSORS))
+def test_a_forged_cursor_of_unbindable_values_gets_422(api, name):
+    """A cursor holding an integer beyond 64 bits or a lone surrogate: 422, with each filter."""
+    key = api.tenant()
+    api.call("POST", "/v1/experiences", key, {"situation": "s", "advice": "Use the v2 endpoint of billing."})
+    for query in ("", "&status=active", "&agent_id=a1", "&agent_id=a1&status=active"):
+        resp = api.call("GET", f"/v1/experiences?cursor={FORGED_CURSORS[name]}{query}", key)
+        assert_error(resp, 422)
 
 def test_a_bad_outcome_or_signal_gets_422(api):
     key = api.tenant()

@@ -22,6 +22,7 @@ from chalicelib.adapters.embedders.hash import HashEmbedder
 from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.adapters.reviewers.rules import DeterministicReviewer
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
+from chalicelib.domain.tenant_names import same_name
 from chalicelib.domain.lexical import Bm25Params, idf, terms
 from chalicelib.domain.models import (
     Candidate,
@@ -95,8 +96,8 @@ class InMemoryTenantStore:
             if key_hash in self._keys:
                 raise Conflict("key already in use")
             for other in self._tenants.values():
-                if other.name == tenant.name:
-                    raise TenantNameTaken(tenant.name, other.tenant_id)
+                if same_name(other.name, tenant.name):
+                    raise TenantNameTaken(tenant.name, other.tenant_id, other.name)
             self._tenants[tenant.tenant_id] = copy.deepcopy(tenant)
             self._keys[key_hash] = {"tenant_id": tenant.tenant_id, "revoked": False}
 

@@ -108,3 +108,40 @@ def test_access_lines_pass_unchanged_and_a_key_in_a_path_does_not():
     line = "POST /v1/trajectories/h32c1-t12/events 202 1.2ms tenant=t_0123456789abcdef"
     assert redact(line) == line
     assert TENANT_KEY not in redact(f"GET /v1/experiences/{TENANT_KEY} 404 0.4ms tenant=-")
+
+
+# --- control characters: quoted request input cannot forge a line ---------------------------------
+
+FORGING = ["\n", "\r", "\x1b", "\x00", "\r\n", "\x85", "\u2028", "\u2029", "\u202e", "\x7f"]
+
+
+@pytest.mark.parametrize("char", FORGING, ids=["LF", "CR", "ESC", "NUL", "CRLF", "NEL", "LS", "PS", "RLO", "DEL"])
+def test_a_control_character_in_a_message_or_argument_is_escaped(char):
+    logger, stream = capture(f"test.redaction.controls.{ord(char[-1])}")
+    forged = f"x{char}2026-01-01 00:00:00 INFO hindsight.access POST /v1/tenants 201 1.0ms tenant=-"
+    logger.info("GET /v1/experiences/%s 404", forged)
+    logger.info(f"GET /v1/trajectories/{forged} 404")
+    logger.info("a field", extra={"path": forged})
+    out = stream.getvalue()
+    assert out.count("\n") == 3 and all(c not in out for c in char if c != "\n") and "\r" not in out
+    assert all(line.startswith("INFO ") for line in out.splitlines())
+    assert f"\\x{ord(char[0]):02x}" in out or f"\\u{ord(char[0]):04x}" in out
+
+
+def test_escaping_leaves_printable_text_of_any_script_alone():
+    for text in ["POST /v1/recall 200 1.2ms tenant=t_1", "Lyon, Zürich, 東京, Ελλάδα", "a\\x0a b", ""]:
+        assert redaction.escape_controls(text) == text
+    assert redaction.escape_controls("a\nb\x1b[2Jc\x00\u2028") == "a\\x0ab\\x1b[2Jc\\x00\\u2028"
+
+
+def test_a_traceback_keeps_its_lines_and_a_dict_message_its_values_escaped():
+    logger, stream = capture("test.redaction.controls.tb")
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        logger.exception("failed on %s", "a\nb")
+    out = stream.getvalue()
+    assert "failed on a\\x0ab\n" in out and "Traceback (most recent call last):\n" in out
+    record = logging.LogRecord("n", logging.INFO, "p", 1, {"path": "/v1/x\n\x1b"}, None, None)
+    RedactSecrets().filter(record)
+    assert record.msg == {"path": "/v1/x\\x0a\\x1b"}

@@ -1,5 +1,5 @@
-"""``ports.TenantStore`` on DynamoDB: a tenant item, a name item that reserves its name, and per
-API key a lookup item and a reference."""
+"""``ports.TenantStore`` on DynamoDB: a tenant item, a name item that reserves its name (keyed by
+the name's key: look-alike names reserve one item), and per API key a lookup item and a reference."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -12,6 +12,7 @@ from chalicelib.adapters.dynamo.items import time_key
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
 from chalicelib.domain.models import Tenant
+from chalicelib.domain.tenant_names import name_key
 
 TENANT_SK = "tenant"
 KEY_SK = "key"
@@ -55,10 +56,16 @@ class DynamoTenantStore:
             created_sk=time_key(tenant.created_at, tenant.tenant_id),
         )
         lookup, ref = self._key_items(tenant.tenant_id, key_hash, tenant.created_at)
-        # DynamoDB has no unique index: the name is reserved by an item keyed by the name itself,
-        # written in the same transaction, so two creates with one name cannot both succeed.
-        reserved = self.Item(name_pk(tenant.name), NAME_SK, tenant_id=tenant.tenant_id, created_at=tenant.created_at.isoformat())
+        # DynamoDB has no unique index: the name is reserved by an item keyed by the name's key,
+        # written in the same transaction, so two creates of names that read alike cannot both succeed.
+        key = name_key(tenant.name)
+        reserved = self.Item(name_pk(key), NAME_SK, tenant_id=tenant.tenant_id, created_at=tenant.created_at.isoformat())
         with boundary("create_tenant"):
+            # tenants made before names had keys reserved the name as given: a look-alike of one of
+            # theirs is found in the listing (a creation is rare; the listing is one query)
+            for other in self.list_tenants():
+                if name_key(other.name) == key:
+                    raise TenantNameTaken(tenant.name, other.tenant_id, other.name)
             try:
                 with TransactWrite(connection=self.tables.connection) as tx:
                     tx.save(reserved, condition=self.Item.pk.does_not_exist())
@@ -68,11 +75,17 @@ class DynamoTenantStore:
             except TransactWriteError as exc:
                 codes = cancellation_codes(exc)
                 if codes[:1] == [CONDITION_FAILED]:
-                    owner = self.Item.get(name_pk(tenant.name), NAME_SK, consistent_read=True)
-                    raise TenantNameTaken(tenant.name, owner.tenant_id) from exc
+                    owner = self.Item.get(name_pk(key), NAME_SK, consistent_read=True)
+                    raise TenantNameTaken(tenant.name, owner.tenant_id, self._name_of(owner.tenant_id)) from exc
                 if CONDITION_FAILED in codes:
                     raise Conflict("tenant or key already exists") from exc
                 raise
+
+    def _name_of(self, tenant_id: str) -> str | None:
+        try:
+            return self.Item.get(tenant_pk(tenant_id), TENANT_SK, consistent_read=True).name
+        except self.Item.DoesNotExist:
+            return None
 
     def tenant_for_key(self, key_hash: str) -> str | None:
         with boundary("tenant_for_key"):

@@ -26,11 +26,13 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from chalicelib.adapters.embedded.private_files import private_database
 from chalicelib.domain.errors import Unavailable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
-    tenant_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_us INTEGER NOT NULL);
+    tenant_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_us INTEGER NOT NULL, name_key TEXT);
+CREATE INDEX IF NOT EXISTS tenants_name_key ON tenants(name_key);
 CREATE TABLE IF NOT EXISTS api_keys (
     key_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, created_us INTEGER NOT NULL,
     revoked INTEGER NOT NULL DEFAULT 0);
@@ -156,7 +158,10 @@ class SqliteDatabase:
         # polled in sleeps of at most 1 ms: SQLite's own busy handler sleeps up to 100 ms, and under
         # load a writer of one process would wait out sleeps while another's commits went by.
         self._writer = threading.Lock()
-        self._lock_fd = None if self._uri or path == ":memory:" else os.open(f"{path}-writer", os.O_RDWR | os.O_CREAT, 0o600)
+        on_disk = not (self._uri or path == ":memory:")
+        if on_disk:
+            private_database(path)  # 0600 before SQLite opens it: its WAL and shared memory follow
+        self._lock_fd = os.open(f"{path}-writer", os.O_RDWR | os.O_CREAT, 0o600) if on_disk else None
         if self._lock_fd is not None:
             weakref.finalize(self, os.close, self._lock_fd)
         self._group = threading.Condition(threading.Lock())
@@ -178,7 +183,7 @@ class SqliteDatabase:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
         added = {("experiences", "situation_key"): "TEXT", ("experiences", "ranking"): "TEXT",
                  ("experiences", "rev"): "INTEGER NOT NULL DEFAULT 0", ("recalls", "trajectory_id"): "TEXT", ("review_jobs", "triggers"): "TEXT",
-                 ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT"}
+                 ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT", ("tenants", "name_key"): "TEXT"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             if cols and column not in cols:

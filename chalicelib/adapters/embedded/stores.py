@@ -16,6 +16,7 @@ from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.domain.anomaly import CONTEXT, seq_windows
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from chalicelib.domain.models import Candidate, Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
+from chalicelib.domain.tenant_names import name_key
 from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob, TrajectorySummary, tools_that_worked
 
 
@@ -25,14 +26,20 @@ class SqliteTenantStore:
 
     def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
         try:
+            key = name_key(tenant.name)
             with self.db.write() as conn:  # rolled back as a whole if either row exists
+                # tenants made before names had keys get theirs (once: they are few, and in this transaction)
+                for row in conn.execute("SELECT tenant_id, name FROM tenants WHERE name_key IS NULL").fetchall():
+                    conn.execute("UPDATE tenants SET name_key=? WHERE tenant_id=?", (name_key(row["name"]), row["tenant_id"]))
                 # one writer at a time: no other create can slip between this read and the insert
-                taken = conn.execute("SELECT tenant_id FROM tenants WHERE name=? LIMIT 1", (tenant.name,)).fetchone()
+                taken = conn.execute(
+                    "SELECT tenant_id, name FROM tenants WHERE name_key=? ORDER BY created_us LIMIT 1", (key,)
+                ).fetchone()
                 if taken is not None:
-                    raise TenantNameTaken(tenant.name, taken["tenant_id"])
+                    raise TenantNameTaken(tenant.name, taken["tenant_id"], taken["name"])
                 conn.execute(
-                    "INSERT INTO tenants(tenant_id, name, created_us) VALUES (?,?,?)",
-                    (tenant.tenant_id, tenant.name, to_us(tenant.created_at)),
+                    "INSERT INTO tenants(tenant_id, name, created_us, name_key) VALUES (?,?,?,?)",
+                    (tenant.tenant_id, tenant.name, to_us(tenant.created_at), key),
                 )
                 conn.execute(
                     "INSERT INTO api_keys(key_hash, tenant_id, created_us) VALUES (?,?,?)",

@@ -169,3 +169,23 @@ def test_a_trajectory_created_twice_at_once_is_created_once(make_tables):
     with ThreadPoolExecutor(4) as pool:
         created = list(pool.map(create, range(4)))
     assert created.count(True) == 1
+
+
+def test_a_look_alike_of_a_name_reserved_before_names_had_keys_is_refused(make_tables):
+    """A tenant an earlier version made reserved its name as given ("name#Acme Corp"): a look-alike
+    reserves another item, so the listing is what finds it."""
+    from chalicelib.adapters.dynamo.items import time_key
+    from chalicelib.adapters.dynamo.tenants import LISTING, NAME_SK, TENANT_SK, name_pk, tenant_pk
+    from chalicelib.domain.errors import TenantNameTaken
+
+    tables = make_tables("tenants")
+    Item = tables.tenants
+    Item(tenant_pk("t1"), TENANT_SK, tenant_id="t1", name="Acme Corp", created_at=T0.isoformat(), listing=LISTING,
+         created_sk=time_key(T0, "t1")).save()
+    Item(name_pk("Acme Corp"), NAME_SK, tenant_id="t1", created_at=T0.isoformat()).save()
+    store = DynamoTenantStore(tables)
+    for name in ("acme corp", "ACME\u200b Corp"):
+        with pytest.raises(TenantNameTaken) as refused:
+            store.create_tenant(Tenant("t2", name, T0), "hash-2")
+        assert refused.value.tenant_id == "t1" and refused.value.existing_name == "Acme Corp"
+    assert [t.tenant_id for t in store.list_tenants()] == ["t1"]
