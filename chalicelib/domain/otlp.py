@@ -20,7 +20,9 @@ Spans arrive decoded (``Span``: ids in hex, attribute values as plain Python val
   ``output.value``); none where content capture is off;
 - the decision graph: each event's parent is its parent span's event, where that span is one;
 - the end: the trace's root span (no parent) finalizes it, with ``hindsight.outcome`` if set, else
-  ``failure`` when its status is ERROR and ``success`` otherwise.
+  ``failure`` when its status is ERROR and ``success`` otherwise. A trace whose root never arrives
+  is finalized after an idle timeout (``services.otlp``) with ``hindsight.outcome`` if a span
+  stated it, else ``partial`` (``idle_outcome``).
 
 Event ids derive from span ids, so a span sent twice, or in several batches, is stored once.
 """
@@ -67,7 +69,8 @@ class TraceDraft:
     task_type: str | None = None
     tools: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    outcome: str | None = None
+    outcome: str | None = None  # the root span's: the trace ended in this batch
+    stated_outcome: str | None = None  # ``hindsight.outcome`` on any span of the batch, or its resource
     spans: int = 0
 
 
@@ -199,7 +202,19 @@ def _draft(trace_id: str, spans: list[Span]) -> TraceDraft:
             draft.events.append(event)
             if k == "tool" and event["content"]["tool"] not in draft.tools:
                 draft.tools.append(event["content"]["tool"])
+    stated = str(_attr(spans, "hindsight.outcome") or "").lower()
+    draft.stated_outcome = stated if stated in OUTCOMES else None
     if roots:
         stated = str(_attr(roots, "hindsight.outcome") or "").lower()
         draft.outcome = stated if stated in OUTCOMES else "failure" if roots[0].status_code == STATUS_ERROR else "success"
     return draft
+
+
+IDLE_JOB = "otlp_idle"  # the review queue's job kind of a trace's idle timeout (services.otlp.finalize_idle)
+IDLE_OUTCOME = "partial"  # a trace whose root never ended, and no span said how it went
+
+
+def idle_outcome(stated: object) -> str:
+    """The outcome of a trace finalized for being idle: what a span stated (``hindsight.outcome``),
+    else ``partial``: its root span, whose status would have told, never arrived."""
+    return stated if isinstance(stated, str) and stated in OUTCOMES else IDLE_OUTCOME

@@ -79,6 +79,7 @@ class Deps:
     token_index: TokenVectorIndex | None = None  # the index, when it keeps them beside its entries
     # usage per tenant and operational counts (``domain.usage``); None: not counted
     meter: Meter | None = None
+    otlp_idle_seconds: float = 900.0  # a trace without its root is finalized this long after its last batch; 0: never
 
     @property
     def late_on(self) -> bool:
@@ -144,4 +145,5 @@ def policies(settings: Settings) -> dict[str, Any]:
         supersede_threshold=settings.supersede_threshold,
         recall_ttl_days=settings.recall_ttl_days,
         advise_candidates=settings.advise_candidates,
+        otlp_idle_seconds=settings.otlp_idle_seconds,
     )
