@@ -141,11 +141,11 @@ def _time(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 
-def event_id(span: Span) -> str:
+def event_id(span: Span, span_kind: str | None = None) -> str:
     """A tool span carrying its call's id (``gen_ai.tool.call.id``) shares the event of that call
     with the model span that asked for it (``_requested_calls``): whichever arrives first is stored,
-    once. Any other span's event derives from its span id."""
-    call = span.attributes.get("gen_ai.tool.call.id") if kind(span) == "tool" else None
+    once. Any other span's event derives from its span id. ``span_kind``: ``kind(span)``, when known."""
+    call = span.attributes.get("gen_ai.tool.call.id") if (span_kind or kind(span)) == "tool" else None
     return call_event_id(call) if call else f"span-{span.span_id}"
 
 
@@ -175,19 +175,15 @@ class _Call:
     answered: bool = False
 
 
-def _requested_calls(spans: list[Span]) -> dict[str, _Call]:
+def _requested_calls(models: list[Span]) -> dict[str, _Call]:
     """The tool calls the batch's model spans asked for, by call id, with their responses."""
     calls: dict[str, _Call] = {}
-    for span in spans:
-        if kind(span) != "model":
-            continue
+    for span in models:
         for msg in _messages(span.attributes.get("gen_ai.output.messages")):
             for part in _parts(msg, "tool_call"):
                 if part.get("id") and part["id"] not in calls:
                     calls[str(part["id"])] = _Call(span, str(part["id"]), str(part.get("name") or "tool"), part.get("arguments"))
-    for span in spans:
-        if kind(span) != "model":
-            continue
+    for span in models if calls else ():
         for msg in _messages(span.attributes.get("gen_ai.input.messages")):
             for part in _parts(msg, "tool_call_response"):
                 call = calls.get(str(part.get("id")))
@@ -218,7 +214,7 @@ def _called_event(call: _Call, parent: str | None) -> dict[str, Any]:
             "parent_id": parent, "content": content}
 
 
-def _tool_event(span: Span, parent: str | None) -> dict[str, Any]:
+def _tool_event(span: Span, parent: str | None) -> dict[str, Any]:  # span: a tool span
     a = span.attributes
     tool = a.get("gen_ai.tool.name") or a.get("tool.name") or span.name.removeprefix("execute_tool ").strip() or "tool"
     params = _json(a.get("gen_ai.tool.call.arguments", a.get("input.value")))
@@ -230,7 +226,7 @@ def _tool_event(span: Span, parent: str | None) -> dict[str, Any]:
     else:
         result = a.get("gen_ai.tool.call.result", a.get("output.value"))
         content |= {"status": "ok", "result": _json(result)}
-    return {"event_id": event_id(span), "type": "tool_call", "timestamp": _time(span.start_ns), "parent_id": parent, "content": content}
+    return {"event_id": event_id(span, "tool"), "type": "tool_call", "timestamp": _time(span.start_ns), "parent_id": parent, "content": content}
 
 
 def _model_event(span: Span, parent: str | None) -> dict[str, Any] | None:
@@ -243,7 +239,7 @@ def _model_event(span: Span, parent: str | None) -> dict[str, Any] | None:
         text = "calls " + ", ".join(asked) if asked else None
     if not text:
         return None  # content capture off: the step says nothing to review
-    return {"event_id": event_id(span), "type": "llm_reasoning", "timestamp": _time(span.start_ns), "parent_id": parent,
+    return {"event_id": event_id(span, "model"), "type": "llm_reasoning", "timestamp": _time(span.start_ns), "parent_id": parent,
             "content": {"text": _text(_json(text) if not isinstance(text, str) else text)}}
 
 
@@ -257,7 +253,8 @@ def assemble(spans: Iterable[Span]) -> list[TraceDraft]:
 
 def _draft(trace_id: str, spans: list[Span]) -> TraceDraft:
     ids = {s.span_id for s in spans}
-    agents = [s for s in spans if kind(s) == "agent"]
+    kinds = [kind(s) for s in spans]
+    agents = [s for s, k in zip(spans, kinds) if k == "agent"]
     roots = [s for s in spans if not s.parent_span_id]
     head = agents[:1] or roots[:1] or spans[:1]
     goal = (_attr(spans, "hindsight.goal") or _message_text(_attr(head, "gen_ai.input.messages"), "user")
@@ -271,20 +268,20 @@ def _draft(trace_id: str, spans: list[Span]) -> TraceDraft:
         task_type=(lambda t: str(t) if t is not None else None)(_attr(spans, "hindsight.task_type")),
         spans=len(spans),
     )
-    calls = _requested_calls(spans)
-    executed = {str(s.attributes["gen_ai.tool.call.id"]) for s in spans if kind(s) == "tool" and s.attributes.get("gen_ai.tool.call.id")}
-    emitted = {s.span_id: f"span-{s.span_id}" for s in spans if kind(s) in ("tool", "model")}
-    emitted |= {s.span_id: event_id(s) for s in spans if kind(s) == "tool"}
-    for span in spans:
-        k = kind(span)
+    tools = [s for s, k in zip(spans, kinds) if k == "tool"]
+    calls = _requested_calls([s for s, k in zip(spans, kinds) if k == "model"])
+    executed = {str(s.attributes["gen_ai.tool.call.id"]) for s in tools if s.attributes.get("gen_ai.tool.call.id")} if calls else set()
+    emitted = {s.span_id: f"span-{s.span_id}" for s, k in zip(spans, kinds) if k == "model"}
+    emitted |= {s.span_id: event_id(s, "tool") for s in tools}
+    for span, k in zip(spans, kinds):
         parent = emitted.get(span.parent_span_id) if span.parent_span_id in ids else None
-        call = calls.get(str(span.attributes.get("gen_ai.tool.call.id"))) if k == "tool" else None
+        call = calls.get(str(span.attributes.get("gen_ai.tool.call.id"))) if calls and k == "tool" else None
         if call is not None and call.span.span_id in emitted:
             parent = emitted[call.span.span_id]  # the model turn that asked for this call decided it
         event = _tool_event(span, parent) if k == "tool" else _model_event(span, parent) if k == "model" else None
         if event is not None:
             draft.events.append(event)
-        if k == "model":  # the calls it asked for that no tool span reports
+        if k == "model" and calls:  # the calls it asked for that no tool span reports
             for c in calls.values():
                 if c.span is span and c.call_id not in executed:
                     draft.events.append(_called_event(c, f"span-{span.span_id}" if event is not None else parent))
