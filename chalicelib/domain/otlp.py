@@ -75,12 +75,18 @@ class TraceDraft:
 
 
 def _attr(spans: Iterable[Span], *names: str) -> Any:
+    """The first value of the first of ``names`` that a span, or else a span's resource, holds."""
+    spans = list(spans)
+    resources = list({id(s.resource): s.resource for s in spans}.values())  # a batch's spans share theirs
     for name in names:
         for span in spans:
-            for attrs in (span.attributes, span.resource):
-                value = attrs.get(name)
-                if value not in (None, ""):
-                    return value
+            value = span.attributes.get(name)
+            if value not in (None, ""):
+                return value
+        for resource in resources:
+            value = resource.get(name)
+            if value not in (None, ""):
+                return value
     return None
 
 

@@ -46,10 +46,13 @@ def record_traces(deps: Deps, tenant_id: str, drafts: Sequence[TraceDraft]) -> R
         metadata = {"source": "otlp", "trace_id": draft.trace_id}
         if draft.stated_outcome:
             metadata["outcome"] = draft.stated_outcome
-        traj, created = ingest.start_trajectory(
-            deps, tenant_id, draft.agent_id, draft.goal, trajectory_id=draft.trajectory_id, user_id=draft.user_id,
-            task_type=draft.task_type, tools=draft.tools, metadata=metadata,
-        )
+        try:  # a trace's later batches: a read, where a start would be a write that changes nothing
+            traj, created = deps.trajectories.get(tenant_id, draft.trajectory_id), False
+        except NotFound:
+            traj, created = ingest.start_trajectory(
+                deps, tenant_id, draft.agent_id, draft.goal, trajectory_id=draft.trajectory_id, user_id=draft.user_id,
+                task_type=draft.task_type, tools=draft.tools, metadata=metadata,
+            )
         out.trajectories += created
         if created and draft.outcome is None and deps.otlp_idle_seconds > 0:
             deps.queue.enqueue(tenant_id, traj.trajectory_id, IDLE_JOB, deps.clock.now() + timedelta(seconds=deps.otlp_idle_seconds))
