@@ -242,8 +242,23 @@ def main() -> None:
             conn.request("POST", "/v1/tenants", dumps({"name": f"bench-{i}"}), admin)
             keys.append(json.loads(conn.getresponse().read())["api_key"])
         bodies = [client_bodies(i, args.batch, args.traj_events, args.encoding) for i in range(max(levels))]
-        # warm-up, untimed, with every client (so every ingest child): a route's first request in a
-        # process imports its modules (protobuf and the OTLP mapping, the events route's schemas)
+        # warm-up, untimed: a route's first request in a process imports its modules (protobuf and
+        # the OTLP mapping, the events route's schemas); each key's requests go to one ingest child,
+        # so every key sends a few of each route, then every client together for a while
+        ctype = "application/x-protobuf" if args.encoding == "protobuf" else "application/json"
+        for i, key in enumerate(keys):
+            auth = {"authorization": f"Bearer {key}"}
+            for k in range(3):
+                conn.request("POST", "/v1/otlp/v1/traces", bodies[i]["otlp"][0][k].replace(_TRACE_MARK if args.encoding == "protobuf"
+                             else _HEX_MARK, os.urandom(16) if args.encoding == "protobuf" else os.urandom(16).hex().encode()),
+                             auth | {"content-type": ctype})
+                conn.getresponse().read()
+                tid = f"warm-{i}-{k}"
+                conn.request("POST", "/v1/trajectories", dumps({"trajectory_id": tid, "agent_id": "a", "goal": "warm-up"}),
+                             auth | {"content-type": "application/json"})
+                conn.getresponse().read()
+                conn.request("POST", f"/v1/trajectories/{tid}/events", bodies[i]["events"][0][1][k], auth | {"content-type": "application/json"})
+                conn.getresponse().read()
         for route in ("events", "otlp"):
             level(server.url, keys, bodies, route, 2.0, args.encoding, f"warm{route}")
         pid = server.proc.pid if server.proc else None
