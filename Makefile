@@ -45,7 +45,8 @@ test: install lint
 	$(PY) -m pytest
 	$(MAKE) test-ts
 
-# The TypeScript SDK (sdk/typescript) and its example agent (examples/typescript): TypeScript from
+# The TypeScript SDK (sdk/typescript), its example agent (examples/typescript) and the JavaScript
+# agent that exports OpenTelemetry spans (examples/otel-js, the SDK's tests run it): TypeScript from
 # the npm registry (package-lock.json), then Node's test runner against a real server, which
 # devtools/with_server.py starts on a free port and stops after.
 .PHONY: test-ts
@@ -53,6 +54,7 @@ test-ts: install-run
 	@echo "==> the TypeScript SDK: npm ci, build, node --test against a real server"
 	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build
 	cd examples/typescript && npm ci --no-audit --no-fund && npm run build
+	cd examples/otel-js && npm ci --no-audit --no-fund
 	$(PY) -m devtools.with_server -- npm --prefix sdk/typescript test
 
 bench: install

@@ -30,8 +30,9 @@ MAX_ZIP_BYTES = 30 * 1024 * 1024
 # What no Lambda function imports: the embedded backend (numpy, the ONNX model), opensearch-py and
 # requests (chalicelib/adapters/opensearch/http.py speaks to the index) and 3.1+'s gRPC transport, the
 # openai SDK and its transport (chalicelib/adapters/openai_http.py speaks to the endpoint), the
-# embedded server, the test tools
-FORBIDDEN = ("numpy", "numpy.libs", "grpc", "google", "onnxruntime", "tokenizers", "openai", "httpx", "httpx2",
+# embedded server, the test tools. protobuf (``google``) is in: the OTLP route decodes with it, and
+# grpc stays out (docs/decisions/0036-otlp-on-lambda.md)
+FORBIDDEN = ("numpy", "numpy.libs", "grpc", "onnxruntime", "tokenizers", "openai", "httpx", "httpx2",
              "opensearchpy", "requests", "waitress", "moto", "pytest", "hypothesis", "_pytest", "respx", "freezegun",
              "responses")
 

@@ -2,7 +2,8 @@
 
 The server is one Python process, and every request it handles shares one interpreter lock: under
 ingest load it held about one core and left the other idle. So the requests that record a task
-(``POST /v1/trajectories``, ``.../{id}/events``, ``.../{id}/finalize``) are handed whole, once
+(``POST /v1/trajectories``, ``.../{id}/events``, ``.../{id}/finalize``, and OTLP's
+``POST /v1/otlp/v1/traces``) are handed whole, once
 waitress has read them, to one of a few child processes, each with the app and the embedded stores
 of its own (``chalicelib.container.build_embedded`` on the same data directory: no model, no
 worker). The child runs the request as the server would (the key, the tenant's rate limit,
@@ -72,8 +73,9 @@ START_SECONDS = 60.0
 # a hand-off unanswered this long: the child's other requests run in the server until it answers
 STALLED_SECONDS = 0.5
 PING, PONG = "ping", "pong"
-# the requests a child runs: POST /v1/trajectories, /v1/trajectories/{id}/events and .../finalize
-FORWARDED = re.compile(r"^/v1/trajectories(?:/[^/?]+/(?:events|finalize))?$")
+# the requests a child runs: POST /v1/trajectories, /v1/trajectories/{id}/events and .../finalize,
+# and OTLP traces (POST /v1/otlp/v1/traces), which record tasks the same way
+FORWARDED = re.compile(r"^/v1/(?:trajectories(?:/[^/?]+/(?:events|finalize))?|otlp/v1/traces)$")
 
 # (status, headers, body): an answer as local.wsgi._dispatch gives it
 Answer = tuple[int, dict, bytes]

@@ -101,24 +101,36 @@ def _value(v: Any) -> Any:
     return getattr(v, which)
 
 
+_SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
+
+
 def _attrs(kvs: Any) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in kvs}
+    out = {}
+    for kv in kvs:  # most values are scalars (strings, mostly): read them without _value's call
+        v = kv.value
+        which = v.WhichOneof("value")
+        out[kv.key] = getattr(v, which) if which in _SCALARS else _value(v)
+    return out
 
 
 def spans(request: Any) -> list[Span]:
     """The request's spans; a span without a 16-byte trace id or an 8-byte span id is refused."""
     out = []
+    traces: dict[bytes, str] = {}  # a batch's spans share few trace ids: each made hex once
     for rs in request.resource_spans:
         resource = _attrs(rs.resource.attributes)
         for ss in rs.scope_spans:
             for s in ss.spans:
-                if len(s.trace_id) != 16 or len(s.span_id) != 8 or len(s.parent_span_id) not in (0, 8):
+                trace_id, span_id, parent = s.trace_id, s.span_id, s.parent_span_id
+                if len(trace_id) != 16 or len(span_id) != 8 or len(parent) not in (0, 8):
                     raise InvalidInput(f"span {s.name[:80]!r}: a trace id is 16 bytes, a span id 8")
+                status = s.status
+                events = s.events
                 out.append(Span(
-                    trace_id=s.trace_id.hex(), span_id=s.span_id.hex(), parent_span_id=s.parent_span_id.hex(),
-                    name=s.name, start_ns=s.start_time_unix_nano, end_ns=s.end_time_unix_nano,
-                    attributes=_attrs(s.attributes), status_code=int(s.status.code), status_message=s.status.message,
-                    events=tuple((e.name, _attrs(e.attributes)) for e in s.events), resource=resource,
+                    trace_id=traces.get(trace_id) or traces.setdefault(trace_id, trace_id.hex()), span_id=span_id.hex(),
+                    parent_span_id=parent.hex(), name=s.name, start_ns=s.start_time_unix_nano, end_ns=s.end_time_unix_nano,
+                    attributes=_attrs(s.attributes), status_code=int(status.code), status_message=status.message,
+                    events=tuple((e.name, _attrs(e.attributes)) for e in events) if events else (), resource=resource,
                 ))
     return out
 

@@ -20,7 +20,9 @@ Spans arrive decoded (``Span``: ids in hex, attribute values as plain Python val
   ``output.value``); none where content capture is off;
 - the decision graph: each event's parent is its parent span's event, where that span is one;
 - the end: the trace's root span (no parent) finalizes it, with ``hindsight.outcome`` if set, else
-  ``failure`` when its status is ERROR and ``success`` otherwise.
+  ``failure`` when its status is ERROR and ``success`` otherwise. A trace whose root never arrives
+  is finalized after an idle timeout (``services.otlp``) with ``hindsight.outcome`` if a span
+  stated it, else ``partial`` (``idle_outcome``).
 
 Event ids derive from span ids, so a span sent twice, or in several batches, is stored once.
 """
@@ -67,17 +69,24 @@ class TraceDraft:
     task_type: str | None = None
     tools: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    outcome: str | None = None
+    outcome: str | None = None  # the root span's: the trace ended in this batch
+    stated_outcome: str | None = None  # ``hindsight.outcome`` on any span of the batch, or its resource
     spans: int = 0
 
 
 def _attr(spans: Iterable[Span], *names: str) -> Any:
+    """The first value of the first of ``names`` that a span, or else a span's resource, holds."""
+    spans = list(spans)
+    resources = list({id(s.resource): s.resource for s in spans}.values())  # a batch's spans share theirs
     for name in names:
         for span in spans:
-            for attrs in (span.attributes, span.resource):
-                value = attrs.get(name)
-                if value not in (None, ""):
-                    return value
+            value = span.attributes.get(name)
+            if value not in (None, ""):
+                return value
+        for resource in resources:
+            value = resource.get(name)
+            if value not in (None, ""):
+                return value
     return None
 
 
@@ -138,11 +147,80 @@ def _time(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 
-def event_id(span: Span) -> str:
-    return f"span-{span.span_id}"
+def event_id(span: Span, span_kind: str | None = None) -> str:
+    """A tool span carrying its call's id (``gen_ai.tool.call.id``) shares the event of that call
+    with the model span that asked for it (``_requested_calls``): whichever arrives first is stored,
+    once. Any other span's event derives from its span id. ``span_kind``: ``kind(span)``, when known."""
+    call = span.attributes.get("gen_ai.tool.call.id") if (span_kind or kind(span)) == "tool" else None
+    return call_event_id(call) if call else f"span-{span.span_id}"
 
 
-def _tool_event(span: Span, parent: str | None) -> dict[str, Any]:
+def call_event_id(call_id: Any) -> str:
+    return "call-" + re.sub(r"[^A-Za-z0-9._:-]+", "-", str(call_id))[:120]
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    parsed = _json(value)
+    return [m for m in parsed if isinstance(m, dict)] if isinstance(parsed, list) else []
+
+
+def _parts(msg: dict[str, Any], part_type: str) -> list[dict[str, Any]]:
+    return [p for p in msg.get("parts") or [] if isinstance(p, dict) and p.get("type") == part_type]
+
+
+@dataclass
+class _Call:
+    """A tool call a model span asked for (a ``tool_call`` part of ``gen_ai.output.messages``), and
+    its response where a later model span's ``gen_ai.input.messages`` carries it."""
+
+    span: Span
+    call_id: str
+    name: str
+    arguments: Any
+    response: Any = None
+    answered: bool = False
+
+
+def _requested_calls(models: list[Span]) -> dict[str, _Call]:
+    """The tool calls the batch's model spans asked for, by call id, with their responses."""
+    calls: dict[str, _Call] = {}
+    for span in models:
+        for msg in _messages(span.attributes.get("gen_ai.output.messages")):
+            for part in _parts(msg, "tool_call"):
+                if part.get("id") and part["id"] not in calls:
+                    calls[str(part["id"])] = _Call(span, str(part["id"]), str(part.get("name") or "tool"), part.get("arguments"))
+    for span in models if calls else ():
+        for msg in _messages(span.attributes.get("gen_ai.input.messages")):
+            for part in _parts(msg, "tool_call_response"):
+                call = calls.get(str(part.get("id")))
+                if call is not None and not call.answered:
+                    call.response, call.answered = part.get("response"), True
+    return calls
+
+
+_ERROR_TEXT = re.compile(r"^\s*(error|exception|traceback)\b|^\s*\w*(Error|Exception)\s*:", re.IGNORECASE)
+
+
+def _called_event(call: _Call, parent: str | None) -> dict[str, Any]:
+    """A tool call known from the model spans alone (no ``execute_tool`` span for it): its name
+    and arguments from the request, its result from the response the next model call was sent. It
+    failed when that response is an error's text (it starts with ``Error``, ``...Error:``,
+    ``Exception`` or ``Traceback``) or an object with an ``error`` key."""
+    params = _json(call.arguments)
+    content: dict[str, Any] = {"tool": safe_tool(call.name),
+                               "params": params if isinstance(params, dict) else ({} if params is None else {"input": params})}
+    response = _json(call.response)
+    if isinstance(response, dict) and response.get("error"):
+        content |= {"status": "error", "error": _text(response["error"])}
+    elif isinstance(call.response, str) and _ERROR_TEXT.search(call.response):
+        content |= {"status": "error", "error": _text(call.response)}
+    else:
+        content |= {"status": "ok", "result": response}
+    return {"event_id": call_event_id(call.call_id), "type": "tool_call", "timestamp": _time(call.span.end_ns or call.span.start_ns),
+            "parent_id": parent, "content": content}
+
+
+def _tool_event(span: Span, parent: str | None) -> dict[str, Any]:  # span: a tool span
     a = span.attributes
     tool = a.get("gen_ai.tool.name") or a.get("tool.name") or span.name.removeprefix("execute_tool ").strip() or "tool"
     params = _json(a.get("gen_ai.tool.call.arguments", a.get("input.value")))
@@ -154,15 +232,20 @@ def _tool_event(span: Span, parent: str | None) -> dict[str, Any]:
     else:
         result = a.get("gen_ai.tool.call.result", a.get("output.value"))
         content |= {"status": "ok", "result": _json(result)}
-    return {"event_id": event_id(span), "type": "tool_call", "timestamp": _time(span.start_ns), "parent_id": parent, "content": content}
+    return {"event_id": event_id(span, "tool"), "type": "tool_call", "timestamp": _time(span.start_ns), "parent_id": parent, "content": content}
 
 
 def _model_event(span: Span, parent: str | None) -> dict[str, Any] | None:
     a = span.attributes
     text = _message_text(a.get("gen_ai.output.messages"), "assistant") or a.get("gen_ai.completion") or a.get("output.value")
+    if not text:  # a turn that only asks for tools: which ones, with what
+        asked = [f"{p.get('name') or 'tool'}({_text(p.get('arguments') if p.get('arguments') is not None else {})})"
+                 for m in _messages(a.get("gen_ai.output.messages")) if m.get("role") in (None, "assistant")
+                 for p in _parts(m, "tool_call")]
+        text = "calls " + ", ".join(asked) if asked else None
     if not text:
         return None  # content capture off: the step says nothing to review
-    return {"event_id": event_id(span), "type": "llm_reasoning", "timestamp": _time(span.start_ns), "parent_id": parent,
+    return {"event_id": event_id(span, "model"), "type": "llm_reasoning", "timestamp": _time(span.start_ns), "parent_id": parent,
             "content": {"text": _text(_json(text) if not isinstance(text, str) else text)}}
 
 
@@ -176,7 +259,8 @@ def assemble(spans: Iterable[Span]) -> list[TraceDraft]:
 
 def _draft(trace_id: str, spans: list[Span]) -> TraceDraft:
     ids = {s.span_id for s in spans}
-    agents = [s for s in spans if kind(s) == "agent"]
+    kinds = [kind(s) for s in spans]
+    agents = [s for s, k in zip(spans, kinds) if k == "agent"]
     roots = [s for s in spans if not s.parent_span_id]
     head = agents[:1] or roots[:1] or spans[:1]
     goal = (_attr(spans, "hindsight.goal") or _message_text(_attr(head, "gen_ai.input.messages"), "user")
@@ -190,16 +274,39 @@ def _draft(trace_id: str, spans: list[Span]) -> TraceDraft:
         task_type=(lambda t: str(t) if t is not None else None)(_attr(spans, "hindsight.task_type")),
         spans=len(spans),
     )
-    emitted = {s.span_id for s in spans if kind(s) in ("tool", "model")}
-    for span in spans:
-        parent = f"span-{span.parent_span_id}" if span.parent_span_id in emitted and span.parent_span_id in ids else None
-        k = kind(span)
+    tools = [s for s, k in zip(spans, kinds) if k == "tool"]
+    calls = _requested_calls([s for s, k in zip(spans, kinds) if k == "model"])
+    executed = {str(s.attributes["gen_ai.tool.call.id"]) for s in tools if s.attributes.get("gen_ai.tool.call.id")} if calls else set()
+    emitted = {s.span_id: f"span-{s.span_id}" for s, k in zip(spans, kinds) if k == "model"}
+    emitted |= {s.span_id: event_id(s, "tool") for s in tools}
+    for span, k in zip(spans, kinds):
+        parent = emitted.get(span.parent_span_id) if span.parent_span_id in ids else None
+        call = calls.get(str(span.attributes.get("gen_ai.tool.call.id"))) if calls and k == "tool" else None
+        if call is not None and call.span.span_id in emitted:
+            parent = emitted[call.span.span_id]  # the model turn that asked for this call decided it
         event = _tool_event(span, parent) if k == "tool" else _model_event(span, parent) if k == "model" else None
         if event is not None:
             draft.events.append(event)
-            if k == "tool" and event["content"]["tool"] not in draft.tools:
-                draft.tools.append(event["content"]["tool"])
+        if k == "model" and calls:  # the calls it asked for that no tool span reports
+            for c in calls.values():
+                if c.span is span and c.call_id not in executed:
+                    draft.events.append(_called_event(c, f"span-{span.span_id}" if event is not None else parent))
+    for event in draft.events:
+        if event["type"] == "tool_call" and event["content"]["tool"] not in draft.tools:
+            draft.tools.append(event["content"]["tool"])
+    stated = str(_attr(spans, "hindsight.outcome") or "").lower()
+    draft.stated_outcome = stated if stated in OUTCOMES else None
     if roots:
         stated = str(_attr(roots, "hindsight.outcome") or "").lower()
         draft.outcome = stated if stated in OUTCOMES else "failure" if roots[0].status_code == STATUS_ERROR else "success"
     return draft
+
+
+IDLE_JOB = "otlp_idle"  # the review queue's job kind of a trace's idle timeout (services.otlp.finalize_idle)
+IDLE_OUTCOME = "partial"  # a trace whose root never ended, and no span said how it went
+
+
+def idle_outcome(stated: object) -> str:
+    """The outcome of a trace finalized for being idle: what a span stated (``hindsight.outcome``),
+    else ``partial``: its root span, whose status would have told, never arrived."""
+    return stated if isinstance(stated, str) and stated in OUTCOMES else IDLE_OUTCOME

@@ -86,6 +86,7 @@ class Deps:
     # the embedder of recall's queries, when it needs a client of its own (the cloud's OpenAI one:
     # a short timeout, one retry, then BM25 alone); None: ``embedder``
     query_embedder: Embedder | None = None
+    otlp_idle_seconds: float = 900.0  # a trace without its root is finalized this long after its last batch; 0: never
 
     @property
     def late_on(self) -> bool:
@@ -151,4 +152,5 @@ def policies(settings: Settings) -> dict[str, Any]:
         supersede_threshold=settings.supersede_threshold,
         recall_ttl_days=settings.recall_ttl_days,
         advise_candidates=settings.advise_candidates,
+        otlp_idle_seconds=settings.otlp_idle_seconds,
     )

@@ -15,6 +15,7 @@ from typing import Callable, Sequence, TypeVar
 from ..domain import usage
 from ..domain.errors import NotFound
 from ..domain.models import FULL_REVIEW, LOCAL_SCOPE, ReviewKind, ReviewSummary, Trajectory, TrajectoryStatus
+from ..domain.otlp import IDLE_JOB  # not a review: an OpenTelemetry trace's idle timeout
 from ..ports import DeadJob, ReviewJob
 from .deps import Deps
 from .indexing import Embedded, VectorCache, embed_texts
@@ -46,6 +47,7 @@ def process_review_jobs(
     worker may have claimed it."""
     now = deps.clock.now()
     jobs = deps.queue.claim(now, deps.review_lease_seconds, limit)
+    jobs = _run_trace_timeouts(deps, jobs)
     known: dict = vectors if vectors is not None else Embedded()
     until = now + timedelta(seconds=deps.review_lease_seconds * LEASE_SHARE)
     parts = _by_tenant(jobs, workers if pool is not None else 1)
@@ -66,6 +68,27 @@ def _by_tenant(jobs: list[ReviewJob], parts: int) -> list[list[ReviewJob]]:
     for job in jobs:
         out[slot.setdefault(job.tenant_id, len(slot) % len(out))].append(job)
     return [p for p in out if p]
+
+
+def _run_trace_timeouts(deps: Deps, jobs: list[ReviewJob]) -> list[ReviewJob]:
+    """Runs the batch's ``otlp_idle`` jobs (``services.otlp.finalize_idle``: an OpenTelemetry
+    trace idle past its timeout is finalized) and returns the review jobs. Such a job failing is
+    retried later like a review."""
+    if not any(job.kind == IDLE_JOB for job in jobs):
+        return jobs
+    from .otlp import finalize_idle
+
+    reviews = []
+    for job in jobs:
+        if job.kind != IDLE_JOB:
+            reviews.append(job)
+            continue
+        try:
+            finalize_idle(deps, job)
+        except Exception as exc:  # a store's failure: the job comes round again
+            log.warning("idle timeout of trace %s (tenant %s): %s", job.trajectory_id, job.tenant_id, f"{type(exc).__name__}: {exc}"[:300])
+            deps.queue.retry_later(job, f"{type(exc).__name__}", deps.clock.now(), 60.0)
+    return reviews
 
 
 def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict, until: datetime) -> None:

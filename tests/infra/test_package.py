@@ -38,9 +38,32 @@ def test_the_package_holds_nothing_the_functions_never_import(package):
     print(lambda_package.describe(pkg, "chalice package"))
     forbidden = sorted(pkg.tops & set(lambda_package.FORBIDDEN))
     assert not forbidden, f"the Lambda package holds {forbidden}:\n{lambda_package.describe(pkg, 'package')}"
-    assert pkg.dists.isdisjoint({"numpy", "grpcio", "protobuf", "opensearch_protobufs", "onnxruntime", "tokenizers",
+    # protobuf is in, for the OTLP route alone (docs/decisions/0036-otlp-on-lambda.md); grpc is not
+    assert pkg.dists.isdisjoint({"numpy", "grpcio", "opensearch_protobufs", "onnxruntime", "tokenizers",
                                  "openai", "httpx", "httpx2", "opensearch_py", "requests", "waitress", "moto", "pytest",
                                  "hypothesis"}), sorted(pkg.dists)
+
+
+def test_the_otlp_route_decodes_with_the_package_alone_and_no_other_route_imports_protobuf(package):
+    """protobuf and opentelemetry-proto are in the package for ``POST /v1/otlp/v1/traces`` alone:
+    ``import app`` (every other route's cold start) loads neither; the route's decoding works from
+    the package with protobuf's compiled (upb) backend, as Lambda runs it."""
+    _, target = package
+    code = (
+        "import sys, app\n"
+        "assert not [m for m in sys.modules if m.startswith(('google', 'opentelemetry'))], 'import app loaded protobuf'\n"
+        "from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest\n"
+        "from google.protobuf.internal import api_implementation\n"
+        "from chalicelib.api import otlp\n"
+        "req = ExportTraceServiceRequest()\n"
+        "s = req.resource_spans.add().scope_spans.add().spans.add()\n"
+        "s.trace_id, s.span_id, s.name = bytes(range(16)), bytes(range(8)), 'execute_tool get_weather'\n"
+        "(span,) = otlp.spans(otlp.decode(req.SerializeToString(), otlp.PROTOBUF))\n"
+        "print(api_implementation.Type(), span.trace_id, span.name)\n"
+    )
+    proc = _package_python(target, code, HINDSIGHT_BACKEND="aws")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[0] == "upb 000102030405060708090a0b0c0d0e0f execute_tool get_weather"
 
 
 def test_the_zip_is_at_most_30_mb(package):

@@ -24,6 +24,9 @@ from local.ingest import IngestProcesses, default_count, forwarded
     ("POST", "/v1/recall", False),
     ("POST", "/v1/experiences", False),
     ("POST", "/v1/trajectoriesx", False),
+    ("POST", "/v1/otlp/v1/traces", True),  # OTLP records tasks too: in a child, beside the events route
+    ("GET", "/v1/otlp/v1/traces", False),
+    ("POST", "/v1/otlp/v1/traces/x", False),
 ])  # fmt: skip
 def test_only_the_requests_that_record_a_task_are_forwarded(method, path, expected):
     assert forwarded(method, path) is expected

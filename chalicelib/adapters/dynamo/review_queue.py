@@ -164,6 +164,10 @@ class DynamoReviewQueue:
                 elif next(iter(J.due.query(QUEUE + turn.tenant_id, limit=1)), None) is None:
                     # nothing queued: the turn goes, unless an enqueue touched it since it was read
                     self._delete_turn(turn)
+                else:
+                    # queued, none due yet (a trace's idle timeout, a retry's back-off): the turn goes
+                    # to the back, or TENANTS_PER_CLAIM such tenants would hide every tenant past them
+                    self._served(turn.tenant_id, now_us)
             last_served: dict[str, int] = {}
             for job in in_turns(due, served, limit):
                 leased = self._update(

@@ -42,3 +42,30 @@ def test_a_claim_reads_at_most_its_tenants_per_claim_turns_of_each_shard_and_ser
         assert [j.tenant_id for j in jobs] == tenants[:8]  # the least recently served, as before
     finally:
         backend.close()
+
+
+def test_tenants_whose_jobs_are_not_due_yet_do_not_hold_back_a_due_job_past_them(tmp_path):
+    """A job queued for later (an OpenTelemetry trace's idle timeout, a retry's back-off) kept its
+    tenant's turn first in line, never served: TENANTS_PER_CLAIM such tenants hid every other
+    tenant's due job from every claim until theirs came due. A claim now sends such a turn back."""
+    backend = DynamoBackend(tmp_path)
+    try:
+        queue = backend.queue()
+        waiting = [f"w{i:03d}" for i in range(3 * TENANTS_PER_CLAIM)]
+        for tenant in waiting:
+            queue.enqueue(tenant, "trace", "otlp_idle", T0 + timedelta(minutes=15))  # due later
+        queue.enqueue("z-ready", "traj", "full", T0 + timedelta(seconds=1))  # sorts after the others
+        now = T0 + timedelta(seconds=2)
+        claimed = []
+        for _ in range(len(queue.tables.shards) * 4):  # a few claims, as the sweeper's minutes make them
+            claimed += queue.claim(now, lease_seconds=60, limit=8)
+            if claimed:
+                break
+        assert [(j.tenant_id, j.kind) for j in claimed] == [("z-ready", "full")]
+        queue.complete(claimed[0])
+        later: list = []
+        while batch := queue.claim(T0 + timedelta(minutes=16), lease_seconds=60, limit=500):
+            later += batch  # at most TENANTS_PER_CLAIM tenants a claim
+        assert sorted(j.tenant_id for j in later) == waiting  # and theirs are claimed once due
+    finally:
+        backend.close()
