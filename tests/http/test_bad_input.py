@@ -180,7 +180,8 @@ def test_an_internal_failure_is_a_json_500_without_a_trace(api, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(api.deps.embedder, "embed", boom)
+    # (an embedder that fails is answered from BM25 alone, marked degraded: the store's failure is not)
+    monkeypatch.setattr(api.deps.experiences, "recall_candidates", boom)
     resp = api.call("POST", "/v1/recall", key, {"query": "x"})
     assert_error(resp, 500, "internal_error")
     assert "secret" not in resp.body.decode()

