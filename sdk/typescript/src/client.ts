@@ -17,6 +17,7 @@ import type {
   DecayReport,
   EventsAccepted,
   Experience,
+  AgentList,
   ExperiencePage,
   FailedReview,
   Health,
@@ -199,6 +200,11 @@ export class Hindsight {
   /** GET /v1/stats. */
   stats(): Promise<Stats> {
     return this.request({ method: "GET", path: "/v1/stats" });
+  }
+
+  /** GET /v1/agents: the agents whose lessons a recall can scope to (pass one as `agent_id`). */
+  listAgents(): Promise<AgentList> {
+    return this.request({ method: "GET", path: "/v1/agents" });
   }
 
   // --- trajectories -----------------------------------------------------------------------------

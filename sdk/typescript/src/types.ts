@@ -294,6 +294,15 @@ export interface RecallResult {
   advice_placement?: string;
   /** How many lessons scope rules hid, per scope field (never their content). */
   hidden_by_scope?: Record<string, Record<string, number>>;
+  /** `lexical_only` when the query could not be embedded and the lessons were ranked by their words. */
+  degraded?: "lexical_only" | null;
+}
+
+/** GET /v1/agents: the agents the tenant's active lessons belong to, most lessons first. */
+export interface AgentList {
+  agents: { agent_id: string; active_lessons: number }[];
+  /** Active lessons of no agent, seen by every recall. */
+  shared_lessons: number;
 }
 
 export interface AdviseQuery {

@@ -27,6 +27,7 @@ const ROUTES: Record<string, keyof Hindsight> = {
   "POST /v1/advise": "advise",
   "POST /v1/maintenance/reindex": "reindex",
   "GET /v1/stats": "stats",
+  "GET /v1/agents": "listAgents",
   "POST /v1/maintenance/decay": "decay",
   "GET /v1/maintenance/failed-reviews": "failedReviews",
   "POST /v1/maintenance/redrive": "redrive",

@@ -114,3 +114,14 @@ test("a correction written with supersedes archives the lesson it names and chai
   assert.equal(auto.supersedes, fixed.experience_id);
   assert.equal((await client.getExperience(fixed.experience_id)).superseded_by, auto.experience_id);
 });
+
+test("listAgents names the agents whose lessons a recall can scope to, most lessons first", async () => {
+  const { client } = await newTenant();
+  await client.writeExperience({ situation: "Deploying the web service", lesson: "Drain the node first.", agent_id: "ops-bot" });
+  await client.writeExperience({ situation: "Restarting the queue", lesson: "Pause the consumers first.", agent_id: "ops-bot" });
+  await client.writeExperience({ situation: "Answering a refund request", lesson: "Check the order's state first.", agent_id: "support-bot" });
+  await client.writeExperience({ situation: "Any task", lesson: "Read the runbook." });
+  const listed = await client.listAgents();
+  assert.deepEqual(listed.agents, [{ agent_id: "ops-bot", active_lessons: 2 }, { agent_id: "support-bot", active_lessons: 1 }]);
+  assert.equal(listed.shared_lessons, 1);
+});
