@@ -11,8 +11,10 @@ import io
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -39,6 +41,22 @@ def export_ref(ref: str, dest: Path, paths: tuple[str, ...] = SERVER_CODE) -> st
     archive = subprocess.run(["git", "archive", "--format=tar", ref, *there], cwd=ROOT, capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return f"{ref} {commit}"
+
+
+def before_and_after(before: str | None, measure: Callable[[str, Path | None], dict[str, Any]],
+                     prefix: str) -> dict[str, dict[str, Any]]:
+    """``measure(label, code)`` of the ``before`` ref's server (exported to a temporary folder,
+    removed after) when one is named, then of this checkout's (``code`` None): by run name."""
+    runs: dict[str, dict[str, Any]] = {}
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        if before:
+            label = export_ref(before, tmp / "before")
+            runs[f"before ({label})"] = measure("before", tmp / "before")
+        runs["this checkout"] = measure("after", None)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return runs
 
 
 def pct(values: list[float], q: float) -> float:

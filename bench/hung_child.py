@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench._harness import Server, child_pids, export_ref
+from bench._harness import Server, before_and_after, child_pids
 
 
 def ingest_children(pid: int) -> list[int]:
@@ -124,15 +124,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--before", help="a git ref whose server is measured the same way first")
     args = ap.parse_args()
-    runs: dict[str, dict[str, object]] = {}
-    tmp = Path(tempfile.mkdtemp(prefix="hindsight-hung-child-ref-"))
-    try:
-        if args.before:
-            label = export_ref(args.before, tmp / "before")
-            runs[f"before ({label})"] = measure("before", tmp / "before", args)
-        runs["this checkout"] = measure("after", None, args)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    runs = before_and_after(args.before, lambda label, code: measure(label, code, args), "hindsight-hung-child-ref-")
     names = list(runs)
     print(f"\none of 2 ingest processes stopped; {args.tenants} tenants x {args.appends} appends; {args.threads} threads")
     print(f"{'measure':<34}" + "".join(f"{n[:30]:>32}" for n in names))

@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench._harness import Server, export_ref, pct, proc_rss_mb
+from bench._harness import Server, before_and_after, pct, proc_rss_mb
 
 TOOLS = ["sql.query", "billing.charge", "crm.lookup", "mail.send", "files.read"]
 
@@ -222,15 +222,7 @@ def main() -> None:
     ap.add_argument("--lessons", type=int, default=200)
     ap.add_argument("--before", help="a git ref whose server is measured the same way first")
     args = ap.parse_args()
-    runs: dict[str, dict[str, float]] = {}
-    tmp = Path(tempfile.mkdtemp(prefix="hindsight-trajectory-reads-ref-"))
-    try:
-        if args.before:
-            label = export_ref(args.before, tmp / "before")
-            runs[f"before ({label})"] = measure("before", tmp / "before", args)
-        runs["this checkout"] = measure("after", None, args)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    runs = before_and_after(args.before, lambda label, code: measure(label, code, args), "hindsight-trajectory-reads-ref-")
     names = list(runs)
     print(f"\n{args.events} events of ~{args.event_bytes} bytes in one trajectory, {args.calls} calls per measure")
     print(f"{'measure':<40}" + "".join(f"{n[:28]:>30}" for n in names) + ("      after/before" if len(names) == 2 else ""))
