@@ -202,14 +202,11 @@ def reindex_batch(deps: Deps, tenant_id: str, limit: int, cursor: str | None = N
 
 def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
     """Rebuild a tenant's vector entries from the store, so a lost index loses nothing."""
-    count, cursor = 0, None
-    while True:
-        page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
-        index_still_active(deps, tenant_id, page.items)  # one forgotten while the page was read leaves again
-        count += len(page.items)
-        if page.cursor is None:
-            return count
-        cursor = page.cursor
+    count, cursor = reindex_batch(deps, tenant_id, page_size)
+    while cursor is not None:
+        done, cursor = reindex_batch(deps, tenant_id, page_size, cursor)
+        count += done
+    return count
 
 
 HISTOGRAM_BUCKETS = 10
