@@ -19,7 +19,9 @@ What the processes share, and how:
 A child that exits is started again (within 0.5 s, at most once per 5 s); its leased jobs are
 released by the next one, as a restarted server's are. One that keeps failing at start (three times
 within seconds of starting) is given up on, and the worker runs in the server as before. The child
-exits when the server does (its stdin closes).
+exits when the server does (its stdin closes): told first (``LEAVE``), it finishes the reviews under
+way; not told (the server died), it leaves them at once to their leases, which the next server
+reclaims, as a review in the server itself is left when the server dies.
 
 Only the embedded server runs it, never a Lambda function.
 """
@@ -43,6 +45,9 @@ log = logging.getLogger("hindsight.review")
 # a child that exits this soon after its start, this many times in a row, is not started again
 EARLY_EXIT_SECONDS = 10.0
 EARLY_EXITS = 3
+# the byte before the end of the child's stdin that says the server is closing it: the child finishes
+# the reviews under way; any other byte is a wake-up
+LEAVE = b"."
 
 
 class ReviewProcess:
@@ -79,9 +84,14 @@ class ReviewProcess:
         with self._fd_lock:
             self._fd = self.proc.stdin.fileno()
 
-    def _close_stdin(self, proc: subprocess.Popen) -> None:
+    def _close_stdin(self, proc: subprocess.Popen, leave: bool = False) -> None:
+        """``leave``: tell the child first to finish the reviews under way; an end of its stdin
+        without it is the server's death."""
         with self._fd_lock:
             self._fd = -1
+            if leave and not proc.stdin.closed:  # type: ignore[union-attr]
+                with contextlib.suppress(OSError):  # a full pipe is not waited on: the child leaves at once
+                    os.write(proc.stdin.fileno(), LEAVE)  # type: ignore[union-attr]
             with contextlib.suppress(OSError):
                 proc.stdin.close()  # type: ignore[union-attr]
 
@@ -136,7 +146,7 @@ class ReviewProcess:
         with self._lock:
             proc, self.proc = self.proc, None
         if proc is not None:
-            supervise.stop(proc, timeout, lambda: self._close_stdin(proc))
+            supervise.stop(proc, timeout, lambda: self._close_stdin(proc, leave=True))
 
 
 # --- the child ---------------------------------------------------------------------------------
@@ -161,6 +171,7 @@ def serve() -> None:
     deps.review_notifier = signal
     srv.tune_gc()
     worker = BackgroundWorker(deps, signal, settings.worker_poll_seconds, settings.decay_interval_seconds).start()
+    told = False
     while True:
         try:
             data = os.read(0, 4096)
@@ -168,7 +179,11 @@ def serve() -> None:
             continue
         if not data:  # the server closed the pipe, or died
             break
+        told = told or LEAVE in data
         signal.notify()
+    if not told:  # it died: the reviews under way are left to their leases, as a crash leaves them
+        log.warning("the server has exited: leaving without finishing the reviews under way")
+        os._exit(1)
     worker.stop(STOP_SECONDS)
     os._exit(0)
 

@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
@@ -153,6 +154,27 @@ def chat_requests(stub: OpenAIStub) -> int:
         return sum(1 for r in stub.state.requests if "messages" in r)
 
 
+def children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (the server's ingest and review children)."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        if int(fields[1]) == pid:
+            out.add(int(stat.parent.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def test_sigkill_while_a_review_holds_its_lease_reviews_it_once_after_the_restart(start_server):
     with OpenAIStub() as stub:
         env = {"HINDSIGHT_EMBEDDER": "hash", "HINDSIGHT_OPENAI_BASE_URL": stub.base_url, "HINDSIGHT_LLM_MAX_RETRIES": "0",
@@ -170,7 +192,14 @@ def test_sigkill_while_a_review_holds_its_lease_reviews_it_once_after_the_restar
             while chat_requests(stub) == 0:  # the review is under way: kill it now
                 assert time.monotonic() < deadline, "the review never reached the LLM"
                 time.sleep(0.01)
+            assert server.proc is not None
+            kids = children(server.proc.pid)
+            assert kids, "the review runs in a child of the server"
             server.stop(signal.SIGKILL)
+            deadline = time.monotonic() + 3  # well before the LLM's answer (5 s): the orphaned review is not finished
+            while any(alive(pid) for pid in kids):
+                assert time.monotonic() < deadline, "a child of the killed server is still running"
+                time.sleep(0.05)
             assert chat_requests(stub) == 1
             stub.faults()  # the next answer comes at once
 

@@ -49,16 +49,16 @@ def test_a_wake_up_never_blocks_when_the_child_does_not_read(quick):
     assert proc.proc is None
 
 
-def test_the_child_reads_each_wake_up_and_leaves_when_its_stdin_closes(quick, tmp_path):
+def test_the_child_reads_each_wake_up_and_is_told_to_leave_before_its_stdin_closes(quick, tmp_path):
     out = tmp_path / "woken"
-    script = ("import os, sys\nn = 0\nwhile True:\n    b = os.read(0, 4096)\n    if not b: break\n    n += len(b)\n"
-              f"open({str(out)!r}, 'w').write(str(n))\n")
+    script = ("import os, sys\nn = b''\nwhile True:\n    b = os.read(0, 4096)\n    if not b: break\n    n += b\n"
+              f"open({str(out)!r}, 'wb').write(n)\n")
     proc = ReviewProcess(lambda: Woken(), argv=[sys.executable, "-c", script]).start()
     for _ in range(5):
         proc.notify()
     child = proc.proc
     proc.close(timeout=5)
-    assert child.returncode == 0 and out.read_text() == "5"
+    assert child.returncode == 0 and out.read_bytes() == b"!" * 5 + review_process.LEAVE
 
 
 def test_a_child_that_exits_is_started_again(quick, tmp_path, monkeypatch):
