@@ -278,6 +278,8 @@ class Newcomer:
         doc = re.search(r'"""(.*?)"""', example.read_text(), re.S).group(1)
         lines = [line.split("  #")[0].strip() for line in doc.splitlines() if line.startswith("    ")]
         printed = self.sh("set -e\n" + "\n".join(lines[1:]), "examples/langchain_weather.py", env)  # lines[0]: make run
+        if re.search(r"^ERROR", printed, re.M):  # pip's resolver complains, yet exits 0
+            raise SystemExit(f"examples/langchain_weather.py: its install printed an error:\n{printed[-3000:]}")
         if "run 2" not in printed or LESSON not in printed:
             raise SystemExit(f"examples/langchain_weather.py: run 2 was not given the lesson:\n{printed}")
         self.mark("framework example (langchain) in its own virtualenv: lesson recalled")
