@@ -40,10 +40,13 @@ lint: install
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m mypy
 
+# The TypeScript suite (mostly npm's downloads) runs beside pytest; its output follows pytest's.
 test: install lint
 	devtools/install-browser.sh
-	$(PY) -m pytest
-	$(MAKE) test-ts
+	@log=$$(mktemp); $(MAKE) --no-print-directory test-ts >$$log 2>&1 & ts=$$!; \
+	$(PY) -m pytest; py=$$?; \
+	wait $$ts; tsrc=$$?; cat $$log; rm -f $$log; \
+	echo "==> pytest exited $$py, the TypeScript suite $$tsrc"; [ $$py -eq 0 ] && [ $$tsrc -eq 0 ]
 
 # The TypeScript SDK (sdk/typescript), its example agent (examples/typescript) and the JavaScript
 # agent that exports OpenTelemetry spans (examples/otel-js, the SDK's tests run it): TypeScript from
