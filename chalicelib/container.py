@@ -210,6 +210,7 @@ def build_embedded(settings: Settings) -> Deps:
     from .adapters.embedded.index import NumpyVectorIndex
     from .adapters.embedded.private_files import private_dir
     from .adapters.embedded.recalls import SqliteRecallLedger
+    from .adapters.embedded.tenant_data import FileExportStore, SqliteTenantData
     from .adapters.embedded.stores import (
         SqliteExperienceStore,
         SqliteReviewQueue,
@@ -242,6 +243,8 @@ def build_embedded(settings: Settings) -> Deps:
         review_notifier=ReviewSignal(),  # the embedded worker waits on it (local/worker.py)
         recalls=SqliteRecallLedger(db),
         checkpoints=SqliteCheckpoints(db),
+        tenant_data=SqliteTenantData(db),
+        exports=FileExportStore(data / "exports"),
         **policies(settings),
     )
 
@@ -252,6 +255,7 @@ def build_aws(settings: Settings) -> Deps:
     local OpenSearch node."""
     from .adapters.clock import SystemClock
     from .adapters.dynamo.rate_limiter import DynamoRateLimiter
+    from .adapters.dynamo.tenant_data import DynamoTenantData
     from .adapters.dynamo.stores import (
         DynamoCheckpoints,
         DynamoConfig,
@@ -291,8 +295,19 @@ def build_aws(settings: Settings) -> Deps:
         recalls=DynamoRecallLedger(tables),
         checkpoints=DynamoCheckpoints(tables),
         meter=meter(settings),
+        tenant_data=DynamoTenantData(tables),
+        exports=export_store(settings),
         **policies(settings),
     )
+
+
+def export_store(settings: Settings):
+    """Tenant exports' parts in the S3 bucket the settings name (none: no export on this stack)."""
+    if not settings.export_bucket:
+        return None
+    from .adapters.s3_exports import S3ExportStore
+
+    return S3ExportStore(settings.export_bucket, region=settings.aws_region, endpoint=settings.s3_endpoint)
 
 
 def meter(settings: Settings):
