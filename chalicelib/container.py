@@ -210,13 +210,13 @@ def build_embedded(settings: Settings) -> Deps:
     from .adapters.embedded.index import NumpyVectorIndex
     from .adapters.embedded.private_files import private_dir
     from .adapters.embedded.recalls import SqliteRecallLedger
-    from .adapters.embedded.tenant_data import FileExportStore, SqliteTenantData
     from .adapters.embedded.stores import (
         SqliteExperienceStore,
         SqliteReviewQueue,
         SqliteTenantStore,
         SqliteTrajectoryStore,
     )
+    from .adapters.embedded.tenant_data import FileExportStore, SqliteTenantData
 
     data = private_dir(settings.data_dir)  # 0700: its files are 0600 (private_files.py)
     db = SqliteDatabase(str(data / "hindsight.db"))
@@ -255,7 +255,6 @@ def build_aws(settings: Settings) -> Deps:
     local OpenSearch node."""
     from .adapters.clock import SystemClock
     from .adapters.dynamo.rate_limiter import DynamoRateLimiter
-    from .adapters.dynamo.tenant_data import DynamoTenantData
     from .adapters.dynamo.stores import (
         DynamoCheckpoints,
         DynamoConfig,
@@ -266,6 +265,7 @@ def build_aws(settings: Settings) -> Deps:
         DynamoTenantStore,
         DynamoTrajectoryStore,
     )
+    from .adapters.dynamo.tenant_data import DynamoTenantData
 
     tables = DynamoTables(DynamoConfig(prefix=settings.table_prefix, region=settings.aws_region, host=settings.dynamodb_endpoint))
     if settings.create_tables:

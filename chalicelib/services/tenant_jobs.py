@@ -145,7 +145,7 @@ def start_export(deps: Deps, tenant_id: str) -> dict:
     if data.tenant(tenant_id) is None:
         raise NotFound(f"tenant {tenant_id} not found")
     export_id = "x_" + uuid.uuid4().hex[:20]
-    state = {"kind": EXPORT, "job_id": export_id, "tenant_id": tenant_id, "state": "running",
+    state: dict[str, Any] = {"kind": EXPORT, "job_id": export_id, "tenant_id": tenant_id, "state": "running",
              "requested_at": deps.clock.now().isoformat(), "phase": "tenant", "cursor": None, "pending": [],
              "after_seq": 0, "parts": [], "counts": {"tenant": 0, "experiences": 0, "trajectories": 0, "events": 0,
                                                      "failed_reviews": 0}, "runs": 0}
