@@ -444,7 +444,7 @@ def decay_schedule(event) -> dict:
 # Every minute: the tenant exports and deletions under way go on from their checkpoints, within
 # the invocation's time (services.tenant_jobs); nothing under way, one small read.
 @app.schedule(Rate(1, unit=Rate.MINUTES), name="tenant_jobs")
-def tenant_jobs_schedule(event) -> dict:
-    from chalicelib.lambda_handlers import tenant_jobs
+def tenant_jobs(event) -> dict:
+    from chalicelib import lambda_handlers
 
-    return tenant_jobs(getattr(event, "context", None))
+    return lambda_handlers.tenant_jobs(getattr(event, "context", None))

@@ -237,7 +237,8 @@ def test_lambda_runs_the_review_worker_without_importing_app_py_and_every_other_
     assert worker == "chalicelib.review_worker_lambda.handler"
     assert handlers.pop("opensearch_index_setup") == "chalicelib.index_setup_lambda.handler"
     assert handlers == {"api_handler": "app.app", "api_key_authorizer": "app.api_key_authorizer",
-                        "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule"}
+                        "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule",
+                        "tenant_jobs": "app.tenant_jobs"}
     module, _, attr = worker.rpartition(".")
     assert getattr(importlib.import_module(module), attr) is review_worker_lambda.handler
     assert review_worker_lambda.review_stream is lambda_handlers.review_stream
