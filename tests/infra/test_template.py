@@ -14,7 +14,7 @@ import re
 import pytest
 
 from infra.hindsight_infra.config import load_stage
-from tests.infra.conftest import ALARM_EMAIL, DOMAIN_STAGE, ROOT, SERVERLESS_STAGE, Template, render
+from tests.infra.conftest import ALARM_EMAIL, ROOT, SERVERLESS_STAGE, Template, render
 
 pytest.importorskip("pynamodb")
 
