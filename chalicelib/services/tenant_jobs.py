@@ -99,6 +99,11 @@ def start_deletion(deps: Deps, tenant_id: str, grace_seconds: float = 0.0) -> di
     return state
 
 
+def being_deleted(deps: Deps, tenant_id: str) -> bool:
+    """Whether a deletion of the tenant was asked for (under way or done)."""
+    return deps.checkpoints is not None and deps.checkpoints.load(deletion_name(tenant_id)) is not None
+
+
 def deletion_status(deps: Deps, tenant_id: str) -> dict:
     state = _checkpoints(deps).load(deletion_name(tenant_id))
     if state is None:

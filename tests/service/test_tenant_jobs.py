@@ -133,3 +133,11 @@ def test_unknown_tenants_are_not_found():
         tenant_jobs.start_export(deps, "t_nobody")
     with pytest.raises(NotFound):
         tenant_jobs.deletion_status(deps, "t_nobody")
+
+
+def test_no_key_is_issued_to_a_tenant_being_deleted():
+    deps = fake_deps(clock=FakeClock())
+    a, _ = seeded(deps, "alpha")
+    tenant_jobs.start_deletion(deps, a, grace_seconds=300)  # revoked, not yet purged
+    with pytest.raises(NotFound):
+        tenants.rotate_key(deps, a)
