@@ -53,11 +53,23 @@ def _tenant_data(deps: Deps):
 
 
 def _register(deps: Deps, name: str) -> None:
+    """List the job as under way. The list is one checkpoint written whole: a write that raced
+    another may lose a name, so it is read back (and a job's status read lists it again, should a
+    name still be lost: ``_still_listed``)."""
     assert deps.checkpoints is not None
-    registry = deps.checkpoints.load(REGISTRY) or {"pending": []}
-    if name not in registry["pending"]:
+    for _ in range(3):
+        registry = deps.checkpoints.load(REGISTRY) or {"pending": []}
+        if name in registry["pending"]:
+            return
         registry["pending"].append(name)
         deps.checkpoints.save(REGISTRY, registry)
+
+
+def _still_listed(deps: Deps, name: str, state: dict) -> dict:
+    """A job under way whose name the list lost (two writes of it raced) is listed again."""
+    if state.get("state") == "running":
+        _register(deps, name)
+    return state
 
 
 def _unregister(deps: Deps, names: list[str]) -> None:
@@ -108,7 +120,7 @@ def deletion_status(deps: Deps, tenant_id: str) -> dict:
     state = _checkpoints(deps).load(deletion_name(tenant_id))
     if state is None:
         raise NotFound(f"no deletion of tenant {tenant_id}")
-    return state
+    return _still_listed(deps, deletion_name(tenant_id), state)
 
 
 def _deletion_step(deps: Deps, state: dict, page: int) -> bool:
@@ -163,7 +175,7 @@ def export_status(deps: Deps, tenant_id: str, export_id: str) -> dict:
     state = _checkpoints(deps).load(export_name(export_id))
     if state is None or state.get("tenant_id") != tenant_id:
         raise NotFound(f"no export {export_id} of tenant {tenant_id}")
-    return state
+    return _still_listed(deps, export_name(export_id), state)
 
 
 def part_key(tenant_id: str, export_id: str, number: int) -> str:

@@ -141,3 +141,16 @@ def test_no_key_is_issued_to_a_tenant_being_deleted():
     tenant_jobs.start_deletion(deps, a, grace_seconds=300)  # revoked, not yet purged
     with pytest.raises(NotFound):
         tenants.rotate_key(deps, a)
+
+
+def test_a_job_whose_listing_was_lost_is_listed_again_when_its_status_is_read():
+    """Two admin calls that start jobs at once write the list of jobs under way whole: one name may
+    be lost, and that job would never run. Reading its status lists it again."""
+    deps = fake_deps(clock=FakeClock())
+    a, _ = seeded(deps, "alpha")
+    state = tenant_jobs.start_export(deps, a)
+    deps.checkpoints.save(tenant_jobs.REGISTRY, {"pending": []})  # the racing write won
+    assert tenant_jobs.run_pending(deps, forever)["worked"] == 0
+    tenant_jobs.export_status(deps, a, state["job_id"])
+    tenant_jobs.run_pending(deps, forever)
+    assert tenant_jobs.export_status(deps, a, state["job_id"])["state"] == "done"
