@@ -22,6 +22,7 @@ with gc_pause.loading():  # the API's imports, scanned by no collection (gc_paus
     from chalicelib import redaction
     from chalicelib.api import presenters as out
     from chalicelib.api import schemas as s
+    from chalicelib.api import tenant_job_schemas as tj
     from chalicelib.api.routes import Repeat, Router
     from chalicelib.container import get_deps, get_settings
     from chalicelib.domain import usage
@@ -110,6 +111,52 @@ def rotate_key(tenant_id: str, body: s.KeyRotateIn) -> s.KeyOut:
     from chalicelib.services import tenants
 
     return s.KeyOut(tenant_id=tenant_id, api_key=tenants.rotate_key(get_deps(), tenant_id, revoke_old=body.revoke_old))
+
+
+# --- a tenant's export and deletion: admin jobs (services.tenant_jobs; docs/operations.md), run by
+# the tenant jobs schedule in the cloud and by the worker of the embedded server, one run at a time
+
+
+@api.route("POST", "/v1/tenants/{tenant_id}/exports", "Start an export of everything the tenant owns (JSON Lines parts)",
+           response=tj.TenantExportOut, status=202, auth="admin", errors=(404, 409))
+def start_tenant_export(tenant_id: str) -> tj.TenantExportOut:
+    from chalicelib.services import tenant_jobs
+
+    return tj.export_out(tenant_jobs.start_export(get_deps(), tenant_id))
+
+
+@api.route("GET", "/v1/tenants/{tenant_id}/exports/{export_id}", "An export's progress and its parts",
+           response=tj.TenantExportOut, auth="admin", errors=(404,))
+def tenant_export(tenant_id: str, export_id: str) -> tj.TenantExportOut:
+    from chalicelib.services import tenant_jobs
+
+    return tj.export_out(tenant_jobs.export_status(get_deps(), tenant_id, export_id))
+
+
+@api.route("GET", "/v1/tenants/{tenant_id}/exports/{export_id}/data", "One part of an export, as JSON Lines",
+           query=tj.ExportPartQuery, auth="admin", errors=(404,), media_type="application/x-ndjson")
+def tenant_export_data(tenant_id: str, export_id: str, query: tj.ExportPartQuery) -> str:
+    from chalicelib.services import tenant_jobs
+
+    return tenant_jobs.export_part(get_deps(), tenant_id, export_id, query.part).decode()
+
+
+@api.route("DELETE", "/v1/tenants/{tenant_id}", "Delete a tenant: its keys are revoked at once, then everything it owns is purged",
+           response=tj.TenantDeletionOut, status=202, auth="admin", errors=(404,))
+def delete_tenant(tenant_id: str) -> tj.TenantDeletionOut:
+    from chalicelib.services import tenant_jobs
+
+    # the purge waits for the authorizer's cache of the revoked keys to run out (a request it still
+    # let through is purged with the rest)
+    return tj.deletion_out(tenant_jobs.start_deletion(get_deps(), tenant_id, grace_seconds=AUTHORIZER_TTL_SECONDS))
+
+
+@api.route("GET", "/v1/tenants/{tenant_id}/deletion", "A tenant deletion's progress", response=tj.TenantDeletionOut,
+           auth="admin", errors=(404,))
+def tenant_deletion(tenant_id: str) -> tj.TenantDeletionOut:
+    from chalicelib.services import tenant_jobs
+
+    return tj.deletion_out(tenant_jobs.deletion_status(get_deps(), tenant_id))
 
 
 @api.route("POST", "/v1/trajectories", "Start recording a task; a repeated trajectory_id answers 200 with the existing one",
@@ -392,3 +439,12 @@ def decay_schedule(event) -> dict:
     from chalicelib.lambda_handlers import decay
 
     return decay(getattr(event, "context", None))
+
+
+# Every minute: the tenant exports and deletions under way go on from their checkpoints, within
+# the invocation's time (services.tenant_jobs); nothing under way, one small read.
+@app.schedule(Rate(1, unit=Rate.MINUTES), name="tenant_jobs")
+def tenant_jobs(event) -> dict:
+    from chalicelib import lambda_handlers
+
+    return lambda_handlers.tenant_jobs(getattr(event, "context", None))

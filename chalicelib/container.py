@@ -216,6 +216,7 @@ def build_embedded(settings: Settings) -> Deps:
         SqliteTenantStore,
         SqliteTrajectoryStore,
     )
+    from .adapters.embedded.tenant_data import FileExportStore, SqliteTenantData
 
     data = private_dir(settings.data_dir)  # 0700: its files are 0600 (private_files.py)
     db = SqliteDatabase(str(data / "hindsight.db"))
@@ -242,6 +243,8 @@ def build_embedded(settings: Settings) -> Deps:
         review_notifier=ReviewSignal(),  # the embedded worker waits on it (local/worker.py)
         recalls=SqliteRecallLedger(db),
         checkpoints=SqliteCheckpoints(db),
+        tenant_data=SqliteTenantData(db),
+        exports=FileExportStore(data / "exports"),
         **policies(settings),
     )
 
@@ -262,6 +265,7 @@ def build_aws(settings: Settings) -> Deps:
         DynamoTenantStore,
         DynamoTrajectoryStore,
     )
+    from .adapters.dynamo.tenant_data import DynamoTenantData
 
     tables = DynamoTables(DynamoConfig(prefix=settings.table_prefix, region=settings.aws_region, host=settings.dynamodb_endpoint))
     if settings.create_tables:
@@ -291,8 +295,19 @@ def build_aws(settings: Settings) -> Deps:
         recalls=DynamoRecallLedger(tables),
         checkpoints=DynamoCheckpoints(tables),
         meter=meter(settings),
+        tenant_data=DynamoTenantData(tables),
+        exports=export_store(settings),
         **policies(settings),
     )
+
+
+def export_store(settings: Settings):
+    """Tenant exports' parts in the S3 bucket the settings name (none: no export on this stack)."""
+    if not settings.export_bucket:
+        return None
+    from .adapters.s3_exports import S3ExportStore
+
+    return S3ExportStore(settings.export_bucket, region=settings.aws_region, endpoint=settings.s3_endpoint)
 
 
 def meter(settings: Settings):

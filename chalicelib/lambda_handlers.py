@@ -12,6 +12,8 @@ worker's, deployed, behind ``review_worker_lambda.handler``, which spares it app
   pydantic loaded, importing it builds every one of Powertools' parser models, a large part of the
   worker's cold start, for a loop of ten lines.)
 * ``sweep``: a schedule that re-queues lost jobs and runs jobs whose retry came due.
+* ``tenant_jobs``: a schedule; the tenant exports and deletions under way go on from their
+  checkpoints within the invocation's remaining time.
 * ``decay``: a schedule; each run goes on from the pass's checkpoint within the invocation's
   remaining time, and archives by conditional writes (safe to run twice).
 """
@@ -176,5 +178,22 @@ def decay(context: Any = None) -> dict[str, int]:
     obs.count("ExperiencesArchived", report.archived)
     obs.count("ExperienceArchiveConflicts", report.conflicts)
     obs.logger().info("decay", extra=result)
+    obs.flush()
+    return result
+
+
+def tenant_jobs(context: Any = None) -> dict[str, int]:
+    """One run of the tenant exports and deletions under way (``services.tenant_jobs.run_pending``),
+    until the invocation's time runs short (``tenant_jobs_reserve_seconds`` left). A failure raises
+    (retried, then the on-failure destination); each job's checkpoint keeps what was done."""
+    from .services.tenant_jobs import run_pending
+
+    settings = get_settings()
+    with obs.traced("tenant_jobs"):
+        result = run_pending(get_deps(), remaining_seconds(context, settings.tenant_jobs_budget_seconds),
+                             reserve_seconds=settings.tenant_jobs_reserve_seconds)
+    obs.count("TenantJobsWorked", result["worked"])
+    obs.count("TenantJobsFinished", result["finished"])
+    obs.logger().info("tenant jobs", extra=result)
     obs.flush()
     return result

@@ -239,6 +239,42 @@ class Checkpoints(Protocol):
         """Replace the state kept under ``name`` (a JSON object)."""
 
 
+class TenantData(Protocol):
+    """What deleting and exporting a whole tenant needs of the stores, beside their own ports:
+    the tenant's record, its trajectories by id, and a bounded, resumable purge of everything the
+    tenant owns in every table (``services.tenant_jobs``)."""
+
+    def tenant(self, tenant_id: str) -> Tenant | None:
+        """The tenant's record (no key, no key hash), or None once it is gone or never was."""
+
+    def trajectory_ids(self, tenant_id: str, after: str | None, limit: int) -> builtins.list[str]:
+        """The tenant's trajectory ids in ascending order, those after ``after`` (from the first
+        without it), at most ``limit``: one page, without reading the others."""
+
+    def purge(self, tenant_id: str, limit: int) -> int:
+        """Delete up to ``limit`` items the tenant owns (events, trajectories, lessons, review jobs
+        and turns, served recalls and credit markers, the rate-limit bucket, API keys), the
+        tenant's record last, once nothing else of it is left; returns how many went. 0: nothing
+        of the tenant is left (its name may be taken again). Idempotent and resumable: each call
+        goes on from what the last one left; another tenant's items are never touched."""
+
+
+class ExportStore(Protocol):
+    """Where tenant exports are written: named parts (JSON Lines) under a folder per export."""
+
+    def write(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` (``<tenant>/<export>/part-00001.jsonl``), replacing it."""
+
+    def read(self, key: str) -> bytes:
+        """The part stored under ``key``; NotFound when there is none."""
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every part whose key starts with ``prefix`` (a tenant's folder); returns how many."""
+
+    def location(self, key: str) -> str:
+        """Where an operator finds the part outside the API (a path, or an s3:// URL)."""
+
+
 @dataclass(frozen=True)
 class TokenVectors:
     """The token vectors late interaction reads for a lesson (``domain.interaction``): one unit row
@@ -313,6 +349,11 @@ class VectorIndex(Protocol):
         """
 
     def count(self, tenant_id: str) -> int: ...
+
+    def purge_tenant(self, tenant_id: str, limit: int) -> int:
+        """Remove up to ``limit`` entries of the tenant (with what the index keeps beside them);
+        returns how many went. 0: none of the tenant is left. Another tenant's are never touched.
+        Deleting a tenant calls it until it answers 0."""
 
 
 def hybrid_by_parts(

@@ -55,6 +55,14 @@ class Settings(BaseModel):
     # (infra/'s custom resource) and the functions only read and write documents
     opensearch_create_index: bool = True
     idempotency_table: str | None = None  # Powertools idempotency of stream records (default: prefix + "idempotency")
+    # tenant exports (services.tenant_jobs): the S3 bucket their parts go to (aws; unset: no export),
+    # and an endpoint override (a moto server)
+    export_bucket: str | None = None
+    s3_endpoint: str | None = None
+    # a run of the tenant jobs (export, deletion) stops taking steps with this much of its time left
+    tenant_jobs_reserve_seconds: float = Field(default=10.0, ge=0)
+    # a run's time when it has no Lambda context to ask (a local run, the embedded worker's timer)
+    tenant_jobs_budget_seconds: float = Field(default=20.0, gt=0)
 
     # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set (llm_configured)
     openai_base_url: str | None = None

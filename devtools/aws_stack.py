@@ -81,8 +81,11 @@ def local_aws_stack(admin_key: str, opensearch_url: str, **settings_overrides: A
             admin_key=admin_key, review_max_attempts=3,
             # chalice's local Lambda context gives a handler 3 s (no lambda_timeout in .chalice/config.json):
             # a decay run keeps 1 s of it, where Lambda's 300 s keep 20
-            decay_reserve_seconds=1.0,
+            decay_reserve_seconds=1.0, tenant_jobs_reserve_seconds=1.0,
+            # tenant exports in a bucket of the moto server
+            export_bucket=f"{prefix}exports", s3_endpoint=moto_endpoint(),
         ).model_copy(update=settings_overrides)
+        boto3.client("s3", endpoint_url=moto_endpoint(), region_name="us-east-1").create_bucket(Bucket=f"{prefix}exports")
         ddb = boto3.client("dynamodb", endpoint_url=settings.dynamodb_endpoint, region_name="us-east-1")
         ddb.create_table(
             TableName=f"{prefix}idempotency", BillingMode="PAY_PER_REQUEST",

@@ -1,4 +1,5 @@
-"""Background work of the embedded server: the review worker and the decay timer.
+"""Background work of the embedded server: the review worker, the decay timer and the tenant jobs
+(exports and deletions, ``services.tenant_jobs``).
 
 In the cloud the DynamoDB stream and a schedule do this; here one daemon thread does both. Only the
 embedded server runs it (``local``, outside what ships to Lambda).
@@ -15,6 +16,10 @@ from chalicelib.services.deps import Deps
 from chalicelib.services.indexing import VectorCache
 from chalicelib.services.maintenance import run_decay
 from chalicelib.services.review_jobs import process_review_jobs, requeue_unreviewed
+from chalicelib.services.tenant_jobs import run_pending
+
+TENANT_JOBS_EVERY_SECONDS = 1.0  # how often the worker looks for tenant jobs under way (one small read)
+TENANT_JOBS_BUDGET_SECONDS = 5.0  # a look's time at most: the reviews are not held up longer
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +62,26 @@ class BackgroundWorker:
         if self.pool is not None:
             self.pool.shutdown(wait=False, cancel_futures=True)
 
+    def run_tenant_jobs(self) -> dict[str, int]:
+        """A bounded run of the tenant exports and deletions under way (each from its checkpoint)."""
+        deadline = time.monotonic() + TENANT_JOBS_BUDGET_SECONDS
+        done = run_pending(self.deps, lambda: deadline - time.monotonic(), reserve_seconds=0.0)
+        if done["worked"]:
+            log.info("tenant jobs: %d worked on, %d finished", done["worked"], done["finished"])
+        return done
+
     def _loop(self) -> None:
         next_decay = time.monotonic() + self.decay_interval_seconds
+        next_jobs = time.monotonic()
         while not self._stop.is_set():
             try:
                 while process_review_jobs(
                     self.deps, self.deps.review_batch_size, self.vectors, self.pool, self.deps.review_workers
                 ) and not self._stop.is_set():
                     pass
+                if time.monotonic() >= next_jobs:
+                    self.run_tenant_jobs()
+                    next_jobs = time.monotonic() + TENANT_JOBS_EVERY_SECONDS
                 if time.monotonic() >= next_decay:
                     report = run_decay(self.deps)
                     log.info("decay: %d examined, %d archived (%d written)", report.examined, report.archived, report.written)

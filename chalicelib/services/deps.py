@@ -10,12 +10,14 @@ if TYPE_CHECKING:  # annotations only: the composition root imports this module 
         Clock,
         Embedder,
         ExperienceStore,
+        ExportStore,
         Meter,
         RateLimiter,
         RecallLedger,
         Reviewer,
         ReviewNotifier,
         ReviewQueue,
+        TenantData,
         TenantStore,
         TokenEmbedder,
         TokenPassEmbedder,
@@ -86,6 +88,9 @@ class Deps:
     # the embedder of recall's queries, when it needs a client of its own (the cloud's OpenAI one:
     # a short timeout, one retry, then BM25 alone); None: ``embedder``
     query_embedder: Embedder | None = None
+    # a whole tenant's data, for its export and deletion (``services.tenant_jobs``); None: neither runs
+    tenant_data: TenantData | None = None
+    exports: ExportStore | None = None  # where tenant exports are written; None: no export
     otlp_idle_seconds: float = 900.0  # a trace without its root is finalized this long after its last batch; 0: never
 
     @property

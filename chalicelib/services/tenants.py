@@ -6,7 +6,7 @@ import hmac
 import secrets
 import uuid
 
-from ..domain.errors import InvalidInput, RateLimited, Unauthorized
+from ..domain.errors import InvalidInput, NotFound, RateLimited, Unauthorized
 from ..domain.models import Tenant
 from ..domain.ratelimit import retry_after_seconds
 from ..domain.tenant_names import name_key
@@ -38,6 +38,10 @@ def list_tenants(deps: Deps) -> list[Tenant]:
 
 
 def rotate_key(deps: Deps, tenant_id: str, revoke_old: bool = True) -> str:
+    from .tenant_jobs import being_deleted
+
+    if being_deleted(deps, tenant_id):  # its keys were revoked: none is issued again
+        raise NotFound(f"tenant {tenant_id} is deleted")
     key = new_key()
     deps.tenants.add_key(tenant_id, hash_key(key), deps.clock.now())
     if revoke_old:

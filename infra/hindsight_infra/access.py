@@ -32,6 +32,12 @@ APP_TABLES = ("tenants", "trajectories", "events", "experiences", "review-jobs",
 # the job queue. Not the tenants (a key is never looked up) nor the rate limits (no request is admitted)
 REVIEW_TABLES = ("trajectories", "events", "experiences", "review-jobs", "recalls")
 
+# The tenant jobs' checkpoints and the list of those under way (services.tenant_jobs)
+CHECKPOINT_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
+# What a tenant export and deletion do to the exports bucket: write the parts, read them, delete a
+# deleted tenant's
+EXPORT_ACTIONS = ("s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject")
+
 # OpenSearch: "documents" reads and writes documents of the index (search, count, bulk) and
 # nothing else; "index" creates the index and changes its mapping (the deploy-time setup only)
 OpenSearchAccess = Literal["documents", "index"]
@@ -46,6 +52,9 @@ class Access:
     review_stream: bool = False  # the review-jobs stream, the idempotency table and the DLQ
     # invoked asynchronously (a schedule): a run that fails every retry goes to the maintenance DLQ
     on_failure: bool = False
+    # S3 actions on the tenant exports' objects (``exports/*`` of the exports bucket); s3:ListBucket
+    # is granted on the bucket itself, for that prefix only
+    exports: tuple[str, ...] = ()
 
 
 def _all(tables: tuple[str, ...], actions: tuple[str, ...] = TABLE_ACTIONS) -> dict[str, tuple[str, ...]]:
@@ -54,7 +63,9 @@ def _all(tables: tuple[str, ...], actions: tuple[str, ...] = TABLE_ACTIONS) -> d
 
 # Keyed by Chalice's function name (app.py); the stack refuses an app whose functions differ.
 FUNCTIONS: dict[str, Access] = {
-    "api_handler": Access("the REST API", _all(APP_TABLES), "documents", openai_secret=True),
+    # the admin routes of tenant exports and deletions write their jobs' checkpoints and read the parts
+    "api_handler": Access("the REST API", _all(APP_TABLES) | {"maintenance": CHECKPOINT_ACTIONS}, "documents",
+                          openai_secret=True, exports=("s3:GetObject",)),
     # a key's hash to its tenant: one GetItem, nothing else
     "api_key_authorizer": Access("the API key authorizer", {"tenants": ("dynamodb:GetItem",)}),
     "review_worker": Access("the review-jobs stream's worker", _all(REVIEW_TABLES), "documents", openai_secret=True,
@@ -66,6 +77,10 @@ FUNCTIONS: dict[str, Access] = {
     "decay_schedule": Access("the decay pass", {"experiences": TABLE_ACTIONS,
                                                 "maintenance": ("dynamodb:GetItem", "dynamodb:PutItem")}, "documents",
                              on_failure=True),
+    # a tenant's export (reads its partitions of every table, writes the parts) and deletion (deletes
+    # every item of it in every table, its index documents and its exports)
+    "tenant_jobs": Access("tenant exports and deletions", _all(APP_TABLES) | {"maintenance": CHECKPOINT_ACTIONS},
+                          "documents", on_failure=True, exports=EXPORT_ACTIONS),
     "opensearch_index_setup": Access("the deploy-time OpenSearch index setup", opensearch="index"),
 }
 

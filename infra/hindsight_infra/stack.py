@@ -41,6 +41,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchserverless as aoss
 from aws_cdk import aws_opensearchservice as opensearch
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
@@ -63,6 +64,9 @@ from .tables import IDEMPOTENCY_TABLE, TableSpec, all_tables
 REVIEW_WORKER = "review_worker"  # app.py's @app.on_dynamodb_record(name=...)
 INDEX_SETUP = "opensearch_index_setup"  # app.py's @app.lambda_function(name=...)
 API_HANDLER, AUTHORIZER = "api_handler", "api_key_authorizer"
+# where tenant exports go in their bucket (chalicelib.adapters.s3_exports), and for how long
+EXPORT_PREFIX = "exports/"
+EXPORT_RETENTION_DAYS = 7
 # Lambda imports these instead of app.py (whose import loads the API): the same work, a shorter cold start
 HANDLERS = {
     REVIEW_WORKER: "chalicelib.review_worker_lambda.handler",
@@ -205,6 +209,22 @@ class HindsightStack(cdk.Stack):
             removal_policy=removal,
         )
 
+        # --- tenant exports ------------------------------------------------------------------------
+        # JSON Lines parts of tenant exports (services.tenant_jobs): private, encrypted, TLS only,
+        # unversioned (a deleted tenant's exports are gone, not kept as old versions), expired after
+        # EXPORT_RETENTION_DAYS
+        self.exports_bucket = s3.Bucket(
+            self, "ExportsBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=False,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[s3.LifecycleRule(id="expire-exports", prefix=EXPORT_PREFIX,
+                                              expiration=cdk.Duration.days(EXPORT_RETENTION_DAYS))],
+            removal_policy=removal,
+        )
+
         # --- secrets ------------------------------------------------------------------------------
         self.openai_secret_arn: str | None = None
         if cfg.openai_api_key_secret:
@@ -246,6 +266,8 @@ class HindsightStack(cdk.Stack):
                                         resources=[self.tables[IDEMPOTENCY_TABLE].attr_arn]),
                     iam.PolicyStatement(sid="DeadLetters", actions=["sqs:SendMessage"], resources=[self.dlq.queue_arn]),
                 ]
+            if spec.exports:
+                statements += self._export_statements(spec.exports)
             if spec.on_failure:
                 statements.append(iam.PolicyStatement(sid="FailedRuns", actions=["sqs:SendMessage"],
                                                       resources=[self.maintenance_dlq.queue_arn]))
@@ -275,6 +297,7 @@ class HindsightStack(cdk.Stack):
             # read by app.py at import, so by Chalice when it writes the API's definition
             "HINDSIGHT_ADMIN_AUTH": "iam",
             "HINDSIGHT_AUTHORIZER_TTL": str(cfg.authorizer_ttl_s),
+            "HINDSIGHT_EXPORT_BUCKET": self.exports_bucket.bucket_name,
             **RUNTIME_ENVIRONMENT,
         }
         if self.openai_secret_arn:
@@ -396,6 +419,15 @@ class HindsightStack(cdk.Stack):
             by_actions.setdefault(tuple(sorted(actions)), []).extend([arn, f"{arn}/index/*"])
         return [iam.PolicyStatement(sid="Tables" if i == 0 else f"Tables{i + 1}", actions=list(actions), resources=resources)
                 for i, (actions, resources) in enumerate(sorted(by_actions.items(), key=lambda kv: -len(kv[0])))]
+
+    def _export_statements(self, actions: tuple[str, ...]) -> list[iam.PolicyStatement]:
+        """Object actions on the exports' prefix; listing the bucket, for that prefix only."""
+        objects = sorted(a for a in actions if a != "s3:ListBucket")
+        out = [iam.PolicyStatement(sid="Exports", actions=objects, resources=[self.exports_bucket.arn_for_objects(f"{EXPORT_PREFIX}*")])]
+        if "s3:ListBucket" in actions:
+            out.append(iam.PolicyStatement(sid="ListExports", actions=["s3:ListBucket"], resources=[self.exports_bucket.bucket_arn],
+                                           conditions={"StringLike": {"s3:prefix": [f"{EXPORT_PREFIX}*"]}}))
+        return out
 
     # --- opensearch -----------------------------------------------------------------------------
 

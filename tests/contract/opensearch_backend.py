@@ -24,7 +24,7 @@ from chalicelib.adapters.opensearch.queries import IndexSpec
 from tests.support.opensearch import node_url
 
 OTHER_PORT_FIXTURES = frozenset({"tenant_store", "trajectory_store", "experience_store", "review_queue", "recall_ledger",
-                                 "checkpoints"})
+                                 "checkpoints", "tenant_data"})
 
 
 class _RefreshingIndex(OpenSearchVectorIndex):

@@ -69,9 +69,21 @@ def known_ids(url: str, tenant_key: str) -> dict[str, str]:
         c.post("/v1/trajectories", json={"trajectory_id": "fuzz-trajectory", "agent_id": "fuzzer", "goal": "be fuzzed"}).raise_for_status()
         for exp_id in ("fuzz-lesson", "fuzz-lesson-to-forget"):
             c.post("/v1/experiences", json={"experience_id": exp_id, "situation": "a fuzzer calls", "advice": "Answer as documented."}).raise_for_status()
-    spare = httpx.post(f"{url}/v1/tenants", json={"name": "spare"}, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    spare = httpx.post(f"{url}/v1/tenants", json={"name": "spare"}, headers=admin)
     spare.raise_for_status()
-    return {"trajectory_id": "fuzz-trajectory", "experience_id": "fuzz-lesson", "tenant_id": spare.json()["tenant_id"]}
+    spare_id = spare.json()["tenant_id"]
+    # an export of the spare tenant, done (its part 1 exists); and a tenant deleted, whose deletion
+    # the deletion routes read (the spare one is never deleted: the other tenant routes use it)
+    export_id = httpx.post(f"{url}/v1/tenants/{spare_id}/exports", headers=admin).json()["export_id"]
+    gone = httpx.post(f"{url}/v1/tenants", json={"name": "gone"}, headers=admin).json()["tenant_id"]
+    httpx.delete(f"{url}/v1/tenants/{gone}", headers=admin).raise_for_status()
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{url}/v1/tenants/{spare_id}/exports/{export_id}", headers=admin).json()["state"] != "done":
+        assert time.monotonic() < deadline, "the export never finished"
+        time.sleep(0.1)
+    return {"trajectory_id": "fuzz-trajectory", "experience_id": "fuzz-lesson", "tenant_id": spare_id,
+            "export_id": export_id, "deleted_tenant_id": gone}
 
 
 class Fuzzer:
@@ -145,8 +157,10 @@ def test_every_operation_answers_as_its_document_says(server, capsys):
             no_negative_cases.append(op.label)
         if op.path_parameters:
             path_ids = {p.name: ids[p.name] for p in op.path_parameters}
-            if op.method.upper() == "DELETE":
+            if op.method.upper() == "DELETE" and "experience_id" in path_ids:
                 path_ids["experience_id"] = "fuzz-lesson-to-forget"
+            if op.path == "/v1/tenants/{tenant_id}" or op.path.endswith("/deletion"):
+                path_ids["tenant_id"] = ids["deleted_tenant_id"]
             fuzzer.run(op, "valid, existing ids", op.as_strategy(GenerationMode.POSITIVE, path_parameters=path_ids), auth)
 
     elapsed = time.monotonic() - started

@@ -77,7 +77,7 @@ def test_path_ids_are_documented_with_the_rule_of_client_chosen_ids(api):
     doc = document(api)
     event_id = doc["components"]["schemas"]["EventIn"]["properties"]["event_id"]
     params = [p for ops in doc["paths"].values() for op in ops.values() for p in op.get("parameters", []) if p["in"] == "path"]
-    assert {p["name"] for p in params} == {"tenant_id", "trajectory_id", "experience_id"}
+    assert {p["name"] for p in params} == {"tenant_id", "trajectory_id", "experience_id", "export_id"}
     for p in params:
         assert p["required"] and p["schema"]["pattern"] == event_id["pattern"]
         assert p["schema"]["maxLength"] == event_id["maxLength"]

@@ -26,7 +26,7 @@ ADMIN = "admin-key-of-the-moto-run"
 # batch and transaction members, by the item action IAM authorizes each with
 TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
 ROLE = {"api_handler": "ApiHandlerRole", "api_key_authorizer": "ApiKeyAuthorizerRole", "review_worker": "ReviewWorkerRole",
-        "review_sweeper": "ReviewSweeperRole", "decay_schedule": "DecayScheduleRole"}
+        "review_sweeper": "ReviewSweeperRole", "decay_schedule": "DecayScheduleRole", "tenant_jobs": "TenantJobsRole"}
 
 
 def _camel(table: str) -> str:
@@ -72,7 +72,8 @@ def recorded(tmp_path_factory):
         with moto.mock_aws():
             settings = Settings(backend="aws", table_prefix=PREFIX, create_tables=True, embedder="hash", aws_region="us-east-1",
                                 admin_key=ADMIN, idempotency_table=PREFIX + "idempotency", rate_limit_per_second=1000,
-                                data_dir=str(tmp_path_factory.mktemp("unused")))
+                                data_dir=str(tmp_path_factory.mktemp("unused")), export_bucket="exports-of-the-moto-run")
+            boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="exports-of-the-moto-run")
             boto3.client("dynamodb", region_name="us-east-1").create_table(
                 TableName=PREFIX + "idempotency", BillingMode="PAY_PER_REQUEST",
                 KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
@@ -133,6 +134,25 @@ def recorded(tmp_path_factory):
                 call("POST", "/v1/maintenance/decay", ADMIN, {"tenant_id": tenant_id, "dry_run": True})
                 call("GET", "/v1/maintenance/failed-reviews", ADMIN)
                 call("POST", "/v1/maintenance/redrive", ADMIN, {})
+
+                gone = call("POST", "/v1/tenants", ADMIN, {"name": "leaving"})  # exported, then deleted
+                call("POST", "/v1/experiences", gone["api_key"], {"experience_id": "x9", "lesson": "Pack before you leave.",
+                                                                  "situation": "leaving"})
+                call("POST", "/v1/trajectories", gone["api_key"], {"trajectory_id": "tr9", "agent_id": "a", "goal": "leave"})
+                call("POST", "/v1/trajectories/tr9/events", gone["api_key"], {"events": weather})
+                export = call("POST", f"/v1/tenants/{gone['tenant_id']}/exports", ADMIN)
+                current[0] = "tenant_jobs"
+                assert lambda_handlers.tenant_jobs()["finished"] == 1
+                current[0] = "api_handler"
+                call("GET", f"/v1/tenants/{gone['tenant_id']}/exports/{export['export_id']}", ADMIN)
+                part = api.http.get(f"/v1/tenants/{gone['tenant_id']}/exports/{export['export_id']}/data?part=1",
+                                    headers={"Authorization": f"Bearer {ADMIN}"})
+                assert part.status_code == 200 and b"Pack before you leave." in part.body  # JSON Lines, read from S3
+                call("DELETE", f"/v1/tenants/{gone['tenant_id']}", ADMIN)
+                current[0] = "tenant_jobs"
+                assert lambda_handlers.tenant_jobs()["finished"] == 1
+                current[0] = "api_handler"
+                assert call("GET", f"/v1/tenants/{gone['tenant_id']}/deletion", ADMIN)["state"] == "done"
 
                 current[0] = "api_key_authorizer"
                 event = {"type": "TOKEN", "authorizationToken": f"Bearer {key}",

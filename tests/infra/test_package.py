@@ -162,6 +162,7 @@ def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_oth
     proc = _package_python(target, code)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["https://dynamodb.eu-west-3.amazonaws.com", "https://dynamodb.cn-north-1.amazonaws.com.cn",
+                                   "https://s3.eu-west-3.amazonaws.com", "https://s3.cn-north-1.amazonaws.com.cn",
                                    "https://secretsmanager.eu-west-3.amazonaws.com",
                                    "https://secretsmanager.cn-north-1.amazonaws.com.cn", "ok"]
     assert (target / "botocore" / "data" / "endpoints.json").stat().st_size < 100_000

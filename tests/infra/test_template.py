@@ -14,7 +14,7 @@ import re
 import pytest
 
 from infra.hindsight_infra.config import load_stage
-from tests.infra.conftest import ALARM_EMAIL, DOMAIN_STAGE, ROOT, SERVERLESS_STAGE, Template, render
+from tests.infra.conftest import ALARM_EMAIL, ROOT, SERVERLESS_STAGE, Template, render
 
 pytest.importorskip("pynamodb")
 
@@ -24,6 +24,7 @@ STREAMED = {"trajectories", "events", "review-jobs"}  # the models' docstring: s
 ALLOWED_WILDCARDS = [
     (re.compile(r"^\{\w+Table\.Arn\}/index/\*$"), "a table's indexes"),
     (re.compile(r"^\{ReviewJobsTable\.Arn\}/stream/\*$"), "the jobs table's stream"),
+    (re.compile(r"^\{ExportsBucket\w*\.Arn\}/exports/\*$"), "the tenant exports' prefix of the exports bucket"),
     (re.compile(r"^arn:\{AWS::Partition\}:secretsmanager:\{AWS::Region\}:\{AWS::AccountId\}:secret:[\w/+=.@-]+-\?{6}$"),
      "a secret named by the stage, with Secrets Manager's six-character suffix"),
     (re.compile(r"^arn:\{AWS::Partition\}:es:\{AWS::Region\}:\{AWS::AccountId\}:domain/hindsight-[a-z0-9-]+/"
@@ -237,7 +238,8 @@ def test_lambda_runs_the_review_worker_without_importing_app_py_and_every_other_
     assert worker == "chalicelib.review_worker_lambda.handler"
     assert handlers.pop("opensearch_index_setup") == "chalicelib.index_setup_lambda.handler"
     assert handlers == {"api_handler": "app.app", "api_key_authorizer": "app.api_key_authorizer",
-                        "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule"}
+                        "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule",
+                        "tenant_jobs": "app.tenant_jobs"}
     module, _, attr = worker.rpartition(".")
     assert getattr(importlib.import_module(module), attr) is review_worker_lambda.handler
     assert review_worker_lambda.review_stream is lambda_handlers.review_stream
@@ -308,9 +310,11 @@ def test_a_failed_decay_run_goes_to_the_maintenance_dlq_and_its_timeout_covers_t
 
     dlq = translated.logical_id("MaintenanceDeadLetterQueue", "AWS::SQS::Queue")
     configs = list(translated.of_type("AWS::Lambda::EventInvokeConfig").values())
-    assert len(configs) == 1
-    p = configs[0]["Properties"]
-    assert p["FunctionName"] == {"Ref": translated.logical_id("DecaySchedule", "AWS::Lambda::Function")}
+    # the two schedules invoked asynchronously: decay and the tenant jobs
+    assert sorted(c["Properties"]["FunctionName"]["Ref"] for c in configs) == sorted(
+        translated.logical_id(f, "AWS::Lambda::Function") for f in ("DecaySchedule", "TenantJobs"))
+    (p,) = [c["Properties"] for c in configs
+            if c["Properties"]["FunctionName"] == {"Ref": translated.logical_id("DecaySchedule", "AWS::Lambda::Function")}]
     assert p["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
     assert p["MaximumRetryAttempts"] == 2
     assert actions_on(role_statements(translated, "DecayScheduleRole"))["sqs:SendMessage"] == {f"{{{dlq}.Arn}}"}
@@ -367,7 +371,11 @@ def test_dynamodb_access_is_on_the_stacks_tables_only(translated):
     app_tables = {"Tenants", "Trajectories", "Events", "Experiences", "ReviewJobs", "RateLimits", "Recalls"}
     review_tables = {"Trajectories", "Events", "Experiences", "ReviewJobs", "Recalls"}
     expected = {f"{{{t}Table.Arn}}" for t in app_tables} | {f"{{{t}Table.Arn}}/index/*" for t in app_tables}
-    for action in ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"):
+    # and the maintenance table's items: the tenant jobs' checkpoints, which the admin routes write
+    checkpoints = {"{MaintenanceTable.Arn}", "{MaintenanceTable.Arn}/index/*"}
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem"):
+        assert api[action] == expected | checkpoints, action
+    for action in ("dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"):
         assert api[action] == expected, action
     for role in ("ApiHandlerRole", "ReviewWorkerRole", "ReviewSweeperRole", "DecayScheduleRole", "ApiKeyAuthorizerRole"):
         granted = actions_on(role_statements(translated, role))
@@ -509,7 +517,7 @@ def test_managed_domain_runs_opensearch_2_19_encrypted_for_the_two_roles_only(do
     assert p["DomainEndpointOptions"]["EnforceHTTPS"] is True
     documents, setup = p["AccessPolicies"]["Statement"]
     readers = sorted(domain.logical_id(f"{x}Role", "AWS::IAM::Role")
-                     for x in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecaySchedule"))
+                     for x in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecaySchedule", "TenantJobs"))
     assert sorted(r["Fn::GetAtt"][0] for r in documents["Principal"]["AWS"]) == readers
     index = f":domain/{name}/hindsight-experiences"
     # the functions: search, count and bulk under the index's path, nothing that makes or changes it
@@ -647,3 +655,33 @@ def test_the_recalls_table_expires_served_recalls_and_credit_markers_with_the_mo
     assert props["KeySchema"] == [{"AttributeName": "tenant_id", "KeyType": "HASH"}, {"AttributeName": "key", "KeyType": "RANGE"}]
     assert props["TimeToLiveSpecification"] == {"AttributeName": RecallItem._ttl_attribute().attr_name, "Enabled": True}
     assert "StreamSpecification" not in props
+
+
+def test_tenant_jobs_reach_the_exports_prefix_only_and_the_bucket_is_private_encrypted_and_expiring(translated, template):
+    """The exports bucket: no public access, SSE, TLS only, no versions (a deleted tenant's exports
+    are gone, not kept as old versions), the exports expire; the tenant jobs' role may write, read,
+    delete and list the exports' prefix and nothing else of S3; the API's may read the parts."""
+    (bucket_id, bucket), = template.of_type("AWS::S3::Bucket").items()
+    p = bucket["Properties"]
+    assert p["PublicAccessBlockConfiguration"] == {"BlockPublicAcls": True, "BlockPublicPolicy": True,
+                                                   "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    assert p["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "AES256"}
+    assert "VersioningConfiguration" not in p
+    (rule,) = p["LifecycleConfiguration"]["Rules"]
+    assert rule["Prefix"] == "exports/" and rule["ExpirationInDays"] == 7 and rule["Status"] == "Enabled"
+    (policy,) = template.of_type("AWS::S3::BucketPolicy").values()
+    assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+               for s in policy["Properties"]["PolicyDocument"]["Statement"])
+    jobs = actions_on(role_statements(translated, "TenantJobsRole"))
+    s3 = {a: r for a, r in jobs.items() if a.startswith("s3:")}
+    prefix = {f"{{{translated.logical_id('ExportsBucket', 'AWS::S3::Bucket')}.Arn}}/exports/*"}
+    assert s3 == {"s3:PutObject": prefix, "s3:GetObject": prefix, "s3:DeleteObject": prefix,
+                  "s3:ListBucket": {f"{{{translated.logical_id('ExportsBucket', 'AWS::S3::Bucket')}.Arn}}"}}
+    api = actions_on(role_statements(translated, "ApiHandlerRole"))
+    assert {a: r for a, r in api.items() if a.startswith("s3:")} == {"s3:GetObject": prefix}
+    for role in ("ReviewWorkerRole", "ReviewSweeperRole", "DecayScheduleRole", "ApiKeyAuthorizerRole"):
+        assert not any(a.startswith("s3:") for a in actions_on(role_statements(translated, role))), role
+    fns = {f["Properties"]["FunctionName"]: f["Properties"] for f in template.of_type("AWS::Serverless::Function").values()}
+    assert fns[f"hindsight-{template.stage}-tenant_jobs"]["Timeout"] > 10 + 30  # the run's reserve and a step
+    assert bucket_id

@@ -161,3 +161,34 @@ def test_a_correction_supersedes_the_lesson_it_names_and_auto_finds_it(client: H
                                    advice="Cache product pages for 5 minutes; purge them when a price changes.")  # fmt: skip
     assert auto.supersedes in (cache.experience_id, flagged.experience_id)
     assert {client.get_experience(i).status for i in (cache.experience_id, flagged.experience_id)} == {"archived"}
+
+
+def test_an_admin_exports_and_deletes_a_tenant(client):
+    """The admin calls of a tenant's export (its parts read as objects) and deletion."""
+    import time as _time
+
+    created = client.create_tenant(f"sdk-export-{_time.monotonic_ns()}")
+    tenant_id = created.tenant_id
+    client = client.with_api_key(created.api_key)
+    client.write_experience(situation="an SDK exports a tenant", advice="Read the parts in order.")
+    export = client.start_tenant_export(tenant_id)
+    for _ in range(300):
+        export = client.get_tenant_export(tenant_id, export["export_id"])
+        if export["state"] == "done":
+            break
+        _time.sleep(0.1)
+    assert export["state"] == "done" and export["counts"]["experiences"] == 1
+    lines = client.get_tenant_export_part(tenant_id, export["export_id"], 1)
+    assert lines[0]["type"] == "tenant" and lines[0]["data"]["tenant_id"] == tenant_id
+    assert any(line["type"] == "experience" and line["data"]["advice"] == "Read the parts in order." for line in lines)
+
+    deletion = client.delete_tenant(tenant_id)
+    assert deletion["keys_revoked"] == 1 and client.delete_tenant(tenant_id)["tenant_id"] == tenant_id
+    with pytest.raises(Unauthorized):
+        client.stats()
+    for _ in range(300):
+        deletion = client.get_tenant_deletion(tenant_id)
+        if deletion["state"] == "done":
+            break
+        _time.sleep(0.1)
+    assert deletion["state"] == "done" and tenant_id not in [t.tenant_id for t in client.list_tenants()]

@@ -434,6 +434,16 @@ class InMemoryVectorIndex:
             for i in experience_ids:
                 part.pop(i, None)
 
+    def purge_tenant(self, tenant_id: str, limit: int) -> int:
+        with self._lock:
+            part = self._parts.get(tenant_id, {})
+            ids = list(part)[:limit]
+            for i in ids:
+                del part[i]
+            if not part:
+                self._parts.pop(tenant_id, None)
+            return len(ids)
+
     def token_vectors(self, tenant_id: str, keys: Mapping[str, str]) -> dict[str, np.ndarray]:
         with self._lock:
             part = self._parts.get(tenant_id, {})
@@ -655,7 +665,13 @@ def fake_deps(clock: FakeClock | None = None, embedder: Any = None, **overrides:
         checkpoints=InMemoryCheckpoints(),
     )
     kwargs.update(overrides)
-    return Deps(**kwargs)
+    deps = Deps(**kwargs)
+    if "tenant_data" not in overrides and isinstance(deps.tenants, InMemoryTenantStore):
+        deps.tenant_data = InMemoryTenantData(deps.tenants, deps.trajectories, deps.experiences, deps.queue,  # type: ignore[arg-type]
+                                              deps.recalls)  # type: ignore[arg-type]
+    if "exports" not in overrides:
+        deps.exports = InMemoryExportStore()
+    return deps
 
 
 class InMemoryRecallLedger:
@@ -719,3 +735,88 @@ class InMemoryCheckpoints:
 
     def save(self, name: str, state: dict) -> None:
         self._states[name] = json.dumps(state)
+
+
+class InMemoryTenantData:
+    """``ports.TenantData`` over the in-memory stores it is given (any may be None: nothing of it)."""
+
+    def __init__(self, tenants: InMemoryTenantStore, trajectories: InMemoryTrajectoryStore | None = None,
+                 experiences: InMemoryExperienceStore | None = None, queue: InMemoryReviewQueue | None = None,
+                 recalls: InMemoryRecallLedger | None = None) -> None:
+        self.stores = (tenants, trajectories, experiences, queue, recalls)
+
+    def tenant(self, tenant_id: str) -> Tenant | None:
+        tenants = self.stores[0]
+        with tenants._lock:
+            found = tenants._tenants.get(tenant_id)
+            return copy.deepcopy(found) if found is not None else None
+
+    def trajectory_ids(self, tenant_id: str, after: str | None, limit: int) -> list[str]:
+        trajs = self.stores[1]
+        if trajs is None:
+            return []
+        with trajs._lock:
+            ids = sorted(t for (tenant, t) in trajs._trajs if tenant == tenant_id and (after is None or t > after))
+        return ids[:limit]
+
+    def purge(self, tenant_id: str, limit: int) -> int:
+        tenants, trajs, exps, queue, recalls = self.stores
+        gone = 0
+
+        def drop(mapping: dict, keys: list) -> None:
+            nonlocal gone
+            for key in keys[: limit - gone]:
+                del mapping[key]
+                gone += 1
+
+        if exps is not None:
+            with exps._lock:
+                drop(exps._exps, [k for k in exps._exps if k[0] == tenant_id])
+        if queue is not None:
+            with queue._lock:
+                drop(queue._jobs, [k for k in queue._jobs if k[0] == tenant_id])
+                if gone < limit and tenant_id in queue._served:
+                    drop(queue._served, [tenant_id])
+        if recalls is not None:
+            with recalls._lock:
+                drop(recalls._served, [k for k in recalls._served if k[0] == tenant_id])
+                drop(recalls._credits, [k for k in recalls._credits if k[0] == tenant_id])
+        if trajs is not None:
+            with trajs._lock:
+                for key in [k for k in trajs._trajs if k[0] == tenant_id]:
+                    if gone >= limit:
+                        break
+                    events = trajs._events.pop(key, [])
+                    trajs._event_ids.pop(key, None)
+                    del trajs._trajs[key]
+                    gone += 1 + len(events)  # a trajectory and its events go together here
+        with tenants._lock:
+            drop(tenants._keys, [k for k, v in tenants._keys.items() if v["tenant_id"] == tenant_id])
+            if gone < limit and tenant_id in tenants._tenants:
+                del tenants._tenants[tenant_id]
+                gone += 1
+        return gone
+
+
+class InMemoryExportStore:
+    """``ports.ExportStore`` in a dict."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, bytes] = {}
+
+    def write(self, key: str, data: bytes) -> None:
+        self._parts[key] = bytes(data)
+
+    def read(self, key: str) -> bytes:
+        if key not in self._parts:
+            raise NotFound(f"export part {key} not found")
+        return self._parts[key]
+
+    def delete_prefix(self, prefix: str) -> int:
+        gone = [k for k in self._parts if k.startswith(prefix)]
+        for k in gone:
+            del self._parts[k]
+        return len(gone)
+
+    def location(self, key: str) -> str:
+        return f"memory://{key}"

@@ -297,6 +297,21 @@ class NumpyVectorIndex:
                 part.remove(i)
         self._wrote(first, last)
 
+    def purge_tenant(self, tenant_id: str, limit: int) -> int:
+        """Entries go by ``delete`` (so the other processes drop them too); once none is left, the
+        tenant's token vectors and its lines of the change log go, and its partition is let go."""
+        rows = self.db.read().execute("SELECT experience_id FROM vectors WHERE tenant_id=? LIMIT ?", (tenant_id, limit))
+        ids = [r[0] for r in rows]
+        if ids:
+            self.delete(tenant_id, ids)
+            return len(ids)
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM token_vectors WHERE tenant_id=?", (tenant_id,))
+            conn.execute("DELETE FROM index_changes WHERE tenant_id=?", (tenant_id,))
+        with self._lock:
+            self._parts.pop(tenant_id, None)
+        return 0
+
     def search(self, tenant_id: str, vector: np.ndarray, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []

@@ -350,3 +350,13 @@ class OpenSearchVectorIndex:
         self.ensure_index()
         with _boundary("count"):
             return int(self.client.count(index=self.spec.name, body=q.count_query(tenant_id))["count"])
+
+    def purge_tenant(self, tenant_id: str, limit: int) -> int:
+        """A search for up to ``limit`` of the tenant's documents, then a bulk delete of them: the
+        same two paths every other call uses (``_search``, ``_bulk``; no delete-by-query, which
+        Serverless lacks and the functions' roles need not reach)."""
+        response = self._search(q.tenant_documents_query(tenant_id, limit), "purge")
+        doc_ids = list(dict.fromkeys(h["_id"] for h in response["hits"]["hits"]))
+        if doc_ids:
+            self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids), "purge", len(doc_ids))
+        return len(doc_ids)

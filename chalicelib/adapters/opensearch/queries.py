@@ -350,6 +350,12 @@ def lookup_query(tenant_id: str, experience_ids: Sequence[str]) -> dict:
     return {"size": MAX_K, **_DOC_IDS, "query": {"bool": {"filter": [ids_clause(tenant_id, experience_ids)]}}}
 
 
+def tenant_documents_query(tenant_id: str, size: int) -> dict:
+    """The ids of up to ``size`` of the tenant's documents (no source, no score)."""
+    return {"query": {"bool": {"filter": [{"term": {"tenant_id": tenant_id}}]}}, "size": size, "_source": False,
+            "track_total_hits": False}
+
+
 def count_query(tenant_id: str) -> dict:
     return {"query": {"term": {"tenant_id": tenant_id}}}
 

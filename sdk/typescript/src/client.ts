@@ -35,6 +35,8 @@ import type {
   Stats,
   Tenant,
   TenantCreated,
+  TenantDeletion,
+  TenantExport,
   Time,
   Trajectory,
   TrajectoryEvent,
@@ -183,6 +185,38 @@ export class Hindsight {
       method: "POST", path: "/v1/maintenance/redrive", json: compact({ ...options }), auth: "admin",
     });
     return out.redriven;
+  }
+
+  // --- a tenant's export and deletion (admin key) -------------------------------------------------
+
+  /** POST /v1/tenants/{id}/exports: start an export of everything the tenant owns. */
+  startTenantExport(tenantId: string): Promise<TenantExport> {
+    // Not idempotent: a retry after a lost answer would start a second export.
+    return this.request({ method: "POST", path: `/v1/tenants/${seg(tenantId)}/exports`, auth: "admin", idempotent: false });
+  }
+
+  /** GET /v1/tenants/{id}/exports/{export_id}: an export's progress and its parts. */
+  getTenantExport(tenantId: string, exportId: string): Promise<TenantExport> {
+    return this.request({ method: "GET", path: `/v1/tenants/${seg(tenantId)}/exports/${seg(exportId)}`, auth: "admin" });
+  }
+
+  /** GET /v1/tenants/{id}/exports/{export_id}/data: one part of an export (from 1), as JSON Lines text. */
+  async getTenantExportPart(tenantId: string, exportId: string, part = 1): Promise<string> {
+    const bytes = await this.request<Uint8Array>({
+      method: "GET", path: `/v1/tenants/${seg(tenantId)}/exports/${seg(exportId)}/data`, query: { part }, auth: "admin",
+      binary: true,
+    });
+    return new TextDecoder().decode(bytes);
+  }
+
+  /** DELETE /v1/tenants/{id}: revoke the tenant's keys at once and purge everything it owns (asked again: the same deletion). */
+  deleteTenant(tenantId: string): Promise<TenantDeletion> {
+    return this.request({ method: "DELETE", path: `/v1/tenants/${seg(tenantId)}`, auth: "admin", idempotent: true });
+  }
+
+  /** GET /v1/tenants/{id}/deletion: a tenant deletion's progress. */
+  getTenantDeletion(tenantId: string): Promise<TenantDeletion> {
+    return this.request({ method: "GET", path: `/v1/tenants/${seg(tenantId)}/deletion`, auth: "admin" });
   }
 
   // --- tenant key: maintenance ------------------------------------------------------------------

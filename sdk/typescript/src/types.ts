@@ -356,3 +356,38 @@ export interface OtlpExportResult {
   /** The OTLP ExportTraceServiceResponse as JSON (empty, or `partialSuccess`), or the raw bytes of a protobuf answer. */
   body: JsonObject | Uint8Array;
 }
+
+/** One part of a tenant export: JSON Lines, read in order. */
+export interface ExportPart {
+  number: number;
+  lines: number;
+  bytes: number;
+  /** Where an operator finds it outside the API (a path in the data folder, or an s3:// URL). */
+  location: string;
+}
+
+/** A tenant export (admin): its progress and the parts written so far. */
+export interface TenantExport {
+  export_id: string;
+  tenant_id: string;
+  /** `running`, `done`, or `cancelled` (the tenant was deleted meanwhile). */
+  state: "running" | "done" | "cancelled";
+  requested_at: string;
+  finished_at?: string | null;
+  phase: string;
+  counts: Record<string, number>;
+  parts: ExportPart[];
+  runs: number;
+}
+
+/** A tenant deletion (admin): its keys were revoked when it was asked for; then everything it owns is purged. */
+export interface TenantDeletion {
+  tenant_id: string;
+  state: "running" | "done" | "cancelled";
+  requested_at: string;
+  not_before: string;
+  finished_at?: string | null;
+  keys_revoked: number;
+  deleted: Record<string, number>;
+  runs: number;
+}

@@ -12,6 +12,11 @@ const ROUTES: Record<string, keyof Hindsight> = {
   "POST /v1/tenants": "createTenant",
   "GET /v1/tenants": "listTenants",
   "POST /v1/tenants/{tenant_id}/keys": "rotateKey",
+  "POST /v1/tenants/{tenant_id}/exports": "startTenantExport",
+  "GET /v1/tenants/{tenant_id}/exports/{export_id}": "getTenantExport",
+  "GET /v1/tenants/{tenant_id}/exports/{export_id}/data": "getTenantExportPart",
+  "DELETE /v1/tenants/{tenant_id}": "deleteTenant",
+  "GET /v1/tenants/{tenant_id}/deletion": "getTenantDeletion",
   "POST /v1/trajectories": "startTrajectory",
   "GET /v1/trajectories/{trajectory_id}": "getTrajectory",
   "GET /v1/trajectories/{trajectory_id}/events": "getTrajectoryEvents",
@@ -115,4 +120,35 @@ test("a client without the key a call needs says so before sending anything", as
   await assert.rejects(client.stats(), { name: "ConfigurationError", message: /HINDSIGHT_API_KEY/ });
   await assert.rejects(client.createTenant("x"), { name: "ConfigurationError", message: /HINDSIGHT_ADMIN_KEY/ });
   assert.equal(sent, 0);
+});
+
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  for (let i = 0; i < 200; i++) {
+    const value = await read();
+    if (done(value)) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error("the job did not finish in 20 s");
+}
+
+test("an admin exports a tenant as JSON Lines, then deletes it: its key is refused at once", async () => {
+  const admin = adminClient();
+  const created = await admin.createTenant(`ts-gone-${randomUUID().slice(0, 8)}`);
+  const tenant = admin.withApiKey(created.api_key).withRetry(NO_RETRY);
+  await tenant.writeExperience({ situation: "a TypeScript client exports", advice: "Read the parts in order." });
+
+  const started = await admin.startTenantExport(created.tenant_id);
+  assert.equal(started.tenant_id, created.tenant_id);
+  const done = await until(() => admin.getTenantExport(created.tenant_id, started.export_id), (e) => e.state === "done");
+  assert.equal(done.counts["experiences"], 1);
+  const lines = (await admin.getTenantExportPart(created.tenant_id, started.export_id, 1)).trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines[0], { type: "tenant", data: { tenant_id: created.tenant_id, name: created.name, created_at: lines[0].data.created_at } });
+  assert.ok(lines.some((l) => l.type === "experience" && l.data.advice === "Read the parts in order."));
+
+  const deletion = await admin.deleteTenant(created.tenant_id);
+  assert.equal(deletion.keys_revoked, 1);
+  await assert.rejects(tenant.stats(), (err: unknown) => err instanceof Unauthorized && err.status === 401);
+  const finished = await until(() => admin.getTenantDeletion(created.tenant_id), (d) => d.state === "done");
+  assert.ok((finished.deleted["items"] ?? 0) > 0);
+  assert.ok(!(await admin.listTenants()).some((t) => t.tenant_id === created.tenant_id));
 });

@@ -79,6 +79,40 @@ def rotate_key(tenant_id: str, *, revoke_old: bool = True) -> Call[KeyRotated]:
                 json={"revoke_old": revoke_old}, auth="admin", idempotent=False)  # fmt: skip
 
 
+def start_tenant_export(tenant_id: str) -> Call[dict[str, Any]]:
+    """Start an export of everything the tenant owns (admin); the answer names its ``export_id``."""
+    # Not idempotent: a retry after a lost answer would start a second export.
+    return Call("POST", f"/v1/tenants/{_seg(tenant_id)}/exports", dict, auth="admin", idempotent=False)
+
+
+def get_tenant_export(tenant_id: str, export_id: str) -> Call[dict[str, Any]]:
+    """An export's progress (``state``: running, done, cancelled) and the parts written so far (admin)."""
+    return Call("GET", f"/v1/tenants/{_seg(tenant_id)}/exports/{_seg(export_id)}", dict, auth="admin")
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def get_tenant_export_part(tenant_id: str, export_id: str, part: int = 1) -> Call[list[dict[str, Any]]]:
+    """One part of an export (from 1), its JSON Lines read as objects (``{"type", "data"}``) (admin)."""
+    return Call("GET", f"/v1/tenants/{_seg(tenant_id)}/exports/{_seg(export_id)}/data", _json_lines,
+                params={"part": part}, auth="admin", text=True)
+
+
+def delete_tenant(tenant_id: str) -> Call[dict[str, Any]]:
+    """Delete a tenant (admin): its keys are revoked at once, then everything it owns is purged.
+    Sending it again answers the same deletion."""
+    return Call("DELETE", f"/v1/tenants/{_seg(tenant_id)}", dict, auth="admin")
+
+
+def get_tenant_deletion(tenant_id: str) -> Call[dict[str, Any]]:
+    """A tenant deletion's progress (admin)."""
+    return Call("GET", f"/v1/tenants/{_seg(tenant_id)}/deletion", dict, auth="admin")
+
+
 def decay(
     as_of: datetime | str | int | None = None, tenant_id: str | None = None, dry_run: bool = False
 ) -> Call[DecayReport]:

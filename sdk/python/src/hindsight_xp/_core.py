@@ -32,6 +32,7 @@ class Call(Generic[T]):
     # True when sending it twice has the effect of sending it once (reads, writes with client ids).
     idempotent: bool = True
     timeout: float | None = None  # seconds for this call alone; None: the client's
+    text: bool = False  # the answer is text, not JSON (a tenant export's JSON Lines): ``parse`` gets it as it is
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def exchange(request: httpx.Request, call: Call[T], policy: RetryPolicy) -> Gene
     while True:
         outcome = yield Send(request)
         if isinstance(outcome, httpx.Response) and outcome.is_success:
-            return call.parse(decode(outcome))
+            return call.parse(outcome.text if call.text else decode(outcome))
         assert outcome is not None
         delay = policy.delay(outcome, attempt, call.idempotent)
         if delay is None:
