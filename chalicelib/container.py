@@ -323,6 +323,8 @@ def index_spec(settings: Settings, dim: int):
     return IndexSpec(
         name=settings.opensearch_index, dim=dim, engine=settings.opensearch_engine,
         serverless=settings.opensearch_service == "aoss", bm25=bm25_params(settings),
+        shards=settings.opensearch_shards, replicas=settings.opensearch_replicas,
+        routing=settings.opensearch_routing == "tenant",
     )
 
 

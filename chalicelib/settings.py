@@ -54,6 +54,15 @@ class Settings(BaseModel):
     # create the index (and add fields it lacks) on first use; false: it is made at deploy time
     # (infra/'s custom resource) and the functions only read and write documents
     opensearch_create_index: bool = True
+    # primary shards and replicas of the index when it is created (here on first use, or by infra/'s
+    # custom resource); a shard count is fixed at creation: another needs a new index and a reindex.
+    # Replicas: None leaves the cluster's default. Neither applies to Serverless
+    opensearch_shards: int = Field(default=1, ge=1, le=1024)
+    opensearch_replicas: int | None = Field(default=None, ge=0)
+    # "tenant": every request about a tenant's documents carries routing=<tenant>, so its searches
+    # visit one shard; "none": documents placed by id (an index of several shards made without routing,
+    # until it is reindexed)
+    opensearch_routing: Literal["tenant", "none"] = "tenant"
     idempotency_table: str | None = None  # Powertools idempotency of stream records (default: prefix + "idempotency")
 
     # LLM reviewer: any OpenAI-compatible endpoint; off unless a base URL or an API key is set (llm_configured)

@@ -283,6 +283,10 @@ class HindsightStack(cdk.Stack):
             self.function_environment["HINDSIGHT_OPENAI_BASE_URL"] = cfg.openai_base_url
         if cfg.tracing:
             self.function_environment["HINDSIGHT_TRACING"] = "true"
+        if cfg.opensearch == "domain":  # the custom resource creates the index with them (Serverless: no shard settings)
+            self.function_environment["HINDSIGHT_OPENSEARCH_SHARDS"] = str(cfg.opensearch_shards)
+            if cfg.opensearch_replicas is not None:
+                self.function_environment["HINDSIGHT_OPENSEARCH_REPLICAS"] = str(cfg.opensearch_replicas)
         self.function_environment.update(cfg.environment)
 
         # Chalice reads per-function settings (role, timeout) only from .chalice/config.json, not from
