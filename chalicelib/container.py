@@ -290,9 +290,25 @@ def build_aws(settings: Settings) -> Deps:
         review_notifier=ReviewSignal(),
         recalls=DynamoRecallLedger(tables),
         checkpoints=DynamoCheckpoints(tables),
+        decay_queue=decay_queue(settings, tables.connection.session),
         meter=meter(settings),
         **policies(settings),
     )
+
+
+def decay_queue(settings: Settings, session=None):
+    """The SQS queue the decay schedule fans a pass out to (``decay_queue_url``), its client built
+    on first use from the stores' botocore session; None when unset."""
+    if not settings.decay_queue_url:
+        return None
+    from .adapters.sqs_queue import SqsWorkQueue
+
+    def client():
+        import botocore.session
+
+        return (session or botocore.session.get_session()).create_client("sqs", region_name=settings.aws_region)
+
+    return _Lazy(lambda: SqsWorkQueue(client(), settings.decay_queue_url))
 
 
 def meter(settings: Settings):

@@ -239,6 +239,15 @@ class Checkpoints(Protocol):
         """Replace the state kept under ``name`` (a JSON object)."""
 
 
+class WorkQueue(Protocol):
+    """Where maintenance fans its work out (decay's per-tenant messages): small JSON objects, each
+    delivered at least once to a consumer (the cloud's decay worker), in no promised order."""
+
+    def send(self, messages: Sequence[dict], delay_seconds: int = 0) -> None:
+        """Enqueue every message (each a JSON object), visible to consumers ``delay_seconds`` later;
+        raises when any of them could not be enqueued (a retry may enqueue the others twice)."""
+
+
 @dataclass(frozen=True)
 class TokenVectors:
     """The token vectors late interaction reads for a lesson (``domain.interaction``): one unit row

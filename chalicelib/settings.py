@@ -120,6 +120,12 @@ class Settings(BaseModel):
     decay_page_size: int = Field(default=200, ge=1, le=1000)
     # a decay run's time when it has no Lambda context to ask (a local run)
     decay_budget_seconds: float = Field(default=240.0, gt=0)
+    # the SQS queue a decay pass is fanned out to, one message per tenant (infra/ sets it); unset: the
+    # schedule walks every tenant itself with one checkpointed cursor
+    decay_queue_url: str | None = None
+    # the most of an invocation one tenant's decay takes before the rest of its pass goes back to the
+    # queue (from its own checkpoint), so a big tenant never holds up the others
+    decay_tenant_seconds: float = Field(default=60.0, gt=0)
 
     # Recall
     weight_semantic: float = 0.55
