@@ -83,6 +83,9 @@ class StageConfig:
     # count needs a new index and a reindex (docs/decisions/0401). Serverless places shards itself
     opensearch_shards: int = 1
     opensearch_replicas: int | None = None
+    # the decay worker's most concurrent invocations (its SQS event source mapping's
+    # MaximumConcurrency, at least 2): how hard a pass may press on DynamoDB and OpenSearch at once
+    decay_max_concurrency: int = 2
 
     @property
     def resource_name(self) -> str:

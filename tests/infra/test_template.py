@@ -237,7 +237,8 @@ def test_lambda_runs_the_review_worker_without_importing_app_py_and_every_other_
     assert worker == "chalicelib.review_worker_lambda.handler"
     assert handlers.pop("opensearch_index_setup") == "chalicelib.index_setup_lambda.handler"
     assert handlers == {"api_handler": "app.app", "api_key_authorizer": "app.api_key_authorizer",
-                        "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule"}
+                        "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule",
+                        "decay_worker": "app.decay_worker"}
     module, _, attr = worker.rpartition(".")
     assert getattr(importlib.import_module(module), attr) is review_worker_lambda.handler
     assert review_worker_lambda.review_stream is lambda_handlers.review_stream
@@ -261,7 +262,7 @@ def test_review_worker_concurrency_is_the_stages_own(translated):
     """ParallelizationFactor concurrent batches per shard, each draining the queue; the reserved
     concurrency caps them all (docs/architecture.md, "Review throughput")."""
     cfg = load_stage(translated.stage)
-    _, esm = translated.one("AWS::Lambda::EventSourceMapping")
+    (esm,) = [m for m in translated.of_type("AWS::Lambda::EventSourceMapping").values() if "ParallelizationFactor" in m["Properties"]]
     p = esm["Properties"]
     assert p["ParallelizationFactor"] == cfg.stream_parallelization_factor and 1 < p["ParallelizationFactor"] <= 10
     assert p["MaximumBatchingWindowInSeconds"] == cfg.stream_batching_window_s
@@ -292,9 +293,11 @@ def test_timeouts_cover_the_handlers_time_budgets(template):
 
 
 def test_the_dead_letter_queues_are_encrypted_and_kept_two_weeks(template):
-    queues = template.of_type("AWS::SQS::Queue")
+    queues = {k: q for k, q in template.of_type("AWS::SQS::Queue").items()
+              if q["Properties"]["QueueName"].endswith("-dlq")}
     assert sorted(q["Properties"]["QueueName"] for q in queues.values()) == [
-        f"hindsight-{template.stage}-maintenance-dlq", f"hindsight-{template.stage}-review-dlq"]
+        f"hindsight-{template.stage}-decay-dlq", f"hindsight-{template.stage}-maintenance-dlq",
+        f"hindsight-{template.stage}-review-dlq"]
     for q in queues.values():
         assert q["Properties"]["SqsManagedSseEnabled"] is True
         assert q["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
@@ -313,7 +316,9 @@ def test_a_failed_decay_run_goes_to_the_maintenance_dlq_and_its_timeout_covers_t
     assert p["FunctionName"] == {"Ref": translated.logical_id("DecaySchedule", "AWS::Lambda::Function")}
     assert p["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
     assert p["MaximumRetryAttempts"] == 2
-    assert actions_on(role_statements(translated, "DecayScheduleRole"))["sqs:SendMessage"] == {f"{{{dlq}.Arn}}"}
+    decay_queue = translated.logical_id("DecayQueue", "AWS::SQS::Queue")
+    assert actions_on(role_statements(translated, "DecayScheduleRole"))["sqs:SendMessage"] == {
+        f"{{{dlq}.Arn}}", f"{{{decay_queue}.Arn}}"}
     fns = {f["Properties"]["FunctionName"]: f["Properties"] for f in template.of_type("AWS::Serverless::Function").values()}
     assert fns[f"hindsight-{template.stage}-decay_schedule"]["Timeout"] > Settings.model_construct().decay_reserve_seconds + 30
 
@@ -647,3 +652,59 @@ def test_the_recalls_table_expires_served_recalls_and_credit_markers_with_the_mo
     assert props["KeySchema"] == [{"AttributeName": "tenant_id", "KeyType": "HASH"}, {"AttributeName": "key", "KeyType": "RANGE"}]
     assert props["TimeToLiveSpecification"] == {"AttributeName": RecallItem._ttl_attribute().attr_name, "Enabled": True}
     assert "StreamSpecification" not in props
+
+
+
+# --- the decay fan-out ---------------------------------------------------------------------------
+
+
+def test_the_decay_queue_feeds_the_decay_worker_with_partial_failures_a_dlq_and_an_alarm(translated, template):
+    """The schedule fans a pass out to the decay queue, one message per tenant; the decay worker's
+    event source mapping reads it ten at a time, reports failed messages one by one, and is capped
+    in concurrency; a message failed five times goes to the decay DLQ, whose alarm notifies."""
+    cfg = load_stage(translated.stage)
+    queue = translated.logical_id("DecayQueue", "AWS::SQS::Queue")
+    dlq = translated.logical_id("DecayDeadLetterQueue", "AWS::SQS::Queue")
+    q = translated.resources[queue]["Properties"]
+    assert q["QueueName"] == f"hindsight-{translated.stage}-decay" and q["SqsManagedSseEnabled"] is True
+    assert q["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dlq, "Arn"]}, "maxReceiveCount": 5}
+    assert q["VisibilityTimeout"] >= 6 * cfg.timeout("decay_worker")  # Lambda's rule for an SQS event source
+    (esm,) = [m["Properties"] for m in translated.of_type("AWS::Lambda::EventSourceMapping").values()
+              if m["Properties"].get("EventSourceArn") == {"Fn::GetAtt": [queue, "Arn"]}]
+    assert esm["FunctionName"] == {"Ref": translated.logical_id("DecayWorkerAlias", "AWS::Lambda::Alias")}
+    assert esm["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert esm["BatchSize"] == 10
+    assert esm["ScalingConfig"] == {"MaximumConcurrency": max(2, cfg.decay_max_concurrency)}
+    # who may do what with it: the schedule sends, the worker reads, deletes and sends a tenant back
+    schedule = actions_on(role_statements(translated, "DecayScheduleRole"))
+    worker = actions_on(role_statements(translated, "DecayWorkerRole"))
+    arn = f"{{{queue}.Arn}}"
+    assert {a for a, rs in schedule.items() if arn in rs} == {"sqs:SendMessage"}
+    assert {a for a, rs in worker.items() if arn in rs} == {
+        "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}
+    for role in ("ApiHandlerRole", "ReviewWorkerRole", "ReviewSweeperRole", "ApiKeyAuthorizerRole", "OpensearchIndexSetupRole"):
+        assert not any(arn in rs for rs in actions_on(role_statements(translated, role)).values()), role
+    # the schedule reads no lesson and no index: the worker does
+    assert not any(a.startswith(("es:", "aoss:")) for a in schedule)
+    assert "{ExperiencesTable.Arn}" not in schedule.get("dynamodb:GetItem", set())
+    assert "{ExperiencesTable.Arn}" in worker["dynamodb:PutItem"]
+    fns = {f["Properties"]["FunctionName"]: f["Properties"] for f in template.of_type("AWS::Serverless::Function").values()}
+    env = fns[f"hindsight-{template.stage}-decay_schedule"]["Environment"]["Variables"]
+    assert render(env["HINDSIGHT_DECAY_QUEUE_URL"]) == f"{{{queue}}}" or "HINDSIGHT_DECAY_QUEUE_URL" in env
+    alarms = {a["Properties"]["AlarmName"]: a["Properties"] for a in translated.of_type("AWS::CloudWatch::Alarm").values()}
+    alarm = alarms[f"hindsight-{translated.stage}-decay-dlq-not-empty"]
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible" and alarm["Threshold"] == 0
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
+    assert alarm["AlarmActions"]
+
+
+def test_the_index_is_created_with_the_stages_shards_on_a_domain_and_none_on_serverless(template):
+    """The custom resource creates the index with the functions' settings: a managed domain's
+    shards and replicas are the stage's (HINDSIGHT_OPENSEARCH_SHARDS); Serverless has none."""
+    cfg = load_stage(template.stage)
+    for fn in template.of_type("AWS::Serverless::Function").values():
+        env = fn["Properties"]["Environment"]["Variables"]
+        if cfg.opensearch == "domain" or template.stage == "cidomain":
+            assert env["HINDSIGHT_OPENSEARCH_SHARDS"] == str(cfg.opensearch_shards)
+        else:
+            assert "HINDSIGHT_OPENSEARCH_SHARDS" not in env

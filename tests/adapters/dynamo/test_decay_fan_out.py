@@ -27,7 +27,7 @@ from tests.support.fakes import FakeClock, InMemoryVectorIndex, fake_deps
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 TENANTS = 200
 BIG = "tenant-big"
-BIG_SIZE, SMALL_SIZE, PAGE = 100, 1, 10
+BIG_SIZE, SMALL_SIZE, PAGE = 150, 1, 10
 
 
 class Invocation:
