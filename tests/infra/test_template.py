@@ -208,7 +208,8 @@ def test_review_stream_mapping_reports_partial_failures_bisects_retries_and_dead
     import app as app_module
 
     (source,) = [e for e in app_module.app.event_sources if type(e).__name__ == "DynamoDBEventConfig"]
-    _, esm = translated.one("AWS::Lambda::EventSourceMapping")
+    (esm,) = [m for m in translated.of_type("AWS::Lambda::EventSourceMapping").values()
+              if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": ["ReviewJobsTable", "StreamArn"]}]
     p = esm["Properties"]
     dlq = translated.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
     assert p["EventSourceArn"] == {"Fn::GetAtt": ["ReviewJobsTable", "StreamArn"]}

@@ -17,7 +17,7 @@ import pytest
 
 from chalicelib import lambda_handlers
 from chalicelib.adapters.sqs_queue import SqsWorkQueue
-from chalicelib.domain.models import Experience, ExperienceStatus, Tenant
+from chalicelib.domain.models import Experience, Tenant
 from chalicelib.services import maintenance
 from chalicelib.settings import Settings
 from tests.support.container import installed
