@@ -486,7 +486,7 @@ def test_serverless_collection_with_its_three_policies(serverless):
     assert text.count(index) == 2 and '"aoss:*"' not in text and "collection/" not in text.split('"Rules"', 1)[1]
     # the functions: documents; the deploy-time setup alone: the index itself
     readers = [serverless.logical_id(f"{p}Role", "AWS::IAM::Role")
-               for p in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecaySchedule")]
+               for p in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecayWorker")]
     first, second = text.split('{"Rules"')[1:]
     assert '"Permission":["aoss:ReadDocument","aoss:WriteDocument"]' in first
     assert all("{%s.Arn}" % r in first for r in readers) and "OpensearchIndexSetupRole" not in first
@@ -515,7 +515,7 @@ def test_managed_domain_runs_opensearch_2_19_encrypted_for_the_two_roles_only(do
     assert p["DomainEndpointOptions"]["EnforceHTTPS"] is True
     documents, setup = p["AccessPolicies"]["Statement"]
     readers = sorted(domain.logical_id(f"{x}Role", "AWS::IAM::Role")
-                     for x in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecaySchedule"))
+                     for x in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecayWorker"))
     assert sorted(r["Fn::GetAtt"][0] for r in documents["Principal"]["AWS"]) == readers
     index = f":domain/{name}/hindsight-experiences"
     # the functions: search, count and bulk under the index's path, nothing that makes or changes it
@@ -561,8 +561,9 @@ def test_each_dlq_depth_alarm_fires_on_one_message(template):
     topic = template.logical_id("AlarmTopic", "AWS::SNS::Topic")
     alarms = [a["Properties"] for a in template.of_type("AWS::CloudWatch::Alarm").values()
               if a["Properties"].get("Namespace") == "AWS/SQS"]
-    queues = {template.logical_id(name, "AWS::SQS::Queue") for name in ("ReviewDeadLetterQueue", "MaintenanceDeadLetterQueue")}
-    assert {p["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for p in alarms} == queues and len(alarms) == 2
+    queues = {template.logical_id(name, "AWS::SQS::Queue")
+              for name in ("ReviewDeadLetterQueue", "MaintenanceDeadLetterQueue", "DecayDeadLetterQueue")}
+    assert {p["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for p in alarms} == queues and len(alarms) == 3
     for p in alarms:
         assert p["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert p["ComparisonOperator"] == "GreaterThanThreshold" and p["Threshold"] == 0

@@ -111,6 +111,7 @@ def statuses(deps, tenant: str) -> dict[str, int]:
     return deps.experiences.count_by_status(tenant)
 
 
+@pytest.mark.slow  # ~500 items seeded on moto
 def test_a_pass_over_200_tenants_decays_each_once_and_a_big_tenant_spans_invocations(world):
     deps, sqs, url, sizes = world
     # the schedule: a first run sends one batch of 100 tenants before its time runs short, the next the rest
@@ -128,7 +129,7 @@ def test_a_pass_over_200_tenants_decays_each_once_and_a_big_tenant_spans_invocat
     assert all(a["batchItemFailures"] == [] for a in answers)
     for tenant, size in sizes.items():
         due = len(range(0, size, 5))
-        assert statuses(deps, tenant) == {"active": size - due, "archived": due}, tenant
+        assert statuses(deps, tenant) == {k: n for k, n in {"active": size - due, "archived": due}.items() if n}, tenant
         done = deps.checkpoints.load(maintenance.TENANT_CHECKPOINT.format(tenant_id=tenant))
         assert done["pass"] == state["started_at"] and done["done"] is True
         assert (done["examined"], done["archived"]) == (size, due), tenant  # every lesson read once in the pass
