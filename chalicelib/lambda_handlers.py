@@ -225,7 +225,8 @@ def decay_worker(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             budget = lambda: min(invocation(), deadline - time.monotonic() + settings.decay_reserve_seconds)  # noqa: E731
             try:
                 done = decay_tenant(deps, json.loads(record["body"]), budget,
-                                    reserve_seconds=settings.decay_reserve_seconds, page_size=settings.decay_page_size)
+                                    reserve_seconds=settings.decay_reserve_seconds, page_size=settings.decay_page_size,
+                                    invocation_seconds=invocation)
             except Exception as exc:  # noqa: BLE001 -- reported to Lambda as this message's failure
                 obs.logger().warning("decay message failed", extra={
                     "message_id": record.get("messageId"), "error": f"{type(exc).__name__}: {exc}"[:300]})

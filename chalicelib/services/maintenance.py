@@ -257,10 +257,13 @@ def decay_tenant(
     *,
     reserve_seconds: float = 20.0,
     page_size: int = 200,
+    invocation_seconds: Callable[[], float] | None = None,
 ) -> TenantDecay:
     """One tenant's share of a fanned-out pass (a queue message ``{"tenant_id", "pass", "step"}``):
     its active lessons from its own checkpoint on, page after page while a page as slow as its
-    slowest would end with ``reserve_seconds`` left, archived as ``run_decay_pass`` does.
+    slowest would end with ``reserve_seconds`` left, archived as ``run_decay_pass`` does. The first
+    page is taken whenever ``invocation_seconds`` (the invocation's own remaining time, when the
+    tenant's share is less) allows it: a page slower than the tenant's share still makes progress.
 
     Each message is done once: the tenant's checkpoint names its pass and the step the next message
     must carry; a message of an older pass, or of a step not the next, is dropped (a duplicate
@@ -288,8 +291,10 @@ def decay_tenant(
                      **changes)
         deps.checkpoints.save(name, state)  # type: ignore[union-attr]
 
+    pages = 0
     try:
-        while remaining_seconds() > reserve_seconds + longest:
+        while ((invocation_seconds or remaining_seconds) if pages == 0 else remaining_seconds)() > reserve_seconds + longest:
+            pages += 1
             started = time.monotonic()
             page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
             _decay_page(deps, page.items, deps.clock.now(), tally, dry_run=False)
