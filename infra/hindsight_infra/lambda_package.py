@@ -68,11 +68,11 @@ def missing_from_layer(layer_zip: Path, requirements: Path) -> list[str]:
             if installed.get(name) != version]
 
 
-# The botocore service models the functions use: DynamoDB (pynamodb, Powertools idempotency) and
-# Secrets Manager (container.resolve_secrets). The other services' models are most of botocore's
+# The botocore service models the functions use: DynamoDB (pynamodb, Powertools idempotency),
+# Secrets Manager (container.resolve_secrets) and SQS (the decay queue, adapters/sqs_queue.py). The other services' models are most of botocore's
 # size; the package's botocore shadows the runtime's, so a client of another service would fail in
 # Lambda alone: tests/infra/test_package.py checks that chalicelib asks for no other.
-BOTOCORE_SERVICES = ("dynamodb", "secretsmanager")
+BOTOCORE_SERVICES = ("dynamodb", "secretsmanager", "sqs")
 _BOTOCORE_MODEL = re.compile(r"(?:^|/)botocore/data/([^/]+)/")
 
 
