@@ -448,3 +448,13 @@ def tenant_jobs(event) -> dict:
     from chalicelib import lambda_handlers
 
     return lambda_handlers.tenant_jobs(getattr(event, "context", None))
+
+# The decay queue (infra/ makes it and points this function's event source mapping at it; the name
+# here is what Chalice writes before the stack replaces it by the queue's ARN): one message per
+# tenant of a pass, failed messages reported one by one.
+@app.on_sqs_message(queue=os.environ.get("HINDSIGHT_DECAY_QUEUE_NAME", "hindsight-decay"), batch_size=10,
+                    name="decay_worker")
+def decay_worker(event) -> dict:
+    from chalicelib.lambda_handlers import decay_worker as work
+
+    return work(event.to_dict(), getattr(event, "context", None))

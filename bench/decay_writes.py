@@ -15,6 +15,16 @@ Then the scheduled pass (``services.maintenance.run_decay_pass``) runs on the se
 lessons seeded again with ``--budget`` seconds per invocation (its remaining time going down
 with the wall clock, ``--reserve`` kept back), until the pass completes: the invocations it took,
 each one's time against its budget, and whether every tenant was reached.
+
+With ``--fan-out`` (DynamoDB on moto, and moto's SQS), the pass as the cloud runs it: the
+schedule sends one message per tenant to a queue (``fan_out_decay_pass``), and the decay worker
+(``lambda_handlers.decay_worker``, fed ten messages at a time as the event source mapping would)
+decays each tenant from its own checkpoint within ``--budget`` seconds per invocation and
+``--tenant-seconds`` per tenant; ``--big`` lessons go to one more tenant, which must span
+invocations. It prints the invocations, the SQS and DynamoDB requests, and whether every lesson
+was read once and every tenant with lessons due archived in:
+
+    python -m bench.decay_writes --backend dynamo --fan-out --pass-tenants 200 --big 400
 """
 from __future__ import annotations
 
@@ -241,6 +251,91 @@ def spread(make: Callable[[], Backend], args: argparse.Namespace) -> None:
         backend.close()
 
 
+def fan_out(args: argparse.Namespace) -> None:
+    """The fanned-out pass on moto: DynamoDB stores and an SQS queue."""
+    import json
+
+    import boto3
+
+    from chalicelib import lambda_handlers
+    from chalicelib.adapters.dynamo.stores import DynamoTenantStore
+    from chalicelib.adapters.sqs_queue import SqsWorkQueue
+    from chalicelib.domain.models import Tenant
+    from chalicelib.settings import Settings
+    from devtools.moto_server import CREDENTIALS, REGION, moto_endpoint
+    from tests.support.container import installed
+
+    backend = DynamoBackend()
+    backend.tables.create("tenants")
+    sqs = boto3.client("sqs", region_name=REGION, endpoint_url=moto_endpoint(), **CREDENTIALS)
+    url = sqs.create_queue(QueueName=f"bench-decay-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    sqs_requests: dict[str, int] = {}
+    sqs.meta.events.register("before-parameter-build.sqs",
+                             lambda model, **_: sqs_requests.__setitem__(model.name, sqs_requests.get(model.name, 0) + 1))
+    maintenance.CONTINUE_DELAY_SECONDS = 0  # the local queue's delay would only stretch the run
+    try:
+        due, due_tenants = seed(backend.store(), args.pass_tenants, args.pass_per_tenant, args.stale)
+        big = args.pass_tenants  # one more tenant, of --big lessons, every fifth due
+        for start in range(0, args.big, 25):
+            backend.store().put_all([lesson(big, i, i % 5 == 0) for i in range(start, min(args.big, start + 25))])
+        due += len(range(0, args.big, 5))
+        due_tenants |= {big} if args.big else set()
+        tenants = DynamoTenantStore(backend.tables)
+        for t in range(args.pass_tenants + (1 if args.big else 0)):
+            tenants.create_tenant(Tenant(f"t{t:05d}", f"t{t:05d}", NOW - timedelta(days=300)), f"hash-{t}")
+        backend.counter = Counter()
+        deps = fake_deps(FakeClock(NOW), experiences=backend.store(), tenants=tenants, index=InMemoryVectorIndex(8),
+                         checkpoints=backend.checkpoints())
+        deps.decay_queue = SqsWorkQueue(sqs, url)
+        settings = Settings(decay_page_size=args.page_size, decay_reserve_seconds=args.reserve,
+                            decay_tenant_seconds=args.tenant_seconds, decay_budget_seconds=args.budget, decay_queue_url=url)
+        with installed(deps, settings):
+            schedule_runs = 0
+
+            class ScheduleContext:  # the schedule's own 300 s, not the worker's budget
+                deadline = time.monotonic() + 300
+
+                def get_remaining_time_in_millis(self) -> int:
+                    return int((self.deadline - time.monotonic()) * 1000)
+
+            while True:
+                schedule_runs += 1
+                if lambda_handlers.decay(ScheduleContext())["complete"]:
+                    break
+            invocations, longest, examined, archived, continued = 0, 0.0, 0, 0, 0
+            while True:
+                got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+                if not got:
+                    break
+                started = time.monotonic()
+                answer = lambda_handlers.decay_worker({"Records": [{"messageId": m["MessageId"], "body": m["Body"]}
+                                                                   for m in got]})
+                longest = max(longest, time.monotonic() - started)
+                invocations += 1
+                examined, archived, continued = (examined + answer["examined"], archived + answer["archived"],
+                                                 continued + answer["continued"])
+                failed = {f["itemIdentifier"] for f in answer["batchItemFailures"]}
+                sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                                for i, m in enumerate(got) if m["MessageId"] not in failed])
+        lessons = args.pass_tenants * args.pass_per_tenant + args.big
+        steps = {t: json.loads(json.dumps(deps.checkpoints.load(maintenance.TENANT_CHECKPOINT.format(tenant_id=f"t{t:05d}"))))
+                 for t in (0, big)}
+        archived_tenants = {t for t in range(args.pass_tenants + (1 if args.big else 0))
+                            if deps.experiences.list(f"t{t:05d}", status=ExperienceStatus.ARCHIVED, limit=1).items}
+        print(f"fan-out over {args.pass_tenants} tenants x {args.pass_per_tenant} lessons + one of {args.big}, "
+              f"{args.budget:.1f} s per invocation, {args.tenant_seconds:.1f} s per tenant, pages of {args.page_size}:")
+        print(f"  schedule runs {schedule_runs}; worker invocations {invocations} (longest {longest:.2f} s, budget "
+              f"{args.budget:.1f} s), continuations {continued}; the big tenant's steps {steps[big]['step'] if args.big else 0}")
+        print(f"  examined {examined} (each lesson once: {examined == lessons}), archived {archived} of {due} due; tenants "
+              f"archived in {len(archived_tenants)} of {len(due_tenants)} with lessons due (the same: {archived_tenants == due_tenants})")
+        print(f"  SQS requests {sum(sqs_requests.values())} ({dict(sorted(sqs_requests.items()))}; the mapping's receives "
+              f"and deletes included); DynamoDB reads {backend.counter.reads}, lesson writes {backend.counter.lesson_writes}, "
+              f"checkpoint writes {backend.counter.other_writes}")
+    finally:
+        sqs.delete_queue(QueueUrl=url)
+        backend.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=("dynamo", "embedded", "both"), default="both")
@@ -252,7 +347,14 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=10.0, help="seconds per invocation of the pass")
     ap.add_argument("--reserve", type=float, default=1.0)
     ap.add_argument("--page-size", type=int, default=50)
+    ap.add_argument("--fan-out", action="store_true", help="also the pass fanned out over an SQS queue (moto)")
+    ap.add_argument("--big", type=int, default=400, help="lessons of one more tenant in the fan-out")
+    ap.add_argument("--tenant-seconds", type=float, default=1.0, help="seconds per tenant per invocation in the fan-out")
     args = ap.parse_args()
+    if args.fan_out:
+        print("\n== dynamo (moto) + SQS (moto), fanned out")
+        fan_out(args)
+        return
     makers: dict[str, Callable[[], Backend]] = {"dynamo": DynamoBackend, "embedded": EmbeddedBackend}
     for name in (("dynamo", "embedded") if args.backend == "both" else (args.backend,)):
         print(f"\n== {makers[name].name}")

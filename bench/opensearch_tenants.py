@@ -13,8 +13,9 @@ query i+1, order alternating), so the 1-tenant figure of the same round is the b
 is the adapter's (``opensearch_queries.index_body``: lucene HNSW m=16, ef_construction=128,
 cosine, one shard, ``tenant_id`` keyword filter inside the knn clause). With ``--routed-shards S``
 (S > 1) a third index grows alike with S shards and custom routing by tenant: documents are written
-with ``routing=<tenant>`` and every search of the adapter carries the same routing, so a recall
-asks one shard.
+with ``routing=<tenant>`` and every search of the adapter carries the same routing (the adapter's
+own, ``queries.routing``), so a recall asks one shard. The other two indexes are unrouted
+(``IndexSpec.routing=False``), as the layout was before routing.
 
 Documents are the adapter's own (``opensearch_queries.document`` / ``bulk_index_lines``) written by
 its ``_bulk`` (two requests in flight, refresh off while seeding, one refresh after each step; no
@@ -96,24 +97,6 @@ class World:
         return out
 
 
-class RoutedClient:
-    """Adds ``routing=<tenant>`` to every search the adapter sends (the client is the only place the
-    adapter lets a bench change requests). Only for ``hybrid_search``/``similarities`` of one tenant."""
-
-    def __init__(self, client, tenant: str) -> None:
-        self._client, self._tenant = client, tenant
-
-    def search(self, *args, **kwargs):
-        return self._client.search(*args, routing=self._tenant, **kwargs)
-
-    def msearch(self, *args, body, **kwargs):
-        body = [dict(line, routing=self._tenant) if i % 2 == 0 else line for i, line in enumerate(body)]
-        return self._client.msearch(*args, body=body, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._client, name)
-
-
 def new_index(client, spec):
     from chalicelib.adapters.opensearch.index import OpenSearchVectorIndex
 
@@ -139,11 +122,7 @@ def add_tenants(client, index, world: World, tenant_nos: range, sizes, routed: b
             entries = world.lessons(tenant, sizes(no), no)[0]
             for start in range(0, len(entries), 500):
                 docs = [q.document(tenant, e, e.vector.tolist()) for e in entries[start : start + 500]]
-                lines = q.bulk_index_lines(name, tenant, docs, serverless=False)
-                if routed:
-                    for line in lines[::2]:
-                        line["index"]["routing"] = tenant
-                yield lines
+                yield q.bulk_index_lines(name, tenant, docs, serverless=False, route=q.routing(index.spec, tenant))
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:  # two requests in flight: the node indexes on both cores
@@ -221,8 +200,8 @@ def main() -> None:
     world = World(args.seed)
     sizes = lambda no: args.measured if no == 0 else args.others_size  # noqa: E731
 
-    def spec(name: str, shards: int = 1) -> IndexSpec:
-        return IndexSpec(name=f"bench-tenants-{name}", dim=DIM, shards=shards, replicas=0)
+    def spec(name: str, shards: int = 1, routing: bool = False) -> IndexSpec:
+        return IndexSpec(name=f"bench-tenants-{name}", dim=DIM, shards=shards, replicas=0, routing=routing)
 
     base = new_index(client, spec("1"))
     st = add_tenants(client, base, world, range(1), sizes, False, args.threads)
@@ -230,7 +209,7 @@ def main() -> None:
     growing = [("shared", new_index(client, spec("shared")), False)]
     if args.routed_shards > 1:
         growing.append((f"{args.routed_shards} shards, routed",
-                        new_index(client, spec("routed", args.routed_shards)), True))
+                        new_index(client, spec("routed", args.routed_shards, routing=True)), True))
     entries, vecs, meta = world.lessons(MEASURED, args.measured, 0)
     ids = [e.experience_id for e in entries]
     queries = world.queries(args.warmup + args.queries, vecs, meta, args.seed + 1)
@@ -242,8 +221,7 @@ def main() -> None:
         for label, index, routed in growing:
             st = add_tenants(client, index, world, range(have, count), sizes, routed, args.threads)
             seeded.append((f"{count} tenants, {label}", st))
-            search_client = RoutedClient(client, MEASURED) if routed else client
-            indexes.append((f"{count} tenants, {label}", OpenSearchVectorIndex(search_client, index.spec)))
+            indexes.append((f"{count} tenants, {label}", OpenSearchVectorIndex(client, index.spec)))
         have = count
         res = timed_round(indexes, queries, args.warmup, vecs, meta, ids, pids)
         rows.append((count, res, {label: st for label, st in seeded}))

@@ -294,6 +294,7 @@ def build_aws(settings: Settings) -> Deps:
         review_notifier=ReviewSignal(),
         recalls=DynamoRecallLedger(tables),
         checkpoints=DynamoCheckpoints(tables),
+        decay_queue=decay_queue(settings, tables.connection.session),
         meter=meter(settings),
         tenant_data=DynamoTenantData(tables),
         exports=export_store(settings),
@@ -308,6 +309,20 @@ def export_store(settings: Settings):
     from .adapters.s3_exports import S3ExportStore
 
     return S3ExportStore(settings.export_bucket, region=settings.aws_region, endpoint=settings.s3_endpoint)
+
+def decay_queue(settings: Settings, session=None):
+    """The SQS queue the decay schedule fans a pass out to (``decay_queue_url``), its client built
+    on first use from the stores' botocore session; None when unset."""
+    if not settings.decay_queue_url:
+        return None
+    from .adapters.sqs_queue import SqsWorkQueue
+
+    def client():
+        import botocore.session
+
+        return (session or botocore.session.get_session()).create_client("sqs", region_name=settings.aws_region)
+
+    return _Lazy(lambda: SqsWorkQueue(client(), settings.decay_queue_url))
 
 
 def meter(settings: Settings):
@@ -338,6 +353,8 @@ def index_spec(settings: Settings, dim: int):
     return IndexSpec(
         name=settings.opensearch_index, dim=dim, engine=settings.opensearch_engine,
         serverless=settings.opensearch_service == "aoss", bm25=bm25_params(settings),
+        shards=settings.opensearch_shards, replicas=settings.opensearch_replicas,
+        routing=settings.opensearch_routing == "tenant",
     )
 
 

@@ -16,6 +16,16 @@ worker's, deployed, behind ``review_worker_lambda.handler``, which spares it app
   checkpoints within the invocation's remaining time.
 * ``decay``: a schedule; each run goes on from the pass's checkpoint within the invocation's
   remaining time, and archives by conditional writes (safe to run twice).
+
+* ``decay``: a schedule. With a decay queue (the cloud's), a run fans the pass out: one message
+  per tenant, sent in batches from the pass's checkpoint; without one, it goes on with the pass
+  from its checkpoint within the invocation's remaining time. Archives are conditional writes
+  (safe to run twice).
+* ``decay_worker``: the decay queue's batches: each message is one tenant's share of a pass, done
+  within the invocation's time and ``decay_tenant_seconds`` from the tenant's own checkpoint (a
+  tenant not finished sends its next step back to the queue). Partial failures are reported
+  (``batchItemFailures`` by message id): a failed message is delivered again, and after the
+  queue's ``maxReceiveCount`` lands in the decay DLQ.
 """
 from __future__ import annotations
 
@@ -166,6 +176,21 @@ def decay(context: Any = None) -> dict[str, int]:
     from .services.maintenance import run_decay_pass  # the schedule's alone: not on a review's cold start
 
     settings = get_settings()
+    deps = get_deps()
+    if deps.decay_queue is not None and deps.checkpoints is not None:
+        from .services.maintenance import fan_out_decay_pass
+
+        with obs.traced("decay_fan_out"):
+            fanned = fan_out_decay_pass(
+                deps, remaining_seconds(context, settings.decay_budget_seconds),
+                interval=timedelta(seconds=settings.decay_interval_seconds),
+                reserve_seconds=settings.decay_reserve_seconds,
+            )
+        out = {"enqueued": fanned.enqueued, "complete": int(fanned.complete)}
+        obs.count("DecayTenantsEnqueued", fanned.enqueued)
+        obs.logger().info("decay fan-out", extra=out)
+        obs.flush()
+        return out
     with obs.traced("decay"):
         report = run_decay_pass(
             get_deps(), remaining_seconds(context, settings.decay_budget_seconds),
@@ -197,3 +222,48 @@ def tenant_jobs(context: Any = None) -> dict[str, int]:
     obs.logger().info("tenant jobs", extra=result)
     obs.flush()
     return result
+
+class DecayBatchFailed(RuntimeError):
+    """Every message of a decay batch failed: Lambda retries the batch whole (and counts an error)."""
+
+
+def decay_worker(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """A batch of the decay queue: each message one tenant's share of a pass (``decay_tenant``),
+    given the invocation's remaining time less ``decay_reserve_seconds``, at most
+    ``decay_tenant_seconds``. Returns the failed messages' ids (``batchItemFailures``)."""
+    import json
+
+    from .services.maintenance import decay_tenant
+
+    settings, deps = get_settings(), get_deps()
+    invocation = remaining_seconds(context, settings.decay_budget_seconds)
+    records = event.get("Records", [])
+    failed: list[str] = []
+    totals = {"tenants": 0, "skipped": 0, "continued": 0, "examined": 0, "archived": 0, "conflicts": 0}
+    with obs.traced("decay_worker", records=len(records)):
+        for record in records:
+            deadline = time.monotonic() + settings.decay_tenant_seconds
+            budget = lambda: min(invocation(), deadline - time.monotonic() + settings.decay_reserve_seconds)  # noqa: E731
+            try:
+                done = decay_tenant(deps, json.loads(record["body"]), budget,
+                                    reserve_seconds=settings.decay_reserve_seconds, page_size=settings.decay_page_size,
+                                    invocation_seconds=invocation)
+            except Exception as exc:  # noqa: BLE001 -- reported to Lambda as this message's failure
+                obs.logger().warning("decay message failed", extra={
+                    "message_id": record.get("messageId"), "error": f"{type(exc).__name__}: {exc}"[:300]})
+                failed.append(record["messageId"])
+                continue
+            totals["tenants"] += 1
+            totals["skipped"] += int(done.skipped)
+            totals["continued"] += int(done.next_step is not None)
+            totals["examined"] += done.report.examined
+            totals["archived"] += done.report.archived
+            totals["conflicts"] += done.report.conflicts
+    obs.count("ExperiencesExamined", totals["examined"])
+    obs.count("ExperiencesArchived", totals["archived"])
+    obs.count("ExperienceArchiveConflicts", totals["conflicts"])
+    obs.logger().info("decay batch", extra={**totals, "failed": len(failed)})
+    obs.flush()
+    if records and len(failed) == len(records):
+        raise DecayBatchFailed(f"all {len(records)} messages of the batch failed")
+    return {"batchItemFailures": [{"itemIdentifier": m} for m in failed], **totals}

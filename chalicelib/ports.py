@@ -274,6 +274,14 @@ class ExportStore(Protocol):
     def location(self, key: str) -> str:
         """Where an operator finds the part outside the API (a path, or an s3:// URL)."""
 
+class WorkQueue(Protocol):
+    """Where maintenance fans its work out (decay's per-tenant messages): small JSON objects, each
+    delivered at least once to a consumer (the cloud's decay worker), in no promised order."""
+
+    def send(self, messages: Sequence[dict], delay_seconds: int = 0) -> None:
+        """Enqueue every message (each a JSON object), visible to consumers ``delay_seconds`` later;
+        raises when any of them could not be enqueued (a retry may enqueue the others twice)."""
+
 
 @dataclass(frozen=True)
 class TokenVectors:

@@ -54,6 +54,15 @@ class Settings(BaseModel):
     # create the index (and add fields it lacks) on first use; false: it is made at deploy time
     # (infra/'s custom resource) and the functions only read and write documents
     opensearch_create_index: bool = True
+    # primary shards and replicas of the index when it is created (here on first use, or by infra/'s
+    # custom resource); a shard count is fixed at creation: another needs a new index and a reindex.
+    # Replicas: None leaves the cluster's default. Neither applies to Serverless
+    opensearch_shards: int = Field(default=1, ge=1, le=1024)
+    opensearch_replicas: int | None = Field(default=None, ge=0)
+    # "tenant": every request about a tenant's documents carries routing=<tenant>, so its searches
+    # visit one shard; "none": documents placed by id (an index of several shards made without routing,
+    # until it is reindexed)
+    opensearch_routing: Literal["tenant", "none"] = "tenant"
     idempotency_table: str | None = None  # Powertools idempotency of stream records (default: prefix + "idempotency")
     # tenant exports (services.tenant_jobs): the S3 bucket their parts go to (aws; unset: no export),
     # and an endpoint override (a moto server)
@@ -119,6 +128,12 @@ class Settings(BaseModel):
     decay_page_size: int = Field(default=200, ge=1, le=1000)
     # a decay run's time when it has no Lambda context to ask (a local run)
     decay_budget_seconds: float = Field(default=240.0, gt=0)
+    # the SQS queue a decay pass is fanned out to, one message per tenant (infra/ sets it); unset: the
+    # schedule walks every tenant itself with one checkpointed cursor
+    decay_queue_url: str | None = None
+    # the most of an invocation one tenant's decay takes before the rest of its pass goes back to the
+    # queue (from its own checkpoint), so a big tenant never holds up the others
+    decay_tenant_seconds: float = Field(default=60.0, gt=0)
 
     # Recall
     weight_semantic: float = 0.55

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # annotations only: the composition root imports this module 
         TokenVectorIndex,
         TrajectoryStore,
         VectorIndex,
+        WorkQueue,
     )
     from ..settings import Settings
 
@@ -85,6 +86,9 @@ class Deps:
     # where maintenance that outlasts one run keeps its progress (decay's pass); None: every
     # decay pass starts from the first tenant and runs to the end
     checkpoints: Checkpoints | None = None
+    # where the decay schedule fans a pass out, one message per tenant (the cloud's SQS queue, read by
+    # the decay worker); None: the schedule walks every tenant itself (``run_decay_pass``)
+    decay_queue: WorkQueue | None = None
     # the embedder of recall's queries, when it needs a client of its own (the cloud's OpenAI one:
     # a short timeout, one retry, then BM25 alone); None: ``embedder``
     query_embedder: Embedder | None = None

@@ -180,6 +180,143 @@ def run_decay_pass(
     return tally.report(complete=complete)
 
 
+# --- the fanned-out pass: one message per tenant, each tenant's work with its own checkpoint ------
+
+# a tenant's checkpoint (its pass, the step the next message must carry, its cursor)
+TENANT_CHECKPOINT = "decay/{tenant_id}"
+# a tenant's next message is delayed by this much: the checkpoint naming its step is saved by then,
+# and the tenants queued behind it go first
+CONTINUE_DELAY_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class FanOutReport:
+    enqueued: int  # tenants whose pass message this run sent
+    complete: bool  # every tenant of the pass is enqueued (False: the next run goes on)
+    pass_id: str | None = None  # the pass under way (its start), None when none is
+
+
+def fan_out_decay_pass(
+    deps: Deps,
+    remaining_seconds: Callable[[], float],
+    *,
+    interval: timedelta = timedelta(hours=1),
+    reserve_seconds: float = 20.0,
+    batch: int = 100,
+) -> FanOutReport:
+    """The decay schedule with a queue: a pass starts ``interval`` after the last began and sends
+    each tenant one message ``{"tenant_id", "pass", "step": 0}`` (``decay_tenant`` does the work,
+    in the decay worker). Tenants are taken in id order after the checkpoint's last one, ``batch``
+    at a time while ``remaining_seconds`` is above ``reserve_seconds``; the checkpoint is saved
+    after every batch, so a run cut short sends at most one batch twice (a tenant's second step-0
+    message is dropped by its checkpoint). The recall ids that expired are purged once a pass is
+    all enqueued."""
+    assert deps.checkpoints is not None and deps.decay_queue is not None
+    state = deps.checkpoints.load(DECAY_CHECKPOINT) or {}
+    now = deps.clock.now()
+    if state.get("done", True):
+        started = state.get("started_at")
+        if started is not None and now - datetime.fromisoformat(started) < interval:
+            return FanOutReport(0, True)
+        state = {"started_at": now.isoformat(), "after": None, "done": False, "runs": 0, "enqueued": 0}
+    pass_id = state["started_at"]
+    after = state.get("after")
+    # the tenants' listing is one query of small items; what is bounded is what a run sends
+    pending = sorted(t.tenant_id for t in deps.tenants.list_tenants() if after is None or t.tenant_id > after)
+    sent, complete = 0, not pending
+    state["runs"] = state.get("runs", 0) + 1
+    while pending and remaining_seconds() > reserve_seconds:
+        chunk, pending = pending[:batch], pending[batch:]
+        deps.decay_queue.send([{"tenant_id": t, "pass": pass_id, "step": 0} for t in chunk])
+        sent += len(chunk)
+        state.update(after=chunk[-1], enqueued=state.get("enqueued", 0) + len(chunk))
+        complete = not pending
+        if complete:
+            state.update(done=True, finished_at=deps.clock.now().isoformat())
+        deps.checkpoints.save(DECAY_CHECKPOINT, state)
+    if not sent:
+        if complete:
+            state.update(done=True, finished_at=deps.clock.now().isoformat())
+        deps.checkpoints.save(DECAY_CHECKPOINT, state)
+    if complete and deps.recalls is not None:
+        deps.recalls.purge_expired(deps.clock.now())
+    return FanOutReport(sent, complete, pass_id)
+
+
+@dataclass(frozen=True)
+class TenantDecay:
+    report: DecayReport
+    skipped: bool = False  # the message was stale or a duplicate: its step was done, or its pass is over
+    next_step: int | None = None  # the step of the message sent to go on (None: done, or skipped)
+
+
+def decay_tenant(
+    deps: Deps,
+    message: dict,
+    remaining_seconds: Callable[[], float],
+    *,
+    reserve_seconds: float = 20.0,
+    page_size: int = 200,
+    invocation_seconds: Callable[[], float] | None = None,
+) -> TenantDecay:
+    """One tenant's share of a fanned-out pass (a queue message ``{"tenant_id", "pass", "step"}``):
+    its active lessons from its own checkpoint on, page after page while a page as slow as its
+    slowest would end with ``reserve_seconds`` left, archived as ``run_decay_pass`` does. The first
+    page is taken whenever ``invocation_seconds`` (the invocation's own remaining time, when the
+    tenant's share is less) allows it: a page slower than the tenant's share still makes progress.
+
+    Each message is done once: the tenant's checkpoint names its pass and the step the next message
+    must carry; a message of an older pass, or of a step not the next, is dropped (a duplicate
+    delivery, a scheduler run repeated). A tenant not finished sends its next step to the queue
+    (``CONTINUE_DELAY_SECONDS`` later, behind the tenants waiting), then saves its checkpoint; a
+    failure saves the cursor reached under the same step, and raises (the message is delivered
+    again and goes on from there)."""
+    assert deps.checkpoints is not None and deps.decay_queue is not None
+    tenant_id, pass_id, step = str(message["tenant_id"]), str(message["pass"]), int(message["step"])
+    name = TENANT_CHECKPOINT.format(tenant_id=tenant_id)
+    state = deps.checkpoints.load(name) or {}
+    if state.get("pass") != pass_id:
+        if step != 0 or (state.get("pass") is not None and str(state["pass"]) > pass_id):
+            return TenantDecay(DecayReport(0, 0), skipped=True)
+        state = {"pass": pass_id, "step": 0, "cursor": None, "done": False, "runs": 0, "examined": 0, "archived": 0,
+                 "page_seconds": state.get("page_seconds", 0.0)}
+    elif state.get("done") or state.get("step") != step:
+        return TenantDecay(DecayReport(0, 0), skipped=True)
+    tally, cursor, complete = _Tally(), state.get("cursor"), False
+    longest, timed = float(state.get("page_seconds", 0.0)), 0.0
+
+    def keep(**changes) -> None:
+        state.update(cursor=cursor, runs=state.get("runs", 0) + 1, examined=state.get("examined", 0) + tally.examined,
+                     archived=state.get("archived", 0) + tally.archived, page_seconds=round(timed or longest, 3),
+                     **changes)
+        deps.checkpoints.save(name, state)  # type: ignore[union-attr]
+
+    pages = 0
+    try:
+        while ((invocation_seconds or remaining_seconds) if pages == 0 else remaining_seconds)() > reserve_seconds + longest:
+            pages += 1
+            started = time.monotonic()
+            page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
+            _decay_page(deps, page.items, deps.clock.now(), tally, dry_run=False)
+            timed = max(timed, time.monotonic() - started)
+            longest = max(longest, timed)
+            cursor = page.cursor
+            if cursor is None:
+                complete = True
+                break
+        if not complete:
+            deps.decay_queue.send([{"tenant_id": tenant_id, "pass": pass_id, "step": step + 1}],
+                                  delay_seconds=CONTINUE_DELAY_SECONDS)
+    except BaseException:
+        keep()  # the same step: the message, delivered again, goes on from the cursor reached
+        raise
+    if complete:
+        keep(step=step + 1, done=True, finished_at=deps.clock.now().isoformat())
+        return TenantDecay(tally.report(complete=True))
+    keep(step=step + 1)
+    return TenantDecay(tally.report(complete=False), next_step=step + 1)
+
+
 def decay_lesson(deps: Deps, exp: Experience, now: datetime) -> Experience | None:
     """Decay one lesson read by a scan, as of ``now``: archived by a conditional write when it no
     longer earns its place (read again and decided again once on a conflict), else nothing is

@@ -55,6 +55,9 @@ class Access:
     # S3 actions on the tenant exports' objects (``exports/*`` of the exports bucket); s3:ListBucket
     # is granted on the bucket itself, for that prefix only
     exports: tuple[str, ...] = ()
+    # the decay queue: "send" (the schedule fans a pass out), "consume" (its event source mapping
+    # reads and deletes, and the worker sends an unfinished tenant back)
+    decay_queue: Literal["send", "consume"] | None = None
 
 
 def _all(tables: tuple[str, ...], actions: tuple[str, ...] = TABLE_ACTIONS) -> dict[str, tuple[str, ...]]:
@@ -72,19 +75,30 @@ FUNCTIONS: dict[str, Access] = {
                             review_stream=True),
     "review_sweeper": Access("the review sweeper (lost jobs, due retries)", _all(REVIEW_TABLES), "documents",
                              openai_secret=True),
-    # archiving: the lessons (read by the active index, archived by conditional puts), the index
-    # entries of archived ones, the pass's checkpoint
-    "decay_schedule": Access("the decay pass", {"experiences": TABLE_ACTIONS,
-                                                "maintenance": ("dynamodb:GetItem", "dynamodb:PutItem")}, "documents",
-                             on_failure=True),
     # a tenant's export (reads its partitions of every table, writes the parts) and deletion (deletes
     # every item of it in every table, its index documents and its exports)
     "tenant_jobs": Access("tenant exports and deletions", _all(APP_TABLES) | {"maintenance": CHECKPOINT_ACTIONS},
                           "documents", on_failure=True, exports=EXPORT_ACTIONS),
+    # the decay pass fanned out: the tenants (one query of their listing), the pass's checkpoint,
+    # one message per tenant to the decay queue
+    "decay_schedule": Access("the decay pass's schedule (one message per tenant)",
+                             {"tenants": ("dynamodb:Query",), "maintenance": ("dynamodb:GetItem", "dynamodb:PutItem")},
+                             on_failure=True, decay_queue="send"),
+    # archiving one tenant at a time: the lessons (read by the tenant's active index, archived by
+    # conditional puts), the index entries of archived ones, the tenant's checkpoint
+    "decay_worker": Access("the decay queue's worker (a tenant's share of a pass)",
+                           {"experiences": TABLE_ACTIONS, "maintenance": ("dynamodb:GetItem", "dynamodb:PutItem")},
+                           "documents", decay_queue="consume"),
     "opensearch_index_setup": Access("the deploy-time OpenSearch index setup", opensearch="index"),
 }
 
 # The functions API Gateway calls through an alias that CodeDeploy moves (canary, rolled back by
 # the alarms), and those published under an alias alone (their event sources call the alias)
 CANARY_FUNCTIONS = ("api_handler", "api_key_authorizer")
-ALIASED_FUNCTIONS = ("api_handler", "api_key_authorizer", "review_worker", "review_sweeper", "decay_schedule")
+ALIASED_FUNCTIONS = ("api_handler", "api_key_authorizer", "review_worker", "review_sweeper", "decay_schedule", "decay_worker")
+# what each use of the decay queue may do
+DECAY_QUEUE_ACTIONS = {
+    "send": ("sqs:SendMessage",),
+    "consume": ("sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage",
+                "sqs:SendMessage"),
+}

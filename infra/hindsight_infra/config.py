@@ -78,6 +78,14 @@ class StageConfig:
     # to write access logs); false where the account has one already
     apigateway_logging_role: bool
     environment: dict[str, str] = field(default_factory=dict)  # further HINDSIGHT_* settings
+    # a managed domain's index: primary shards and replicas when the custom resource creates it
+    # (HINDSIGHT_OPENSEARCH_SHARDS / _REPLICAS of the functions); fixed at creation, another shard
+    # count needs a new index and a reindex (docs/decisions/0401). Serverless places shards itself
+    opensearch_shards: int = 1
+    opensearch_replicas: int | None = None
+    # the decay worker's most concurrent invocations (its SQS event source mapping's
+    # MaximumConcurrency, at least 2): how hard a pass may press on DynamoDB and OpenSearch at once
+    decay_max_concurrency: int = 2
 
     @property
     def resource_name(self) -> str:
@@ -133,6 +141,8 @@ def load_stage(stage: str, overrides: Mapping[str, Any] | None = None, stages_fi
         raise ValueError("alarm_datapoints must be between 1 and alarm_periods")
     if merged["deployment_preference"] not in DEPLOYMENT_PREFERENCES:
         raise ValueError(f"deployment_preference must be one of {DEPLOYMENT_PREFERENCES}")
+    if not isinstance(merged.get("opensearch_shards", 1), int) or merged.get("opensearch_shards", 1) < 1:
+        raise ValueError("opensearch_shards must be a whole number >= 1")
     for name, limits in [("api_throttle", merged["api_throttle"]), *merged["api_method_throttle"].items()]:
         if set(limits) != {"rate", "burst"} or not all(v > 0 for v in limits.values()):
             raise ValueError(f"{name}: wants {{\"rate\": requests per second, \"burst\": requests}}, both > 0")

@@ -69,10 +69,11 @@ def missing_from_layer(layer_zip: Path, requirements: Path) -> list[str]:
 
 
 # The botocore service models the functions use: DynamoDB (pynamodb, Powertools idempotency),
-# Secrets Manager (container.resolve_secrets) and S3 (tenant exports, adapters/s3_exports.py). The other services' models are most of botocore's
+# Secrets Manager (container.resolve_secrets), S3 (tenant exports, adapters/s3_exports.py) and SQS
+# (the decay queue, adapters/sqs_queue.py). The other services' models are most of botocore's
 # size; the package's botocore shadows the runtime's, so a client of another service would fail in
 # Lambda alone: tests/infra/test_package.py checks that chalicelib asks for no other.
-BOTOCORE_SERVICES = ("dynamodb", "s3", "secretsmanager")
+BOTOCORE_SERVICES = ("dynamodb", "s3", "secretsmanager", "sqs")
 _BOTOCORE_MODEL = re.compile(r"(?:^|/)botocore/data/([^/]+)/")
 
 

@@ -62,6 +62,9 @@ from .packaging import ChaliceApp, stage_stub_project
 from .tables import IDEMPOTENCY_TABLE, TableSpec, all_tables
 
 REVIEW_WORKER = "review_worker"  # app.py's @app.on_dynamodb_record(name=...)
+DECAY_WORKER = "decay_worker"  # app.py's @app.on_sqs_message(name=...)
+DECAY_BATCH = 10  # messages (tenants) per decay worker invocation
+DECAY_MAX_RECEIVES = 5  # deliveries of a decay message before it goes to the decay DLQ
 INDEX_SETUP = "opensearch_index_setup"  # app.py's @app.lambda_function(name=...)
 API_HANDLER, AUTHORIZER = "api_handler", "api_key_authorizer"
 # where tenant exports go in their bucket (chalicelib.adapters.s3_exports), and for how long
@@ -225,6 +228,30 @@ class HindsightStack(cdk.Stack):
             removal_policy=removal,
         )
 
+        # the decay pass fanned out: one message per tenant, read by the decay worker (a message that
+        # failed maxReceiveCount times lands in its DLQ, alarmed); the visibility timeout is six of
+        # the worker's timeouts, as Lambda's event source mapping asks
+        self.decay_dlq = sqs.Queue(
+            self,
+            "DecayDeadLetterQueue",
+            queue_name=f"{cfg.resource_name}-decay-dlq",
+            retention_period=cdk.Duration.days(cfg.dlq_retention_days),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            removal_policy=removal,
+        )
+        self.decay_queue = sqs.Queue(
+            self,
+            "DecayQueue",
+            queue_name=f"{cfg.resource_name}-decay",
+            visibility_timeout=cdk.Duration.seconds(6 * cfg.timeout(DECAY_WORKER)),
+            retention_period=cdk.Duration.days(1),  # a pass's messages are done within the hour or dropped by the next
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.decay_dlq, max_receive_count=DECAY_MAX_RECEIVES),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+
         # --- secrets ------------------------------------------------------------------------------
         self.openai_secret_arn: str | None = None
         if cfg.openai_api_key_secret:
@@ -271,6 +298,9 @@ class HindsightStack(cdk.Stack):
             if spec.on_failure:
                 statements.append(iam.PolicyStatement(sid="FailedRuns", actions=["sqs:SendMessage"],
                                                       resources=[self.maintenance_dlq.queue_arn]))
+            if spec.decay_queue:
+                statements.append(iam.PolicyStatement(sid="DecayQueue", actions=list(acc.DECAY_QUEUE_ACTIONS[spec.decay_queue]),
+                                                      resources=[self.decay_queue.queue_arn]))
             if cfg.tracing:  # X-Ray has no resource-level permissions: "*" is the only resource it accepts
                 statements.append(iam.PolicyStatement(sid="XRay", actions=["xray:PutTelemetryRecords", "xray:PutTraceSegments"],
                                                       resources=["*"]))
@@ -291,6 +321,7 @@ class HindsightStack(cdk.Stack):
             "HINDSIGHT_OPENSEARCH_INDEX": cfg.opensearch_index,
             "HINDSIGHT_OPENSEARCH_ENGINE": "faiss",
             "HINDSIGHT_OPENSEARCH_CREATE_INDEX": "false",  # the custom resource below makes it
+            "HINDSIGHT_DECAY_QUEUE_URL": self.decay_queue.queue_url,
             "HINDSIGHT_EMBEDDER": "openai",
             "HINDSIGHT_EMBEDDING_MODEL": cfg.embedding_model,
             "HINDSIGHT_EMBEDDING_DIM": str(cfg.embedding_dim),
@@ -306,6 +337,10 @@ class HindsightStack(cdk.Stack):
             self.function_environment["HINDSIGHT_OPENAI_BASE_URL"] = cfg.openai_base_url
         if cfg.tracing:
             self.function_environment["HINDSIGHT_TRACING"] = "true"
+        if cfg.opensearch == "domain":  # the custom resource creates the index with them (Serverless: no shard settings)
+            self.function_environment["HINDSIGHT_OPENSEARCH_SHARDS"] = str(cfg.opensearch_shards)
+            if cfg.opensearch_replicas is not None:
+                self.function_environment["HINDSIGHT_OPENSEARCH_REPLICAS"] = str(cfg.opensearch_replicas)
         self.function_environment.update(cfg.environment)
 
         # Chalice reads per-function settings (role, timeout) only from .chalice/config.json, not from
@@ -600,6 +635,10 @@ class HindsightStack(cdk.Stack):
             if fn_name == REVIEW_WORKER and cfg.review_worker_reserved_concurrency is not None:
                 fn.add_property_override("ReservedConcurrentExecutions", cfg.review_worker_reserved_concurrency)
             for event_name, event in (resource["Properties"].get("Events") or {}).items():
+                if event["Type"] == "SQS":
+                    if fn_name != DECAY_WORKER:
+                        raise RuntimeError(f"{fn_name} reads an SQS queue; only {DECAY_WORKER} does (the decay queue)")
+                    self._complete_decay_source(fn, event_name)
                 if event["Type"] == "DynamoDB":
                     stream_sources.append(fn_name)
                     self._complete_stream_source(fn, event_name)
@@ -638,6 +677,15 @@ class HindsightStack(cdk.Stack):
         fn.add_property_override(f"{props}.ParallelizationFactor", cfg.stream_parallelization_factor)
         fn.add_property_override(f"{props}.MaximumBatchingWindowInSeconds", cfg.stream_batching_window_s)
         fn.add_property_override(f"{props}.DestinationConfig", {"OnFailure": {"Type": "SQS", "Destination": self.dlq.queue_arn}})
+
+    def _complete_decay_source(self, fn: cdk.CfnResource, event_name: str) -> None:
+        """The decay worker's SQS event source: the stack's queue (Chalice names one by a name it
+        cannot know), failed messages reported one by one, a ceiling on concurrent invocations."""
+        props = f"Events.{event_name}.Properties"
+        fn.add_property_override(f"{props}.Queue", self.decay_queue.queue_arn)
+        fn.add_property_override(f"{props}.BatchSize", DECAY_BATCH)
+        fn.add_property_override(f"{props}.FunctionResponseTypes", ["ReportBatchItemFailures"])
+        fn.add_property_override(f"{props}.ScalingConfig", {"MaximumConcurrency": max(2, self.cfg.decay_max_concurrency)})
 
     def _index_setup(self) -> cdk.CustomResource:
         """The index, made when the stage is created or its mapping changes (a custom resource calling
@@ -892,6 +940,12 @@ class HindsightStack(cdk.Stack):
             "A decay run failed every retry and landed in the maintenance DLQ (the message holds its error); "
             "the next scheduled run goes on from the pass's checkpoint.",
             self.maintenance_dlq.metric_approximate_number_of_messages_visible(period=one_minute, statistic="Maximum"), 0,
+        )
+        self._alarm(
+            "decay-dlq", "decay-dlq-not-empty",
+            f"A tenant's decay message failed {DECAY_MAX_RECEIVES} deliveries and landed in the decay DLQ (its body names "
+            "the tenant and pass; the worker's log the error); the tenant's next pass starts over from its first lesson.",
+            self.decay_dlq.metric_approximate_number_of_messages_visible(period=one_minute, statistic="Maximum"), 0,
         )
         self._alarm(
             "review-stream-iterator-age", "review-stream-lagging",

@@ -4,7 +4,9 @@
 refreshed before they return). ``opensearch-serverless``: the same adapter with ``serverless=True`` -- no document
 ids (replace and delete by lookup), no refresh -- against the same local node; the test harness
 refreshes after each write to stand for the seconds Serverless takes to make a write searchable.
-Both use the lucene engine, the only one the local node runs.
+``opensearch-sharded``: the adapter on an index of three primary shards with tenant routing, so
+every read of the suite finds what its writes placed only if they were routed alike.
+All use the lucene engine, the only one the local node runs.
 
 Each backend instance gets an index of its own, deleted on close, so tests never see each other's
 data; ``reopen()`` builds a new client and adapter over the same index (a restart).
@@ -46,6 +48,7 @@ class _RefreshingIndex(OpenSearchVectorIndex):
 class OpenSearchBackend:
     name, durable = "opensearch", True
     serverless = False
+    shards = 1
 
     def __init__(self, tmp_path: Path, index_name: str | None = None, clients: list | None = None) -> None:
         self.url = node_url()  # fails the test, with the node's log, when no node can run
@@ -57,7 +60,8 @@ class OpenSearchBackend:
     def index(self, dim: int | None = None) -> OpenSearchVectorIndex:
         from .conftest import DIM
 
-        spec = IndexSpec(self.index_name, dim or DIM, engine="lucene", replicas=0, serverless=self.serverless)
+        spec = IndexSpec(self.index_name, dim or DIM, engine="lucene", replicas=0, serverless=self.serverless,
+                         shards=self.shards)
         if self.serverless:
             return _RefreshingIndex(self.client, spec)
         # refresh=True rather than the default wait_for: the same read-after-write, without
@@ -93,4 +97,9 @@ class OpenSearchServerlessBackend(OpenSearchBackend):
     serverless = True
 
 
-INDEX_ONLY_BACKENDS = {b.name: b for b in (OpenSearchBackend, OpenSearchServerlessBackend)}
+class OpenSearchShardedBackend(OpenSearchBackend):
+    name = "opensearch-sharded"
+    shards = 3
+
+
+INDEX_ONLY_BACKENDS = {b.name: b for b in (OpenSearchBackend, OpenSearchServerlessBackend, OpenSearchShardedBackend)}

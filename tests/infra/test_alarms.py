@@ -165,4 +165,4 @@ def test_the_api_and_the_authorizer_shift_by_canary_in_prod_rolled_back_by_the_a
         assert cfg.deployment_preference.startswith("Canary")
     # every function but the deploy-time index setup runs under an alias a deployment moves
     aliased = {r["Properties"]["FunctionName"]["Ref"] for r in translated.of_type("AWS::Lambda::Alias").values()}
-    assert aliased == {"APIHandler", "ApiKeyAuthorizer", "ReviewWorker", "ReviewSweeper", "DecaySchedule"}
+    assert aliased == {"APIHandler", "ApiKeyAuthorizer", "ReviewWorker", "ReviewSweeper", "DecaySchedule", "DecayWorker"}

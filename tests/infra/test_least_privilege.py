@@ -26,7 +26,8 @@ ADMIN = "admin-key-of-the-moto-run"
 # batch and transaction members, by the item action IAM authorizes each with
 TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
 ROLE = {"api_handler": "ApiHandlerRole", "api_key_authorizer": "ApiKeyAuthorizerRole", "review_worker": "ReviewWorkerRole",
-        "review_sweeper": "ReviewSweeperRole", "decay_schedule": "DecayScheduleRole", "tenant_jobs": "TenantJobsRole"}
+        "review_sweeper": "ReviewSweeperRole", "decay_schedule": "DecayScheduleRole", "tenant_jobs": "TenantJobsRole",
+        "decay_worker": "DecayWorkerRole"}
 
 
 def _camel(table: str) -> str:
@@ -70,9 +71,12 @@ def recorded(tmp_path_factory):
     current = ["setup"]
     try:
         with moto.mock_aws():
+            sqs = boto3.client("sqs", region_name="us-east-1")
+            decay_queue = sqs.create_queue(QueueName=PREFIX + "decay")["QueueUrl"]
             settings = Settings(backend="aws", table_prefix=PREFIX, create_tables=True, embedder="hash", aws_region="us-east-1",
                                 admin_key=ADMIN, idempotency_table=PREFIX + "idempotency", rate_limit_per_second=1000,
-                                data_dir=str(tmp_path_factory.mktemp("unused")), export_bucket="exports-of-the-moto-run")
+                                data_dir=str(tmp_path_factory.mktemp("unused")), export_bucket="exports-of-the-moto-run",
+                                decay_queue_url=decay_queue)
             boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="exports-of-the-moto-run")
             boto3.client("dynamodb", region_name="us-east-1").create_table(
                 TableName=PREFIX + "idempotency", BillingMode="PAY_PER_REQUEST",
@@ -172,9 +176,14 @@ def recorded(tmp_path_factory):
                 current[0] = "review_sweeper"  # tr2's job, run by the sweeper (its stream record "lost")
                 assert lambda_handlers.sweep()["ran"] == 1
 
-                current[0] = "decay_schedule"  # a year on: the lessons are archived
+                current[0] = "decay_schedule"  # a year on: the pass is fanned out, one message per tenant
                 deps.clock = FakeClock(datetime.now(timezone.utc) + timedelta(days=365))
-                assert lambda_handlers.decay()["archived"] >= 1
+                assert lambda_handlers.decay()["enqueued"] == 1
+                current[0] = "decay_worker"  # the tenant's share: its lessons are archived
+                messages = sqs.receive_message(QueueUrl=decay_queue, MaxNumberOfMessages=10)["Messages"]
+                records = [{"messageId": m["MessageId"], "body": m["Body"]} for m in messages]
+                answer = lambda_handlers.decay_worker({"Records": records}, None)
+                assert answer["batchItemFailures"] == [] and answer["archived"] >= 1
     finally:
         mp.undo()
         lambda_handlers._idempotent_runner.cache_clear()

@@ -164,7 +164,8 @@ def test_botocore_keeps_the_models_of_the_services_the_functions_call_and_no_oth
     assert proc.stdout.split() == ["https://dynamodb.eu-west-3.amazonaws.com", "https://dynamodb.cn-north-1.amazonaws.com.cn",
                                    "https://s3.eu-west-3.amazonaws.com", "https://s3.cn-north-1.amazonaws.com.cn",
                                    "https://secretsmanager.eu-west-3.amazonaws.com",
-                                   "https://secretsmanager.cn-north-1.amazonaws.com.cn", "ok"]
+                                   "https://secretsmanager.cn-north-1.amazonaws.com.cn",
+                                   "https://sqs.eu-west-3.amazonaws.com", "https://sqs.cn-north-1.amazonaws.com.cn", "ok"]
     assert (target / "botocore" / "data" / "endpoints.json").stat().st_size < 100_000
     # each model as plain JSON without its documentation (parsed at every client's creation)
     for name in BOTOCORE_SERVICES:

@@ -209,7 +209,8 @@ def test_review_stream_mapping_reports_partial_failures_bisects_retries_and_dead
     import app as app_module
 
     (source,) = [e for e in app_module.app.event_sources if type(e).__name__ == "DynamoDBEventConfig"]
-    _, esm = translated.one("AWS::Lambda::EventSourceMapping")
+    (esm,) = [m for m in translated.of_type("AWS::Lambda::EventSourceMapping").values()
+              if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": ["ReviewJobsTable", "StreamArn"]}]
     p = esm["Properties"]
     dlq = translated.logical_id("ReviewDeadLetterQueue", "AWS::SQS::Queue")
     assert p["EventSourceArn"] == {"Fn::GetAtt": ["ReviewJobsTable", "StreamArn"]}
@@ -239,7 +240,7 @@ def test_lambda_runs_the_review_worker_without_importing_app_py_and_every_other_
     assert handlers.pop("opensearch_index_setup") == "chalicelib.index_setup_lambda.handler"
     assert handlers == {"api_handler": "app.app", "api_key_authorizer": "app.api_key_authorizer",
                         "review_sweeper": "app.review_sweeper", "decay_schedule": "app.decay_schedule",
-                        "tenant_jobs": "app.tenant_jobs"}
+                        "tenant_jobs": "app.tenant_jobs", "decay_worker": "app.decay_worker"}
     module, _, attr = worker.rpartition(".")
     assert getattr(importlib.import_module(module), attr) is review_worker_lambda.handler
     assert review_worker_lambda.review_stream is lambda_handlers.review_stream
@@ -263,7 +264,7 @@ def test_review_worker_concurrency_is_the_stages_own(translated):
     """ParallelizationFactor concurrent batches per shard, each draining the queue; the reserved
     concurrency caps them all (docs/architecture.md, "Review throughput")."""
     cfg = load_stage(translated.stage)
-    _, esm = translated.one("AWS::Lambda::EventSourceMapping")
+    (esm,) = [m for m in translated.of_type("AWS::Lambda::EventSourceMapping").values() if "ParallelizationFactor" in m["Properties"]]
     p = esm["Properties"]
     assert p["ParallelizationFactor"] == cfg.stream_parallelization_factor and 1 < p["ParallelizationFactor"] <= 10
     assert p["MaximumBatchingWindowInSeconds"] == cfg.stream_batching_window_s
@@ -294,9 +295,11 @@ def test_timeouts_cover_the_handlers_time_budgets(template):
 
 
 def test_the_dead_letter_queues_are_encrypted_and_kept_two_weeks(template):
-    queues = template.of_type("AWS::SQS::Queue")
+    queues = {k: q for k, q in template.of_type("AWS::SQS::Queue").items()
+              if q["Properties"]["QueueName"].endswith("-dlq")}
     assert sorted(q["Properties"]["QueueName"] for q in queues.values()) == [
-        f"hindsight-{template.stage}-maintenance-dlq", f"hindsight-{template.stage}-review-dlq"]
+        f"hindsight-{template.stage}-decay-dlq", f"hindsight-{template.stage}-maintenance-dlq",
+        f"hindsight-{template.stage}-review-dlq"]
     for q in queues.values():
         assert q["Properties"]["SqsManagedSseEnabled"] is True
         assert q["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
@@ -317,7 +320,9 @@ def test_a_failed_decay_run_goes_to_the_maintenance_dlq_and_its_timeout_covers_t
             if c["Properties"]["FunctionName"] == {"Ref": translated.logical_id("DecaySchedule", "AWS::Lambda::Function")}]
     assert p["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}}
     assert p["MaximumRetryAttempts"] == 2
-    assert actions_on(role_statements(translated, "DecayScheduleRole"))["sqs:SendMessage"] == {f"{{{dlq}.Arn}}"}
+    decay_queue = translated.logical_id("DecayQueue", "AWS::SQS::Queue")
+    assert actions_on(role_statements(translated, "DecayScheduleRole"))["sqs:SendMessage"] == {
+        f"{{{dlq}.Arn}}", f"{{{decay_queue}.Arn}}"}
     fns = {f["Properties"]["FunctionName"]: f["Properties"] for f in template.of_type("AWS::Serverless::Function").values()}
     assert fns[f"hindsight-{template.stage}-decay_schedule"]["Timeout"] > Settings.model_construct().decay_reserve_seconds + 30
 
@@ -488,7 +493,7 @@ def test_serverless_collection_with_its_three_policies(serverless):
     assert text.count(index) == 2 and '"aoss:*"' not in text and "collection/" not in text.split('"Rules"', 1)[1]
     # the functions: documents; the deploy-time setup alone: the index itself
     readers = [serverless.logical_id(f"{p}Role", "AWS::IAM::Role")
-               for p in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecaySchedule")]
+               for p in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecayWorker")]
     first, second = text.split('{"Rules"')[1:]
     assert '"Permission":["aoss:ReadDocument","aoss:WriteDocument"]' in first
     assert all("{%s.Arn}" % r in first for r in readers) and "OpensearchIndexSetupRole" not in first
@@ -517,7 +522,7 @@ def test_managed_domain_runs_opensearch_2_19_encrypted_for_the_two_roles_only(do
     assert p["DomainEndpointOptions"]["EnforceHTTPS"] is True
     documents, setup = p["AccessPolicies"]["Statement"]
     readers = sorted(domain.logical_id(f"{x}Role", "AWS::IAM::Role")
-                     for x in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecaySchedule", "TenantJobs"))
+                     for x in ("ApiHandler", "ReviewWorker", "ReviewSweeper", "DecayWorker", "TenantJobs"))
     assert sorted(r["Fn::GetAtt"][0] for r in documents["Principal"]["AWS"]) == readers
     index = f":domain/{name}/hindsight-experiences"
     # the functions: search, count and bulk under the index's path, nothing that makes or changes it
@@ -563,8 +568,9 @@ def test_each_dlq_depth_alarm_fires_on_one_message(template):
     topic = template.logical_id("AlarmTopic", "AWS::SNS::Topic")
     alarms = [a["Properties"] for a in template.of_type("AWS::CloudWatch::Alarm").values()
               if a["Properties"].get("Namespace") == "AWS/SQS"]
-    queues = {template.logical_id(name, "AWS::SQS::Queue") for name in ("ReviewDeadLetterQueue", "MaintenanceDeadLetterQueue")}
-    assert {p["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for p in alarms} == queues and len(alarms) == 2
+    queues = {template.logical_id(name, "AWS::SQS::Queue")
+              for name in ("ReviewDeadLetterQueue", "MaintenanceDeadLetterQueue", "DecayDeadLetterQueue")}
+    assert {p["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for p in alarms} == queues and len(alarms) == 3
     for p in alarms:
         assert p["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert p["ComparisonOperator"] == "GreaterThanThreshold" and p["Threshold"] == 0
@@ -685,3 +691,58 @@ def test_tenant_jobs_reach_the_exports_prefix_only_and_the_bucket_is_private_enc
     fns = {f["Properties"]["FunctionName"]: f["Properties"] for f in template.of_type("AWS::Serverless::Function").values()}
     assert fns[f"hindsight-{template.stage}-tenant_jobs"]["Timeout"] > 10 + 30  # the run's reserve and a step
     assert bucket_id
+
+
+# --- the decay fan-out ---------------------------------------------------------------------------
+
+
+def test_the_decay_queue_feeds_the_decay_worker_with_partial_failures_a_dlq_and_an_alarm(translated, template):
+    """The schedule fans a pass out to the decay queue, one message per tenant; the decay worker's
+    event source mapping reads it ten at a time, reports failed messages one by one, and is capped
+    in concurrency; a message failed five times goes to the decay DLQ, whose alarm notifies."""
+    cfg = load_stage(translated.stage)
+    queue = translated.logical_id("DecayQueue", "AWS::SQS::Queue")
+    dlq = translated.logical_id("DecayDeadLetterQueue", "AWS::SQS::Queue")
+    q = translated.resources[queue]["Properties"]
+    assert q["QueueName"] == f"hindsight-{translated.stage}-decay" and q["SqsManagedSseEnabled"] is True
+    assert q["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dlq, "Arn"]}, "maxReceiveCount": 5}
+    assert q["VisibilityTimeout"] >= 6 * cfg.timeout("decay_worker")  # Lambda's rule for an SQS event source
+    (esm,) = [m["Properties"] for m in translated.of_type("AWS::Lambda::EventSourceMapping").values()
+              if m["Properties"].get("EventSourceArn") == {"Fn::GetAtt": [queue, "Arn"]}]
+    assert esm["FunctionName"] == {"Ref": translated.logical_id("DecayWorkerAlias", "AWS::Lambda::Alias")}
+    assert esm["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert esm["BatchSize"] == 10
+    assert esm["ScalingConfig"] == {"MaximumConcurrency": max(2, cfg.decay_max_concurrency)}
+    # who may do what with it: the schedule sends, the worker reads, deletes and sends a tenant back
+    schedule = actions_on(role_statements(translated, "DecayScheduleRole"))
+    worker = actions_on(role_statements(translated, "DecayWorkerRole"))
+    arn = f"{{{queue}.Arn}}"
+    assert {a for a, rs in schedule.items() if arn in rs} == {"sqs:SendMessage"}
+    assert {a for a, rs in worker.items() if arn in rs} == {
+        "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}
+    for role in ("ApiHandlerRole", "ReviewWorkerRole", "ReviewSweeperRole", "ApiKeyAuthorizerRole", "OpensearchIndexSetupRole"):
+        assert not any(arn in rs for rs in actions_on(role_statements(translated, role)).values()), role
+    # the schedule reads no lesson and no index: the worker does
+    assert not any(a.startswith(("es:", "aoss:")) for a in schedule)
+    assert "{ExperiencesTable.Arn}" not in schedule.get("dynamodb:GetItem", set())
+    assert "{ExperiencesTable.Arn}" in worker["dynamodb:PutItem"]
+    fns = {f["Properties"]["FunctionName"]: f["Properties"] for f in template.of_type("AWS::Serverless::Function").values()}
+    env = fns[f"hindsight-{template.stage}-decay_schedule"]["Environment"]["Variables"]
+    assert render(env["HINDSIGHT_DECAY_QUEUE_URL"]) == f"{{{queue}}}" or "HINDSIGHT_DECAY_QUEUE_URL" in env
+    alarms = {a["Properties"]["AlarmName"]: a["Properties"] for a in translated.of_type("AWS::CloudWatch::Alarm").values()}
+    alarm = alarms[f"hindsight-{translated.stage}-decay-dlq-not-empty"]
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible" and alarm["Threshold"] == 0
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
+    assert alarm["AlarmActions"]
+
+
+def test_the_index_is_created_with_the_stages_shards_on_a_domain_and_none_on_serverless(template):
+    """The custom resource creates the index with the functions' settings: a managed domain's
+    shards and replicas are the stage's (HINDSIGHT_OPENSEARCH_SHARDS); Serverless has none."""
+    cfg = load_stage(template.stage)
+    for fn in template.of_type("AWS::Serverless::Function").values():
+        env = fn["Properties"]["Environment"]["Variables"]
+        if cfg.opensearch == "domain" or template.stage == "cidomain":
+            assert env["HINDSIGHT_OPENSEARCH_SHARDS"] == str(cfg.opensearch_shards)
+        else:
+            assert "HINDSIGHT_OPENSEARCH_SHARDS" not in env

@@ -165,3 +165,34 @@ def test_a_run_carries_the_last_runs_slowest_page_to_its_first_decision():
     assert deps.checkpoints.load(maintenance.DECAY_CHECKPOINT)["page_seconds"] == 30.0
     enough = maintenance.run_decay_pass(deps, lambda: 60.0, reserve_seconds=20)
     assert (enough.examined, enough.complete) == (20, True)
+
+
+class ListQueue:
+    """``ports.WorkQueue`` in a list: what was sent, in order, with its delay."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[dict, int]] = []
+
+    def send(self, messages, delay_seconds: int = 0) -> None:
+        self.sent += [(dict(m), delay_seconds) for m in messages]
+
+
+def test_a_tenant_whose_page_is_slower_than_its_share_still_goes_on_within_the_invocations_time():
+    """A tenant's share of an invocation (``decay_tenant_seconds``) shorter than its slowest page
+    must not send it back to the queue without reading anything, for ever: the first page of
+    each message is taken while the invocation itself has the time."""
+    clock = FakeClock(T0 + timedelta(days=120))
+    deps, store = seeded(tenants=1, per_tenant=30, stale_every=5, clock=clock)
+    deps.decay_queue = ListQueue()
+    message = {"tenant_id": "t000", "pass": "p1", "step": 0}
+    name = maintenance.TENANT_CHECKPOINT.format(tenant_id="t000")
+    deps.checkpoints.save(name, {"page_seconds": 5.0})  # the last pass's slowest page: 5 s
+    for step in range(10):
+        share = lambda: 1.0  # noqa: E731 -- the tenant's share: less than its slowest page
+        done = maintenance.decay_tenant(deps, dict(message, step=step), share, reserve_seconds=0.5, page_size=10,
+                                        invocation_seconds=lambda: 200.0)
+        assert done.report.examined > 0, step  # a page read every time
+        if done.next_step is None:
+            break
+    assert deps.checkpoints.load(name)["done"] is True and deps.checkpoints.load(name)["examined"] == 30
+    assert store.writes == 6

@@ -8,6 +8,12 @@ Serverless (faiss, ``serverless=True``) and a local node (lucene). Request bodie
                                      client's exception (``opensearch_http``: connection, timeout,
                                      HTTP status, serialization), or a failed bulk item
 
+Routing: every request about a tenant's documents carries ``routing=<tenant_id>`` from one
+function (``queries.routing``; not on Serverless, nor with ``IndexSpec.routing`` off), so a
+tenant's documents sit on one shard, its searches and counts visit that shard alone, and its
+deletes find what its writes placed. ``ensure_index`` refuses an index of several shards that was
+created without routing (its documents were placed by id, where a routed delete would miss them).
+
 Consistency: on a managed domain or a local node a search right after a write sees it. A small
 write (at most ``SMALL_WRITE`` documents: a review's lessons, a manual write, a forget) refreshes
 the shards it touched at once (``refresh=true``, a few ms); a larger one (a reindex) waits for the
@@ -174,13 +180,35 @@ class OpenSearchVectorIndex:
             dim = q.mapped_dimension(described, name)
             if dim is not None and dim != self.spec.dim:
                 raise ValueError(f"index {name} holds {dim}-dimensional vectors, not {self.spec.dim}")
+            self._check_shards(described)
             missing = q.missing_properties(described, name, self.spec)
             if missing:
                 with _boundary(f"adding {', '.join(missing)} to index {name}"):
                     self.client.indices.put_mapping(index=name, body={"properties": missing})
             self._ready = True
 
+    def _check_shards(self, described: dict) -> None:
+        """An index keeps the shard count it was created with; one of several shards whose
+        documents were placed by id cannot be read by tenant routing."""
+        if self.spec.serverless:
+            return
+        name = self.spec.name
+        shards = q.shard_count(described, name)
+        if shards is not None and self.spec.shards is not None and shards != self.spec.shards:
+            log.warning("index %s has %d primary shards, the settings say %d: the count is fixed at creation, a new "
+                        "index and a reindex into it take the settings", name, shards, self.spec.shards)
+        if q.routed(self.spec) and (shards or 1) > 1 and not q.routing_required(described, name):
+            raise ValueError(
+                f"index {name} has {shards} shards and was created without tenant routing: its documents are placed "
+                "by id, where a routed delete would miss them; set opensearch_routing=none until it is reindexed "
+                "into a routed index")
+
     # --- helpers -----------------------------------------------------------------------------------
+
+    def _routing(self, tenant_id: str) -> dict:
+        """The routing parameter of every request about ``tenant_id``'s documents (``q.routing``)."""
+        route = q.routing(self.spec, tenant_id)
+        return {} if route is None else {"routing": route}
 
     def _unit(self, vector: Vector) -> list[float] | None:
         """The unit vector as floats, or None for a zero vector (no direction, no cosine).
@@ -191,16 +219,17 @@ class OpenSearchVectorIndex:
         norm = math.sqrt(math.fsum(x * x for x in vec))
         return [x / norm for x in vec] if norm > 0 else None
 
-    def _search(self, body: dict, action: str) -> dict:
+    def _search(self, tenant_id: str, body: dict, action: str) -> dict:
         self.ensure_index()
         with _boundary(action):
-            return self.client.search(index=self.spec.name, body=body)
+            return self.client.search(index=self.spec.name, body=body, **self._routing(tenant_id))
 
-    def _msearch(self, bodies: list[dict], action: str) -> list[dict]:
-        """One request for several searches; a search that failed fails them all."""
+    def _msearch(self, tenant_id: str, bodies: list[dict], action: str) -> list[dict]:
+        """One request for several searches of one tenant; a search that failed fails them all."""
         self.ensure_index()
         with _boundary(action):
-            response = self.client.msearch(index=self.spec.name, body=q.msearch_lines(bodies))
+            lines = q.msearch_lines(bodies, q.routing(self.spec, tenant_id))
+            response = self.client.msearch(index=self.spec.name, body=lines)
         answers = response["responses"]
         for answer in answers:
             if answer.get("error"):
@@ -230,7 +259,7 @@ class OpenSearchVectorIndex:
 
     def _lookup(self, tenant_id: str, experience_ids: Sequence[str]) -> list[str]:
         """Serverless: the ``_id`` of every document of these entries (duplicates included)."""
-        response = self._search(q.lookup_query(tenant_id, experience_ids), "lookup")
+        response = self._search(tenant_id, q.lookup_query(tenant_id, experience_ids), "lookup")
         return [h["_id"] for h in response["hits"]["hits"]]
 
     def _chunks(self, items: Sequence) -> Iterator[Sequence]:
@@ -252,12 +281,13 @@ class OpenSearchVectorIndex:
         latest = {e.experience_id: e for e in entries}  # the last entry of an id wins, as in order
         docs = [q.document(tenant_id, e, self._unit(e.vector), self.spec.bm25.stemmer) for e in latest.values()]
         self.ensure_index()
+        route = q.routing(self.spec, tenant_id)
         for chunk in self._chunks(docs):
             lines: list[dict] = []
             if self.spec.serverless:
                 stale = self._lookup(tenant_id, [d["experience_id"] for d in chunk])
-                lines += q.bulk_delete_lines(self.spec.name, stale)
-            lines += q.bulk_index_lines(self.spec.name, tenant_id, chunk, self.spec.serverless)
+                lines += q.bulk_delete_lines(self.spec.name, stale, route)
+            lines += q.bulk_index_lines(self.spec.name, tenant_id, chunk, self.spec.serverless, route)
             self._bulk(lines, "upsert", len(docs))  # the write's size, not the chunk's, picks the refresh
 
     def delete(self, tenant_id: str, experience_ids: Sequence[str]) -> None:
@@ -270,7 +300,7 @@ class OpenSearchVectorIndex:
                 doc_ids = self._lookup(tenant_id, chunk)
             else:
                 doc_ids = [q.doc_id(tenant_id, i) for i in chunk]
-            self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids), "delete", len(ids))
+            self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids, q.routing(self.spec, tenant_id)), "delete", len(ids))
 
     def _knn_body(self, tenant_id: str, unit: list[float] | None, flt: IndexFilter, k: int) -> dict:
         if unit is None:  # cosine with a zero vector is 0 for every entry, as in the numpy index
@@ -289,7 +319,7 @@ class OpenSearchVectorIndex:
         if k <= 0:
             return []
         unit = self._unit(vector)
-        response = self._search(self._knn_body(tenant_id, unit, flt, k), "search")
+        response = self._search(tenant_id, self._knn_body(tenant_id, unit, flt, k), "search")
         return self._knn_hits(response, unit, k)
 
     def lexical_search(self, tenant_id: str, text: str, flt: IndexFilter, k: int) -> list[tuple[str, float]]:
@@ -298,7 +328,7 @@ class OpenSearchVectorIndex:
         body = q.lexical_query(tenant_id, text, flt, k, self.spec.bm25.stemmer)
         if body is None:
             return []
-        return self._lexical_hits(self._search(body, "lexical search"), k)
+        return self._lexical_hits(self._search(tenant_id, body, "lexical search"), k)
 
     def similarities(self, tenant_id: str, vector: Vector, experience_ids: Sequence[str]) -> dict[str, float]:
         ids = list(dict.fromkeys(experience_ids))
@@ -308,12 +338,12 @@ class OpenSearchVectorIndex:
         out: dict[str, float] = {}
         for chunk in self._chunks(ids):
             if unit is None:
-                response = self._search(q.filter_query(q.ids_clause(tenant_id, chunk), len(chunk)), "similarities")
+                response = self._search(tenant_id, q.filter_query(q.ids_clause(tenant_id, chunk), len(chunk)), "similarities")
                 out.update((i, 0.0) for i, _ in q.hit_ids(response))
             elif self._node_cosines:
-                out.update(q.hit_cosines(self._search(q.cosine_query(tenant_id, unit, chunk), "similarities")))
+                out.update(q.hit_cosines(self._search(tenant_id, q.cosine_query(tenant_id, unit, chunk), "similarities")))
             else:
-                response = self._search(q.similarity_query(tenant_id, unit, chunk), "similarities")
+                response = self._search(tenant_id, q.similarity_query(tenant_id, unit, chunk), "similarities")
                 out.update(self._ranked(response, len(chunk), to_cosine=True))
         return out
 
@@ -333,7 +363,7 @@ class OpenSearchVectorIndex:
             if unit is not None and self._node_cosines:
                 lexical_body = q.with_cosines(lexical_body, unit)
             bodies.append(lexical_body)
-        answers = self._msearch(bodies, "hybrid search")
+        answers = self._msearch(tenant_id, bodies, "hybrid search")
         semantic = dict(self._knn_hits(answers[0], unit, k))
         lexical = dict(self._lexical_hits(answers[1], k)) if lexical_body is not None else {}
         missing = [i for i in lexical if i not in semantic]
@@ -349,14 +379,16 @@ class OpenSearchVectorIndex:
     def count(self, tenant_id: str) -> int:
         self.ensure_index()
         with _boundary("count"):
-            return int(self.client.count(index=self.spec.name, body=q.count_query(tenant_id))["count"])
+            return int(self.client.count(index=self.spec.name, body=q.count_query(tenant_id),
+                                         **self._routing(tenant_id))["count"])
 
     def purge_tenant(self, tenant_id: str, limit: int) -> int:
         """A search for up to ``limit`` of the tenant's documents, then a bulk delete of them: the
-        same two paths every other call uses (``_search``, ``_bulk``; no delete-by-query, which
-        Serverless lacks and the functions' roles need not reach)."""
-        response = self._search(q.tenant_documents_query(tenant_id, limit), "purge")
+        same two paths every other call uses (``_search``, ``_bulk``, routed as they are; no
+        delete-by-query, which Serverless lacks and the functions' roles need not reach)."""
+        response = self._search(tenant_id, q.tenant_documents_query(tenant_id, limit), "purge")
         doc_ids = list(dict.fromkeys(h["_id"] for h in response["hits"]["hits"]))
         if doc_ids:
-            self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids), "purge", len(doc_ids))
+            route = q.routing(self.spec, tenant_id)
+            self._bulk(q.bulk_delete_lines(self.spec.name, doc_ids, route), "purge", len(doc_ids))
         return len(doc_ids)

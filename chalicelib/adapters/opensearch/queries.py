@@ -52,8 +52,14 @@ class IndexSpec:
     and no shard settings.
     ``ef_search``: sent per query (``method_parameters``) when set; otherwise the engine's default
     (lucene explores k candidates).
-    ``shards``/``replicas``: None leaves the cluster default. One shard keeps the BM25 statistics
-    of the whole index in one place.
+    ``shards``/``replicas``: None leaves the cluster default (settings ``opensearch_shards``,
+    ``opensearch_replicas``). A shard count is fixed when the index is created: another one needs a
+    new index and a reindex (docs/decisions/0401-shards-and-tenant-routing.md).
+    ``routing``: every request about a tenant's documents carries ``routing=<tenant_id>``
+    (``routing``): a tenant's documents live on one shard, which its searches alone visit, and the
+    index refuses a write without it (``_routing.required``). On one shard it changes nothing; an
+    index of several shards created without it needs ``routing=False`` until reindexed. Never on
+    Serverless, which places documents itself.
     ``bm25``: the text field's BM25 ``k1`` and ``b``, the settings the numpy index ranks with. They
     are fixed when the index is created (``similarity_drift`` tells when an existing index differs);
     its stemmer makes the stored terms, so a changed stemmer needs a reindex
@@ -70,6 +76,7 @@ class IndexSpec:
     shards: int | None = 1
     replicas: int | None = None
     serverless: bool = False
+    routing: bool = True
     bm25: Bm25Params = Bm25Params()
 
     def __post_init__(self) -> None:
@@ -85,6 +92,20 @@ class IndexSpec:
 # --- index ----------------------------------------------------------------------------------------
 
 
+def routing(spec: IndexSpec, tenant_id: str) -> str | None:
+    """The ``routing`` of every request about ``tenant_id``'s documents (writes, deletes, gets,
+    searches, counts), or None where the index is not routed. One function for every call: a get
+    or a delete routed otherwise than the write was would miss the document."""
+    if spec.serverless or not spec.routing:
+        return None
+    return tenant_id
+
+
+def routed(spec: IndexSpec) -> bool:
+    """Whether the index's documents are placed by tenant (``routing``)."""
+    return not spec.serverless and spec.routing
+
+
 def index_body(spec: IndexSpec) -> dict:
     """Settings and mappings of a new index."""
     index: dict = {
@@ -97,9 +118,11 @@ def index_body(spec: IndexSpec) -> dict:
         if spec.replicas is not None:
             index["number_of_replicas"] = spec.replicas
     keyword = {"type": "keyword"}
+    mappings: dict = {"_routing": {"required": True}} if routed(spec) else {}
     return {
         "settings": {"index": index},
         "mappings": {
+            **mappings,
             "dynamic": "strict",
             # The vector is indexed (HNSW, and the doc values the cosine script reads) but not kept in
             # _source: as JSON it was most of the stored bytes, and nothing reads it back (a reindex
@@ -151,6 +174,18 @@ def similarity_drift(settings_response: dict, index: str, spec: IndexSpec) -> di
     return {k: (have[k], want[k]) for k in want if abs(have[k] - want[k]) > 1e-9}
 
 
+def shard_count(settings_response: dict, index: str) -> int | None:
+    """The primary shards of an existing index, from a GET <index> or <index>/_settings response."""
+    value = settings_response.get(index, {}).get("settings", {}).get("index", {}).get("number_of_shards")
+    return int(value) if value is not None else None
+
+
+def routing_required(mapping_response: dict, index: str) -> bool:
+    """Whether an existing index refuses a write without routing (created routed)."""
+    mappings = mapping_response.get(index, {}).get("mappings", {})
+    return bool(mappings.get("_routing", {}).get("required", False))
+
+
 def mapped_dimension(mapping_response: dict, index: str) -> int | None:
     """The vector dimension of an existing index, from a GET <index> or <index>/_mapping response."""
     props = mapping_response.get(index, {}).get("mappings", {}).get("properties", {})
@@ -197,20 +232,26 @@ def document(tenant_id: str, entry: IndexEntry, vector: Sequence[float] | None, 
     return doc
 
 
-def bulk_index_lines(index: str, tenant_id: str, docs: Sequence[dict], serverless: bool) -> list[dict]:
-    """``index`` actions: by ``doc_id`` (a write replaces), or without an id on Serverless."""
+def bulk_index_lines(index: str, tenant_id: str, docs: Sequence[dict], serverless: bool,
+                     route: str | None = None) -> list[dict]:
+    """``index`` actions: by ``doc_id`` (a write replaces), or without an id on Serverless; with
+    ``route`` (``routing``) as each action's routing."""
     lines: list[dict] = []
     for doc in docs:
         meta: dict = {"_index": index}
         if not serverless:
             meta["_id"] = doc_id(tenant_id, doc["experience_id"])
+        if route is not None:
+            meta["routing"] = route
         lines += [{"index": meta}, doc]
     return lines
 
 
-def bulk_delete_lines(index: str, ids: Iterable[str]) -> list[dict]:
-    """``delete`` actions by document ``_id``; a missing document answers 404 ``not_found``."""
-    return [{"delete": {"_index": index, "_id": i}} for i in ids]
+def bulk_delete_lines(index: str, ids: Iterable[str], route: str | None = None) -> list[dict]:
+    """``delete`` actions by document ``_id`` (and ``route``, the routing it was written with); a
+    missing document answers 404 ``not_found``."""
+    extra = {"routing": route} if route is not None else {}
+    return [{"delete": {"_index": index, "_id": i, **extra}} for i in ids]
 
 
 # --- filters --------------------------------------------------------------------------------------
@@ -336,11 +377,13 @@ def lexical_query(tenant_id: str, text: str, flt: IndexFilter, k: int, stemmer: 
     }
 
 
-def msearch_lines(bodies: Sequence[dict]) -> list[dict]:
-    """An ``_msearch`` body: each search after an empty header (the index is in the path)."""
+def msearch_lines(bodies: Sequence[dict], route: str | None = None) -> list[dict]:
+    """An ``_msearch`` body: each search after its header (the index is in the path), which holds
+    ``route``, the searches' routing, when there is one."""
+    header = {"routing": route} if route is not None else {}
     lines: list[dict] = []
     for body in bodies:
-        lines += [{}, body]
+        lines += [dict(header), body]
     return lines
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from chalicelib.adapters.embedded.index import NumpyVectorIndex
 from chalicelib.adapters.opensearch.index import OpenSearchVectorIndex, build_client
-from chalicelib.adapters.opensearch.queries import IndexSpec, doc_id
+from chalicelib.adapters.opensearch.queries import IndexSpec, doc_id, routing
 from chalicelib.adapters.embedded.db import SqliteDatabase
 from chalicelib.ports import IndexEntry, IndexFilter
 from tests.support.opensearch import node_url
@@ -107,7 +107,7 @@ def test_few_passing_entries_are_all_found_even_below_k(world):
 
 def test_a_stored_document_keeps_no_vector_but_its_cosine_is_still_served(world):
     node, exact, client, name, centres = world
-    stored = client.get(index=name, id=doc_id("t1", "t1-7"))["_source"]
+    stored = client.get(index=name, id=doc_id("t1", "t1-7"), routing=routing(node.spec, "t1"))["_source"]
     assert "embedding" not in stored and stored["experience_id"] == "t1-7"
     ids = ["t1-7", "t1-8", "t1-9"]
     assert node.similarities("t1", centres[1], ids) == pytest.approx(exact.similarities("t1", centres[1], ids), abs=1e-5)

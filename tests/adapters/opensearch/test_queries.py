@@ -49,6 +49,7 @@ def test_the_local_index_is_lucene_hnsw_cosine_with_keyword_scopes_a_bm25_text_f
             }
         },
         "mappings": {
+            "_routing": {"required": True},  # every write carries its tenant's routing
             "dynamic": "strict",
             "_source": {"excludes": ["embedding"]},
             "properties": {
@@ -329,6 +330,7 @@ def test_cosines_by_id_are_the_same_script_over_the_listed_ids():
 
 def test_an_msearch_puts_an_empty_header_before_each_search():
     assert q.msearch_lines([{"size": 1}, {"size": 2}]) == [{}, {"size": 1}, {}, {"size": 2}]
+    assert q.msearch_lines([{"size": 1}], "t1") == [{"routing": "t1"}, {"size": 1}]
 
 
 def test_lookup_and_count_are_tenant_scoped():
@@ -414,15 +416,18 @@ class FakeClient:
         self.bulk_response: dict = {"errors": False, "items": []}
         self.bulk_paths: list[str | None] = []  # the index each bulk was sent under (its path)
         self.indices = FakeIndices(self)
+        self.routings: list[tuple[str, str | None]] = []  # (request, the routing it carried)
 
-    def search(self, index, body):
+    def search(self, index, body, **params):
         self.calls.append(("search", body))
+        self.routings.append(("search", params.get("routing")))
         if self.error:
             raise self.error
         return {"hits": {"hits": self.hits}}
 
     def msearch(self, index, body):
         self.calls.append(("msearch", body))
+        self.routings += [("msearch", header.get("routing")) for header in body[::2]]
         if self.error:
             raise self.error
         return {"responses": self.answers or [{"hits": {"hits": self.hits}} for _ in body[1::2]]}
@@ -434,8 +439,9 @@ class FakeClient:
             raise self.error
         return self.bulk_response
 
-    def count(self, index, body):
+    def count(self, index, body, **params):
         self.calls.append(("count", body))
+        self.routings.append(("count", params.get("routing")))
         if self.error:
             raise self.error
         return {"count": 3}
@@ -459,7 +465,7 @@ def test_small_writes_refresh_at_once_large_ones_wait_for_a_refresh_and_ids_repl
     index.upsert("t1", [IndexEntry("e1", np.array([3.0, 4.0]))])
     ((_, lines, params),) = bulks(client)
     assert params == {"refresh": "true"}  # a review's lessons: searchable when the write returns, no wait
-    assert lines[0] == {"index": {"_index": "ix", "_id": "2:t1:e1"}}
+    assert lines[0] == {"index": {"_index": "ix", "_id": "2:t1:e1", "routing": "t1"}}
     assert lines[1]["embedding"] == pytest.approx([0.6, 0.8])
     small = [IndexEntry(f"e{i}", np.ones(2)) for i in range(SMALL_WRITE)]
     index.upsert("t1", small)
@@ -523,7 +529,7 @@ def test_hybrid_search_sends_both_searches_in_one_msearch_the_lexical_one_carryi
     assert searches(client) == [("msearch", q.msearch_lines([
         q.search_query("t1", [1.0, 0.0], flt, 5),
         q.with_cosines(q.lexical_query("t1", "kubectl rollout", flt, 5), [1.0, 0.0]),
-    ]))]
+    ], "t1"))]
 
 
 def test_a_lexical_hit_without_a_vector_gets_no_cosine_and_no_second_request():
@@ -562,7 +568,7 @@ def test_hybrid_search_with_a_zero_vector_or_no_terms_needs_one_request():
     client.answers = [{"hits": {"hits": [hit("a", 1.0)]}}]
     assert index.hybrid_search("t1", np.array([1.0, 0.0]), "the and of", IndexFilter(), 5) == ({"a": 1.0}, {})
     assert [c[0] for c in searches(client)] == ["msearch", "msearch"]
-    assert searches(client)[1][1] == q.msearch_lines([q.search_query("t1", [1.0, 0.0], IndexFilter(), 5)])
+    assert searches(client)[1][1] == q.msearch_lines([q.search_query("t1", [1.0, 0.0], IndexFilter(), 5)], "t1")
     assert index.hybrid_search("t1", np.ones(2), "kubectl", IndexFilter(), 0) == ({}, {})
     assert len(searches(client)) == 2
 
@@ -656,6 +662,7 @@ def test_a_real_index_created_before_intents_takes_them_and_keeps_its_entries():
     spec = q.IndexSpec(f"hindsight-upgrade-{uuid.uuid4().hex[:12]}", 2, replicas=0)
     old = q.index_body(spec)
     del old["mappings"]["properties"]["intent"]
+    del old["mappings"]["_routing"]  # nor tenant routing: its one shard holds documents placed by id
     client.indices.create(index=spec.name, body=old)
     try:
         client.index(index=spec.name, id=q.doc_id("t1", "old"), refresh=True,
@@ -666,6 +673,9 @@ def test_a_real_index_created_before_intents_takes_them_and_keeps_its_entries():
         flt = IndexFilter(intent="Rotate Keys")
         assert sorted(i for i, _ in index.search("t1", np.array([1.0, 0.0]), flt, 5)) == ["new", "old"]
         assert sorted(i for i, _ in index.lexical_search("t1", "api key", flt, 5)) == ["new", "old"]
+        # routed requests on one shard find what was placed by id: a routed delete removes it
+        index.delete("t1", ["old"])
+        assert sorted(i for i, _ in index.search("t1", np.array([1.0, 0.0]), flt, 5)) == ["new"]
     finally:
         client.indices.delete(index=spec.name, ignore_unavailable=True)
         client.close()
@@ -728,3 +738,45 @@ def test_the_factory_refuses_sigv4_without_a_region_and_unknown_services(kw):
     with pytest.raises(ValueError):
         build_client("https://x.es.amazonaws.com", credentials=Credentials("a", "b"), **kw)
 
+
+
+def test_every_request_about_a_tenant_carries_its_routing_from_one_function():
+    client = FakeClient()
+    index = adapter(client)
+    index.upsert("t1", [IndexEntry("e1", np.ones(2))])
+    index.delete("t1", ["e1"])
+    index.search("t1", np.ones(2), IndexFilter(), 5)
+    index.lexical_search("t1", "kubectl rollout", IndexFilter(), 5)
+    index.similarities("t1", np.ones(2), ["e1"])
+    index.hybrid_search("t1", np.ones(2), "kubectl rollout", IndexFilter(), 5)
+    index.count("t1")
+    actions = [line for _, lines, _ in bulks(client) for line in lines if set(line) & {"index", "delete"}]
+    assert [next(iter(a.values()))["routing"] for a in actions] == ["t1", "t1"]
+    assert {kind for kind, _ in client.routings} == {"search", "msearch", "count"}
+    assert {route for _, route in client.routings} == {"t1"}
+
+
+def test_no_routing_on_serverless_or_when_turned_off():
+    for kw in ({"serverless": True, "engine": "faiss"}, {"routing": False}):
+        client = FakeClient()
+        index = adapter(client, **kw)
+        index.search("t1", np.ones(2), IndexFilter(), 5)
+        index.hybrid_search("t1", np.ones(2), "kubectl rollout", IndexFilter(), 5)
+        index.count("t1")
+        assert {route for _, route in client.routings} == {None}, kw
+        assert "_routing" not in q.index_body(index.spec)["mappings"]
+
+
+def test_an_index_of_several_shards_made_without_routing_is_refused_while_routing_is_on():
+    client = FakeClient()
+    original = client.indices.get
+
+    def described(index):
+        answer = original(index)
+        answer[index].setdefault("settings", {}).setdefault("index", {})["number_of_shards"] = "3"
+        return answer
+
+    client.indices.get = described
+    with pytest.raises(ValueError, match="without tenant routing"):
+        adapter(client, shards=3).count("t1")
+    assert adapter(client, shards=3, routing=False).count("t1") == 3  # placed by id: unrouted requests work
