@@ -97,11 +97,13 @@ def create_tenant(body: s.TenantIn) -> s.TenantOut:
     return s.TenantOut(tenant_id=tenant.tenant_id, name=tenant.name, api_key=key)
 
 
-@api.route("GET", "/v1/tenants", "List tenants", response=s.TenantList, auth="admin")
-def list_tenants() -> s.TenantList:
+@api.route("GET", "/v1/tenants", "List tenants, oldest first, a page at a time", query=s.TenantsQuery, response=s.TenantList,
+           auth="admin")
+def list_tenants(query: s.TenantsQuery) -> s.TenantList:
     from chalicelib.services import tenants
 
-    return s.TenantList(tenants=[out.tenant_summary(t) for t in tenants.list_tenants(get_deps())])
+    page = tenants.list_tenants(get_deps(), query.limit, query.cursor)
+    return s.TenantList(tenants=[out.tenant_summary(t) for t in page.items], next_cursor=page.cursor)
 
 
 @api.route("POST", "/v1/tenants/{tenant_id}/keys", "Issue a new API key (and revoke the old ones)",

@@ -23,6 +23,12 @@ class Clock(Protocol):
         """The current time, timezone-aware UTC."""
 
 
+@dataclass(frozen=True)
+class TenantPage:
+    items: list[Tenant]
+    cursor: str | None
+
+
 class TenantStore(Protocol):
     def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
         """Store a tenant and the hash of its first API key.
@@ -43,7 +49,14 @@ class TenantStore(Protocol):
         """Revoke every key of the tenant except ``keep``; returns how many were revoked."""
 
     def list_tenants(self) -> list[Tenant]:
-        """Every tenant, oldest first."""
+        """Every tenant, oldest first: for tools and tests over a handful; the API lists tenants a
+        page at a time (``list_tenants_page``)."""
+
+    def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
+        """At most ``limit`` tenants, oldest first (then by id), following the page ``cursor``
+        came with (None: from the first); the page's ``cursor`` is None after the last page.
+        Reads that page only, whatever the number of tenants. A cursor the store did not make
+        raises InvalidInput."""
 
 
 class Meter(Protocol):

@@ -88,7 +88,14 @@ class TenantSummary(Model):
 
 
 class TenantList(Model):
-    tenants: list[TenantSummary]
+    tenants: list[TenantSummary] = Field(description="A page of tenants, oldest first")
+    next_cursor: str | None = Field(default=None, description="The next page's cursor; null after the last page")
+
+
+class TenantsQuery(Strict):
+    limit: Annotated[int, Field(ge=1, le=1000)] = Field(default=100, description="Tenants of the page")
+    cursor: Annotated[str, Field(max_length=1000)] | None = Field(
+        default=None, description="The next_cursor of the previous page; one the server did not issue answers 422")
 
 
 class KeyRotateIn(Strict):

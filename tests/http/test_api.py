@@ -332,6 +332,26 @@ def test_the_admin_lists_tenants_and_rotates_keys(api):
     assert api.call("POST", "/v1/tenants/t_nobody/keys", "admin-test-key", {}).status_code == 404
 
 
+def test_the_admin_lists_tenants_a_page_at_a_time_and_a_forged_cursor_is_422(api):
+    names = [f"tenant-{i}" for i in range(5)]
+    for name in names:
+        api.tenant(name)
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = api.call("GET", "/v1/tenants?limit=2" + (f"&cursor={cursor}" if cursor else ""), "admin-test-key").json_body
+        assert len(page["tenants"]) <= 2
+        seen += [t["name"] for t in page["tenants"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == names and pages == 3
+    assert api.call("GET", "/v1/tenants", "admin-test-key").json_body["next_cursor"] is None
+    forged = api.call("GET", "/v1/tenants?cursor=WyJ4IiwxXQ", "admin-test-key")
+    assert forged.status_code == 422 and forged.json_body["error"]["message"] == "invalid cursor"
+    assert api.call("GET", "/v1/tenants?limit=0", "admin-test-key").status_code == 422
+
+
 def test_stats_count_by_status_with_a_freshness_histogram(api):
     key = api.tenant()
     ids = learn_weather_lesson(api, key)

@@ -51,6 +51,18 @@ def test_tenants_list_shows_the_new_tenant(server: HindsightServer) -> None:
     assert "listed-co" in hindsight(server, "tenants", "list").stdout
 
 
+def test_the_sdk_follows_the_tenant_listings_cursor(server: HindsightServer) -> None:
+    for _ in range(3):
+        server.new_tenant()
+    with Hindsight(server.url, admin_key=server.admin_key, retry=FAST_RETRY) as admin:
+        first = admin.list_tenants_page(limit=2)
+        assert len(first.tenants) == 2 and first.next_cursor
+        every = [t.tenant_id for t in admin.list_tenants_page(limit=1000).tenants]
+        assert [t.tenant_id for t in admin.list_tenants(page_size=2)] == every
+        assert [t.tenant_id for t in admin.iter_tenants(page_size=1)] == every
+    assert len(json.loads(hindsight(server, "tenants", "list", "--json").stdout)) == len(every)
+
+
 def test_rotating_a_key_revokes_the_old_one_unless_kept(server: HindsightServer) -> None:
     needs(server, "POST", "/v1/tenants/{tenant_id}/keys")
     created = json.loads(hindsight(server, "tenants", "create", "rotating", "--json").stdout)

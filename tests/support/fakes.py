@@ -44,6 +44,7 @@ from chalicelib.ports import (
     IndexFilter,
     Page,
     ReviewJob,
+    TenantPage,
     TrajectorySummary,
     hybrid_by_parts,
     tools_that_worked,
@@ -126,6 +127,15 @@ class InMemoryTenantStore:
     def list_tenants(self) -> list[Tenant]:
         with self._lock:
             return [copy.deepcopy(t) for t in sorted(self._tenants.values(), key=lambda t: (t.created_at, t.tenant_id))]
+
+    def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
+        after = decode_parts(cursor, (int, str)) if cursor else None
+        with self._lock:
+            ordered = sorted(self._tenants.values(), key=lambda t: (_us(t.created_at), t.tenant_id))
+            rest = [t for t in ordered if after is None or (_us(t.created_at), t.tenant_id) > tuple(after)]
+            items = [copy.deepcopy(t) for t in rest[:limit]]
+        last = items[-1] if len(rest) > limit and items else None
+        return TenantPage(items, encode_cursor([_us(last.created_at), last.tenant_id]) if last is not None else None)
 
 
 def _count_by_status(items) -> dict[str, int]:

@@ -7,12 +7,14 @@ from datetime import datetime
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.adapters.cursors import encode_cursor
 from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, boundary, cancellation_codes, written_if
-from chalicelib.adapters.dynamo.items import time_key
+from chalicelib.adapters.dynamo.items import decode_key_cursor, time_key
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
 from chalicelib.domain.models import Tenant
 from chalicelib.domain.tenant_names import name_key
+from chalicelib.ports import TenantPage
 
 TENANT_SK = "tenant"
 KEY_SK = "key"
@@ -131,3 +133,19 @@ class DynamoTenantStore:
         with boundary("list_tenants"):
             items = list(self.Item.by_created.query(LISTING))
         return [Tenant(i.tenant_id, i.name or "", datetime.fromisoformat(i.created_at)) for i in items]
+
+    def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
+        names = {"listing", "created_sk", "pk", "sk"}  # the index's key and the table's: a LastEvaluatedKey
+        start = None
+        if cursor:
+            key = decode_key_cursor(cursor, names, {"listing": LISTING, "sk": TENANT_SK})
+            start = {name: {"S": value} for name, value in key.items()}
+        with boundary("list_tenants"):
+            # one more than asked (a full last page then has no cursor); Limit bounds what one query reads
+            found = list(self.Item.by_created.query(LISTING, limit=limit + 1, page_size=limit + 1, last_evaluated_key=start))
+        items = found[:limit]
+        next_cursor = None
+        if len(found) > limit and items:
+            last = items[-1]
+            next_cursor = encode_cursor({name: getattr(last, name) for name in sorted(names)})
+        return TenantPage([Tenant(i.tenant_id, i.name or "", datetime.fromisoformat(i.created_at)) for i in items], next_cursor)

@@ -17,7 +17,7 @@ from chalicelib.domain.anomaly import CONTEXT, seq_windows
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
 from chalicelib.domain.models import Candidate, Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
 from chalicelib.domain.tenant_names import name_key
-from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob, TrajectorySummary, tools_that_worked
+from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob, TenantPage, TrajectorySummary, tools_that_worked
 
 
 class SqliteTenantStore:
@@ -77,6 +77,18 @@ class SqliteTenantStore:
     def list_tenants(self) -> list[Tenant]:
         rows = self.db.read().execute("SELECT tenant_id, name, created_us FROM tenants ORDER BY created_us, tenant_id")
         return [Tenant(r["tenant_id"], r["name"], from_us(r["created_us"])) for r in rows]
+
+    def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
+        where, args = "", []
+        if cursor:
+            created_us, last_id = decode_parts(cursor, (int, str))
+            where, args = " WHERE created_us > ? OR (created_us = ? AND tenant_id > ?)", [created_us, created_us, last_id]
+        rows = self.db.read().execute(
+            f"SELECT tenant_id, name, created_us FROM tenants{where} ORDER BY created_us, tenant_id LIMIT ?", (*args, limit + 1)
+        ).fetchall()
+        items = [Tenant(r["tenant_id"], r["name"], from_us(r["created_us"])) for r in rows[:limit]]
+        last = rows[limit - 1] if len(rows) > limit else None
+        return TenantPage(items, encode_cursor([last["created_us"], last["tenant_id"]]) if last is not None else None)
 
 
 def _count_by_status(db: SqliteDatabase, table: str, tenant_id: str) -> dict[str, int]:

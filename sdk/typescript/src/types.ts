@@ -34,6 +34,12 @@ export interface Tenant {
   created_at: string;
 }
 
+export interface TenantPage {
+  tenants: Tenant[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  next_cursor: string | null;
+}
+
 export interface KeyRotated {
   tenant_id: string;
   api_key: string;

@@ -60,7 +60,7 @@ test("an admin creates a tenant whose key works, lists it, and a rotated key rev
   const tenant = admin.withApiKey(created.api_key);
   assert.equal((await tenant.stats()).experiences["active"] ?? 0, 0);
 
-  const listed = await admin.listTenants();
+  const listed = await admin.listTenants({ page_size: 1 }); // one tenant a page: the cursor is followed
   assert.deepEqual(listed.filter((t) => t.tenant_id === created.tenant_id).map((t) => t.name), [name]);
 
   const rotated = await admin.rotateKey(created.tenant_id);
@@ -115,4 +115,18 @@ test("a client without the key a call needs says so before sending anything", as
   await assert.rejects(client.stats(), { name: "ConfigurationError", message: /HINDSIGHT_API_KEY/ });
   await assert.rejects(client.createTenant("x"), { name: "ConfigurationError", message: /HINDSIGHT_ADMIN_KEY/ });
   assert.equal(sent, 0);
+});
+
+test("the tenant listing comes a page at a time, each tenant once", async () => {
+  const admin = adminClient();
+  await newTenant("ts-page");
+  await newTenant("ts-page");
+  const first = await admin.listTenantsPage({ limit: 1 });
+  assert.equal(first.tenants.length, 1);
+  assert.ok(first.next_cursor, "a page of one, of two tenants or more, names the next");
+  const ids: string[] = [];
+  for await (const tenant of admin.iterTenants({ page_size: 1 })) ids.push(tenant.tenant_id);
+  assert.equal(new Set(ids).size, ids.length);
+  assert.deepEqual(ids, (await admin.listTenantsPage({ limit: 1000 })).tenants.map((t) => t.tenant_id));
+  assert.equal(ids[0], first.tenants[0]!.tenant_id);
 });

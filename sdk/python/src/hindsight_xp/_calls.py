@@ -26,12 +26,11 @@ from .models import (
     ReindexReport,
     Signal,
     Stats,
-    Tenant,
     TenantCreated,
+    TenantPage,
     Trajectory,
     parse_failed_reviews,
     parse_redriven,
-    parse_tenants,
 )
 
 MAX_EVENTS_PER_CALL = 100
@@ -70,8 +69,9 @@ def create_tenant(name: str) -> Call[TenantCreated]:
     return Call("POST", "/v1/tenants", TenantCreated.from_json, json={"name": name}, auth="admin", idempotent=False)
 
 
-def list_tenants() -> Call[list[Tenant]]:
-    return Call("GET", "/v1/tenants", parse_tenants, auth="admin")
+def list_tenants_page(limit: int = 100, cursor: str | None = None) -> Call[TenantPage]:
+    """One page of tenants, oldest first (admin); the page's ``next_cursor`` names the next."""
+    return Call("GET", "/v1/tenants", TenantPage.from_json, params={"limit": limit, "cursor": cursor}, auth="admin")
 
 
 def rotate_key(tenant_id: str, *, revoke_old: bool = True) -> Call[KeyRotated]:

@@ -69,6 +69,16 @@ def parse_tenants(data: dict[str, Any]) -> list[Tenant]:
 
 
 @dataclass(frozen=True)
+class TenantPage:
+    tenants: tuple[Tenant, ...]
+    next_cursor: str | None  # pass as ``cursor`` for the next page; None on the last
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TenantPage:
+        return cls(tenants=tuple(parse_tenants(data)), next_cursor=data.get("next_cursor"))
+
+
+@dataclass(frozen=True)
 class Trajectory:
     trajectory_id: str
     status: TrajectoryStatus
