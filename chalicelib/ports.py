@@ -48,6 +48,13 @@ class TenantStore(Protocol):
     def revoke_keys(self, tenant_id: str, keep: str | None = None) -> int:
         """Revoke every key of the tenant except ``keep``; returns how many were revoked."""
 
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        """The tenant, with its ``event_retention_days``. Raises NotFound."""
+
+    def set_event_retention(self, tenant_id: str, days: int | None) -> Tenant:
+        """Set (None: clear, back to the deployment's default) the days the tenant's trajectories
+        started from now on keep their events; returns the tenant as stored. Raises NotFound."""
+
     def list_tenants(self) -> list[Tenant]:
         """Every tenant, oldest first: for tools and tests over a handful; the API lists tenants a
         page at a time (``list_tenants_page``)."""
@@ -155,6 +162,13 @@ class TrajectoryStore(Protocol):
     ) -> Trajectory:
         """Append a local review's summary to ``review["local"]`` and add its experience ids,
         atomically, leaving the status as it is. Raises NotFound."""
+
+    def purge_expired_events(self, now: datetime, limit: int) -> int:
+        """Delete at most ``limit`` events of trajectories whose ``events_expire_at`` is at or
+        before ``now``; returns how many were deleted (0: none left to delete now). The
+        trajectories stay. A store whose database expires items by itself (DynamoDB's TTL on each
+        event's ``expires``) may answer 0 and leave it the work; readers go by
+        ``Trajectory.events_expired``, never by what a store still holds."""
 
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         """(tenant_id, trajectory_id) of finalized trajectories: the outbox swept at start-up."""

@@ -87,6 +87,7 @@ class Deps:
     # a short timeout, one retry, then BM25 alone); None: ``embedder``
     query_embedder: Embedder | None = None
     otlp_idle_seconds: float = 900.0  # a trace without its root is finalized this long after its last batch; 0: never
+    event_retention_days: int = 0  # a trajectory's events are kept this long unless its tenant says otherwise; 0: for good
 
     @property
     def late_on(self) -> bool:
@@ -153,4 +154,5 @@ def policies(settings: Settings) -> dict[str, Any]:
         recall_ttl_days=settings.recall_ttl_days,
         advise_candidates=settings.advise_candidates,
         otlp_idle_seconds=settings.otlp_idle_seconds,
+        event_retention_days=settings.event_retention_days,
     )

@@ -23,6 +23,7 @@ class DecayReport:
     written: int = 0  # lessons written: one conditional write per archive, nothing else
     conflicts: int = 0  # archives not made: the lesson changed since it was read (left to the next pass)
     complete: bool = True  # False: the time budget ran out; the checkpoint says where to go on
+    events_purged: int = 0  # events past their retention deleted (stores whose database expires them: 0)
 
 
 MAX_LISTED = 1000
@@ -43,9 +44,29 @@ class _Tally:
     conflicts: int = 0
     listed: list[str] = field(default_factory=list)
 
-    def report(self, dry_run: bool = False, complete: bool = True) -> DecayReport:
+    def report(self, dry_run: bool = False, complete: bool = True, purged: int = 0) -> DecayReport:
         return DecayReport(self.decayed, self.archived, tuple(self.listed), dry_run, self.examined, self.written,
-                           self.conflicts, complete)
+                           self.conflicts, complete, purged)
+
+
+PURGE_BATCH = 500  # events one purge call deletes at most (one SQLite write transaction)
+PURGE_MAX_BATCHES = 200  # batches one decay run purges at most (100,000 events); the next run goes on
+
+
+def purge_expired_events(deps: Deps, now: datetime, remaining_seconds: Callable[[], float] | None = None,
+                         reserve_seconds: float = 0.0, max_batches: int = PURGE_MAX_BATCHES) -> int:
+    """Delete the events past their retention, ``PURGE_BATCH`` at a time, until none is left, or
+    ``max_batches`` were deleted, or ``remaining_seconds`` falls to ``reserve_seconds``. A store
+    whose database expires them itself (DynamoDB's TTL) answers 0 at once. Returns how many."""
+    total = 0
+    for _ in range(max_batches):
+        if remaining_seconds is not None and remaining_seconds() <= reserve_seconds:
+            break
+        done = deps.trajectories.purge_expired_events(now, PURGE_BATCH)
+        total += done
+        if done < PURGE_BATCH:
+            break
+    return total
 
 
 def _archive(deps: Deps, read: Experience, now: datetime) -> bool:
@@ -120,9 +141,12 @@ def run_decay(
             page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
         _decay_page(deps, page.items, now, tally, dry_run)
         if page.cursor is None:
-            if deps.recalls is not None and not dry_run:
-                deps.recalls.purge_expired(deps.clock.now())  # not as_of: a decay "as of" later must not drop live ids
-            return tally.report(dry_run)
+            purged = 0
+            if not dry_run:
+                if deps.recalls is not None:
+                    deps.recalls.purge_expired(deps.clock.now())  # not as_of: a decay "as of" later must not drop live ids
+                purged = purge_expired_events(deps, deps.clock.now())  # nor events
+            return tally.report(dry_run, purged=purged)
         cursor = page.cursor
 
 
@@ -177,7 +201,8 @@ def run_decay_pass(
         deps.checkpoints.save(DECAY_CHECKPOINT, state)
     if complete and deps.recalls is not None:
         deps.recalls.purge_expired(deps.clock.now())
-    return tally.report(complete=complete)
+    purged = purge_expired_events(deps, deps.clock.now(), remaining_seconds, reserve_seconds)
+    return tally.report(complete=complete, purged=purged)
 
 
 def decay_lesson(deps: Deps, exp: Experience, now: datetime) -> Experience | None:

@@ -39,6 +39,15 @@ def list_tenants(deps: Deps, limit: int = 100, cursor: str | None = None) -> Ten
     return deps.tenants.list_tenants_page(limit, cursor)
 
 
+def set_event_retention(deps: Deps, tenant_id: str, days: int | None) -> Tenant:
+    """The days the events of the trajectories the tenant starts from now on are kept (0: for
+    good; None: the deployment's default). Trajectories started before keep the expiry they
+    started with. Raises NotFound."""
+    if days is not None and days < 0:
+        raise InvalidInput("event_retention_days must be 0 or more")
+    return deps.tenants.set_event_retention(tenant_id, days)
+
+
 def rotate_key(deps: Deps, tenant_id: str, revoke_old: bool = True) -> str:
     key = new_key()
     deps.tenants.add_key(tenant_id, hash_key(key), deps.clock.now())

@@ -222,3 +222,25 @@ def test_a_tenant_cursor_the_store_did_not_make_is_invalid_input(tenant_store, f
     tenant_store.create_tenant(tenant("t1"), "hash-1")
     with pytest.raises(InvalidInput):
         tenant_store.list_tenants_page(2, forged)
+
+
+def test_a_tenants_event_retention_is_set_read_listed_and_cleared(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    tenant_store.create_tenant(Tenant("t2", "other", T0 + timedelta(minutes=1)), "hash-2")
+    assert tenant_store.get_tenant("t1").event_retention_days is None  # the deployment's default
+    assert tenant_store.set_event_retention("t1", 7).event_retention_days == 7
+    assert tenant_store.get_tenant("t1").event_retention_days == 7
+    assert tenant_store.get_tenant("t2").event_retention_days is None
+    assert [t.event_retention_days for t in tenant_store.list_tenants_page(10).items] == [7, None]
+    assert tenant_store.set_event_retention("t1", 0).event_retention_days == 0  # kept for good
+    assert tenant_store.set_event_retention("t1", None).event_retention_days is None
+    assert tenant_store.get_tenant("t1") == tenant("t1")
+
+
+def test_an_unknown_tenant_has_no_retention_to_read_or_set(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    with pytest.raises(NotFound):
+        tenant_store.get_tenant("t-nobody")
+    with pytest.raises(NotFound):
+        tenant_store.set_event_retention("t-nobody", 3)
+    assert [t.tenant_id for t in tenant_store.list_tenants()] == ["t1"]

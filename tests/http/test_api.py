@@ -284,13 +284,15 @@ def test_decay_is_admin_only_and_archives_stale_lessons(api):
     assert soon["archived"] == 0
     year = datetime.now(timezone.utc) + timedelta(days=365)
     later = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": year.isoformat()}).json_body
-    assert later == {"decayed": 1, "archived": 1, "archived_ids": ids, "dry_run": False, "examined": 1, "written": 1, "conflicts": 0}
+    assert later == {"decayed": 1, "archived": 1, "archived_ids": ids, "dry_run": False, "examined": 1, "written": 1, "conflicts": 0,
+                     "events_purged": 0}
     exp = api.call("GET", f"/v1/experiences/{ids[0]}", key).json_body
     assert exp["status"] == "archived" and exp["freshness"] < 0.01
     assert api.call("POST", "/v1/recall", key, {"query": "Will it rain tomorrow?", "agent_id": "agent-1"}).json_body["hits"] == []
     # epoch milliseconds are accepted too, and a second run finds nothing left to archive
     again = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": int(year.timestamp() * 1000)}).json_body
-    assert again == {"decayed": 0, "archived": 0, "archived_ids": [], "dry_run": False, "examined": 0, "written": 0, "conflicts": 0}
+    assert again == {"decayed": 0, "archived": 0, "archived_ids": [], "dry_run": False, "examined": 0, "written": 0, "conflicts": 0,
+                     "events_purged": 0}
 
 
 def test_decay_is_bounded_in_time_rehearsed_by_a_dry_run_and_scoped_to_a_tenant(api):

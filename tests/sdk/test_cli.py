@@ -60,6 +60,9 @@ def test_the_sdk_follows_the_tenant_listings_cursor(server: HindsightServer) -> 
         every = [t.tenant_id for t in admin.list_tenants_page(limit=1000).tenants]
         assert [t.tenant_id for t in admin.list_tenants(page_size=2)] == every
         assert [t.tenant_id for t in admin.iter_tenants(page_size=1)] == every
+        assert admin.set_retention(every[0], 30).event_retention_days == 30
+        assert admin.list_tenants_page(limit=1).tenants[0].event_retention_days == 30
+        assert admin.set_retention(every[0], None).event_retention_days is None
     assert len(json.loads(hindsight(server, "tenants", "list", "--json").stdout)) == len(every)
 
 

@@ -21,7 +21,7 @@ from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.adapters.embedders.hash import HashEmbedder
 from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.adapters.reviewers.rules import DeterministicReviewer
-from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
+from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull, expired_message
 from chalicelib.domain.tenant_names import same_name
 from chalicelib.domain.lexical import Bm25Params, idf, terms
 from chalicelib.domain.models import (
@@ -124,6 +124,19 @@ class InMemoryTenantStore:
                     revoked += 1
             return revoked
 
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        with self._lock:
+            if tenant_id not in self._tenants:
+                raise NotFound("tenant not found")
+            return copy.deepcopy(self._tenants[tenant_id])
+
+    def set_event_retention(self, tenant_id: str, days: int | None) -> Tenant:
+        with self._lock:
+            if tenant_id not in self._tenants:
+                raise NotFound("tenant not found")
+            self._tenants[tenant_id].event_retention_days = days
+            return copy.deepcopy(self._tenants[tenant_id])
+
     def list_tenants(self) -> list[Tenant]:
         with self._lock:
             return [copy.deepcopy(t) for t in sorted(self._tenants.values(), key=lambda t: (t.created_at, t.tenant_id))]
@@ -181,6 +194,8 @@ class InMemoryTrajectoryStore:
             traj = self._stored(tenant_id, trajectory_id)
             if traj.status is not TrajectoryStatus.OPEN:
                 raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
+            if traj.events_expired(now):
+                raise Conflict(expired_message(trajectory_id, traj.events_expire_at))
             stored, seen = self._events[key], self._event_ids[key]
             new = {e.event_id for e in events if e.event_id not in seen}
             if max_events is not None and len(stored) + len(new) > max_events:
@@ -253,6 +268,17 @@ class InMemoryTrajectoryStore:
             traj.experience_ids = list(dict.fromkeys([*traj.experience_ids, *experience_ids]))
             traj.updated_at = now
             return copy.deepcopy(traj)
+
+    def purge_expired_events(self, now: datetime, limit: int) -> int:
+        deleted = 0
+        with self._lock:
+            for key, traj in sorted(self._trajs.items(), key=lambda kv: (kv[1].events_expire_at or now, kv[0])):
+                if deleted >= limit or not traj.events_expired(now):
+                    continue
+                gone = self._events[key][: limit - deleted]
+                del self._events[key][: len(gone)]
+                deleted += len(gone)
+        return deleted
 
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         with self._lock:

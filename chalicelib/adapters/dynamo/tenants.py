@@ -36,6 +36,11 @@ def name_pk(name: str) -> str:
 NAME_SK = "name"
 
 
+def _tenant(item) -> Tenant:
+    days = item.event_retention_days
+    return Tenant(item.tenant_id, item.name or "", datetime.fromisoformat(item.created_at), int(days) if days is not None else None)
+
+
 class DynamoTenantStore:
     def __init__(self, tables: DynamoTables) -> None:
         self.tables = tables
@@ -129,10 +134,25 @@ class DynamoTenantStore:
                     revoked += 1
         return revoked
 
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        with boundary("get_tenant"):
+            try:
+                return _tenant(self.Item.get(tenant_pk(tenant_id), TENANT_SK, consistent_read=True))
+            except self.Item.DoesNotExist as exc:
+                raise NotFound("tenant not found") from exc
+
+    def set_event_retention(self, tenant_id: str, days: int | None) -> Tenant:
+        item, I = self.Item(tenant_pk(tenant_id), TENANT_SK), self.Item
+        action = I.event_retention_days.set(days) if days is not None else I.event_retention_days.remove()
+        with boundary("set_event_retention"):
+            if not written_if(lambda: item.update(actions=[action], condition=I.pk.exists())):
+                raise NotFound("tenant not found")
+        return self.get_tenant(tenant_id)
+
     def list_tenants(self) -> list[Tenant]:
         with boundary("list_tenants"):
             items = list(self.Item.by_created.query(LISTING))
-        return [Tenant(i.tenant_id, i.name or "", datetime.fromisoformat(i.created_at)) for i in items]
+        return [_tenant(i) for i in items]
 
     def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
         names = {"listing", "created_sk", "pk", "sk"}  # the index's key and the table's: a LastEvaluatedKey
@@ -148,4 +168,4 @@ class DynamoTenantStore:
         if len(found) > limit and items:
             last = items[-1]
             next_cursor = encode_cursor({name: getattr(last, name) for name in sorted(names)})
-        return TenantPage([Tenant(i.tenant_id, i.name or "", datetime.fromisoformat(i.created_at)) for i in items], next_cursor)
+        return TenantPage([_tenant(i) for i in items], next_cursor)

@@ -38,7 +38,7 @@ from chalicelib.adapters.dynamo.items import (
 )
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.anomaly import seq_windows
-from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull
+from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull, expired_message
 from chalicelib.domain.models import Event, ReviewSummary, Trajectory, TrajectoryStatus
 from chalicelib.ports import AppendResult, TrajectorySummary, tools_that_worked
 
@@ -215,6 +215,9 @@ class DynamoTrajectoryStore:
         E, T = self.Event, self.Traj
         for attempt in range(MAX_ATTEMPTS):
             item = self._open_item(tenant_id, trajectory_id)
+            expires = _expiry(item)
+            if expires is not None and expires <= now:
+                raise Conflict(expired_message(trajectory_id, expires.isoformat()))
             stored = self._stored_ids(tenant_id, trajectory_id, [e.event_id for e, _ in chunk])
             new = [(e, doc) for e, doc in chunk if e.event_id not in stored]
             if not new:
@@ -227,7 +230,8 @@ class DynamoTrajectoryStore:
                     for offset, (event, doc) in enumerate(new, start=1):
                         seq = count + offset
                         doc = {**doc, "seq": seq}
-                        common: dict[str, Any] = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq)
+                        common: dict[str, Any] = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq,
+                                                      expires=expires)
                         tx.save(E(pk, seq_sk(seq), doc=dumps(doc), **common), condition=E.pk.does_not_exist())
                         tx.save(E(pk, marker_sk(event.event_id), **common), condition=E.pk.does_not_exist())
                     actions: list[Action] = [T.event_count.set(count + len(new)), T.updated_at.set(now.isoformat()), T.rev.add(1)]
@@ -322,6 +326,9 @@ class DynamoTrajectoryStore:
                 _backoff(attempt)
         raise StoreUnavailable(f"local review of {trajectory_id}: too much contention")
 
+    def purge_expired_events(self, now: datetime, limit: int) -> int:
+        return 0  # TTL on each event's ``expires`` deletes them, at no charge
+
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         with boundary("finalized_unreviewed"):
             out: list[tuple[str, str]] = []
@@ -336,6 +343,12 @@ class DynamoTrajectoryStore:
         with boundary("count_by_status"):
             counts = {s.value: self.Traj.by_status.count(compose(tenant_id, s.value)) for s in TrajectoryStatus}
         return {status: n for status, n in counts.items() if n}
+
+
+def _expiry(item: Any) -> datetime | None:
+    """The trajectory item's ``events_expire_at`` (kept in its doc, fixed at creation)."""
+    value = json.loads(item.doc).get("events_expire_at")
+    return datetime.fromisoformat(value) if value else None
 
 
 def _event_doc(event: Event) -> dict[str, Any]:

@@ -182,6 +182,15 @@ export class Hindsight {
     });
   }
 
+  /** POST /v1/tenants/{id}/retention: the days the events of the trajectories the tenant starts
+   * from now on are kept (0: for good; null: the deployment's default). Lessons never expire. */
+  setRetention(tenantId: string, eventRetentionDays: number | null): Promise<Tenant> {
+    return this.request({
+      method: "POST", path: `/v1/tenants/${seg(tenantId)}/retention`, json: { event_retention_days: eventRetentionDays },
+      auth: "admin",
+    });
+  }
+
   /** POST /v1/maintenance/decay: decay freshness and archive stale lessons (every tenant's, or one's). */
   decay(options: DecayOptions = {}): Promise<DecayReport> {
     const body = compact({ as_of: wireTime(options.as_of), tenant_id: options.tenant_id, dry_run: options.dry_run || undefined });

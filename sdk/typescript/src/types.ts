@@ -32,6 +32,8 @@ export interface Tenant {
   tenant_id: string;
   name: string;
   created_at: string;
+  /** Days its trajectories keep their events (0: for good); null: the deployment's default. */
+  event_retention_days?: number | null;
 }
 
 export interface TenantPage {

@@ -12,6 +12,7 @@ const ROUTES: Record<string, keyof Hindsight> = {
   "POST /v1/tenants": "createTenant",
   "GET /v1/tenants": "listTenants",
   "POST /v1/tenants/{tenant_id}/keys": "rotateKey",
+  "POST /v1/tenants/{tenant_id}/retention": "setRetention",
   "POST /v1/trajectories": "startTrajectory",
   "GET /v1/trajectories/{trajectory_id}": "getTrajectory",
   "GET /v1/trajectories/{trajectory_id}/events": "getTrajectoryEvents",
@@ -62,6 +63,9 @@ test("an admin creates a tenant whose key works, lists it, and a rotated key rev
 
   const listed = await admin.listTenants({ page_size: 1 }); // one tenant a page: the cursor is followed
   assert.deepEqual(listed.filter((t) => t.tenant_id === created.tenant_id).map((t) => t.name), [name]);
+
+  assert.equal((await admin.setRetention(created.tenant_id, 7)).event_retention_days, 7);
+  assert.equal((await admin.setRetention(created.tenant_id, null)).event_retention_days ?? null, null);
 
   const rotated = await admin.rotateKey(created.tenant_id);
   assert.equal(rotated.tenant_id, created.tenant_id);

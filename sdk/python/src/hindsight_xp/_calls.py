@@ -26,6 +26,7 @@ from .models import (
     ReindexReport,
     Signal,
     Stats,
+    Tenant,
     TenantCreated,
     TenantPage,
     Trajectory,
@@ -77,6 +78,13 @@ def list_tenants_page(limit: int = 100, cursor: str | None = None) -> Call[Tenan
 def rotate_key(tenant_id: str, *, revoke_old: bool = True) -> Call[KeyRotated]:
     return Call("POST", f"/v1/tenants/{_seg(tenant_id)}/keys", KeyRotated.from_json,
                 json={"revoke_old": revoke_old}, auth="admin", idempotent=False)  # fmt: skip
+
+
+def set_retention(tenant_id: str, event_retention_days: int | None) -> Call[Tenant]:
+    """The days the events of the trajectories the tenant starts from now on are kept (admin; 0:
+    for good; None: the deployment's default). Lessons never expire."""
+    return Call("POST", f"/v1/tenants/{_seg(tenant_id)}/retention", Tenant.from_json,
+                json={"event_retention_days": event_retention_days}, auth="admin")  # fmt: skip
 
 
 def decay(

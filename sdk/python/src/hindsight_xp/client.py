@@ -60,6 +60,7 @@ class _Endpoints:
     create_tenant = endpoint(_calls.create_tenant)
     list_tenants_page = endpoint(_calls.list_tenants_page)
     rotate_key = endpoint(_calls.rotate_key)
+    set_retention = endpoint(_calls.set_retention)
     decay = endpoint(_calls.decay)
     failed_reviews = endpoint(_calls.failed_reviews)
     redrive = endpoint(_calls.redrive)

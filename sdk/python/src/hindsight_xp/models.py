@@ -58,10 +58,12 @@ class Tenant:
     tenant_id: str
     name: str
     created_at: datetime | None
+    event_retention_days: int | None = None  # its trajectories keep their events this long (0: for good); None: the default
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Tenant:
-        return cls(tenant_id=data["tenant_id"], name=data.get("name", ""), created_at=parse_time(data.get("created_at")))
+        return cls(tenant_id=data["tenant_id"], name=data.get("name", ""), created_at=parse_time(data.get("created_at")),
+                   event_retention_days=data.get("event_retention_days"))
 
 
 def parse_tenants(data: dict[str, Any]) -> list[Tenant]:
