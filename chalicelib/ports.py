@@ -176,6 +176,12 @@ class TrajectoryStore(Protocol):
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         """How many trajectories of the tenant are in each status (absent statuses omitted)."""
 
+    def statuses_page(self, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[dict[str, int], str | None]:
+        """How many of the tenant's next ``limit`` trajectories (by id, after ``cursor``; None: from
+        the first) are in each status, and the next page's cursor (None after the last). Reads
+        that page only: a count of a tenant of any size is a pass of bounded pages (the stats
+        job). A cursor the store did not make raises InvalidInput."""
+
 
 @dataclass(frozen=True)
 class Page:

@@ -640,6 +640,10 @@ class StatsOut(Model):
     trajectories: dict[str, int]
     freshness_histogram: list[HistogramBucket]
     decay: DecayPolicyOut | None = Field(default=None, description="The policy freshness and archiving follow")
+    as_of: datetime | None = Field(default=None, description="When the pass that counted these started (a tenant counted"
+                                                             " over several requests answers its last complete pass)")
+    complete: bool = Field(default=True, description="False while the first pass over a large tenant is under way: the"
+                                                      " counts cover part of it; ask again")
 
 
 class AgentOut(Model):

@@ -87,6 +87,7 @@ class Deps:
     # a short timeout, one retry, then BM25 alone); None: ``embedder``
     query_embedder: Embedder | None = None
     otlp_idle_seconds: float = 900.0  # a trace without its root is finalized this long after its last batch; 0: never
+    stats_items_per_request: int = 1000  # lessons and trajectories one stats request reads at most (the stats job)
     event_retention_days: int = 0  # a trajectory's events are kept this long unless its tenant says otherwise; 0: for good
 
     @property
@@ -155,4 +156,5 @@ def policies(settings: Settings) -> dict[str, Any]:
         advise_candidates=settings.advise_candidates,
         otlp_idle_seconds=settings.otlp_idle_seconds,
         event_retention_days=settings.event_retention_days,
+        stats_items_per_request=settings.stats_items_per_request,
     )

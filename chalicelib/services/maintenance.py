@@ -256,26 +256,80 @@ def agents(deps: Deps, tenant_id: str, page_size: int = 500) -> tuple[dict[str, 
     return dict(sorted(by_agent.items(), key=lambda kv: (-kv[1], kv[0]))), shared
 
 
-def tenant_stats(deps: Deps, tenant_id: str, page_size: int = 500) -> dict:
-    """Counts by status and a histogram of the freshness of active lessons, as a read shows it."""
-    now = deps.clock.now()
-    histogram = [0] * HISTOGRAM_BUCKETS
-    cursor = None
-    while True:
-        page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
-        for exp in page.items:
-            f = current_freshness(exp, now, deps.decay.half_life_days)
-            histogram[min(HISTOGRAM_BUCKETS - 1, int(f * HISTOGRAM_BUCKETS))] += 1
-        if page.cursor is None:
-            break
-        cursor = page.cursor
+STATS_PAGE = 500  # items one read of the stats job takes at most
+STATS_CHECKPOINT = "stats:{tenant_id}"
+
+
+def _bucket(i: int) -> str:
+    return f"{i / HISTOGRAM_BUCKETS:.1f}-{(i + 1) / HISTOGRAM_BUCKETS:.1f}"
+
+
+def _new_pass(now: datetime) -> dict:
+    return {"started_at": now.isoformat(), "phase": "experiences", "cursor": None, "experiences": {}, "trajectories": {},
+            "histogram": [0] * HISTOGRAM_BUCKETS}
+
+
+def _add(counts: dict[str, int], more: dict[str, int]) -> None:
+    for status, n in more.items():
+        counts[status] = counts.get(status, 0) + n
+
+
+def _advance(deps: Deps, tenant_id: str, run: dict, budget: int | None) -> bool:
+    """Take the stats pass ``run`` on by pages until ``budget`` items were read (None: to its
+    end): the tenant's lessons (all statuses, newest first), then its trajectories. Returns
+    whether the pass is complete."""
+    read = 0
+    while budget is None or read < budget:
+        size = STATS_PAGE if budget is None else max(1, min(STATS_PAGE, budget - read))
+        if run["phase"] == "experiences":
+            page = deps.experiences.list(tenant_id, limit=size, cursor=run["cursor"])
+            now = deps.clock.now()
+            for exp in page.items:
+                _add(run["experiences"], {exp.status.value: 1})
+                if exp.status is ExperienceStatus.ACTIVE:
+                    f = current_freshness(exp, now, deps.decay.half_life_days)
+                    run["histogram"][min(HISTOGRAM_BUCKETS - 1, int(f * HISTOGRAM_BUCKETS))] += 1
+            read += max(1, len(page.items))
+            run["cursor"] = page.cursor
+            if page.cursor is None:
+                run["phase"] = "trajectories"
+        else:
+            counts, cursor = deps.trajectories.statuses_page(tenant_id, size, run["cursor"])
+            _add(run["trajectories"], counts)
+            read += max(1, sum(counts.values()))
+            run["cursor"] = cursor
+            if cursor is None:
+                return True
+    return False
+
+
+def tenant_stats(deps: Deps, tenant_id: str, items_per_request: int | None = None) -> dict:
+    """Counts by status and a histogram of the freshness of active lessons, as a bounded job.
+
+    A request reads its checkpoint and takes the tenant's stats pass on by at most
+    ``items_per_request`` lessons and trajectories (``deps.stats_items_per_request``), in pages,
+    then saves where it stopped: what one request reads does not grow with the tenant. A pass
+    that ends in the request is answered (a tenant within the budget is counted afresh by every
+    request); otherwise the last complete pass is (``as_of``: when it started), or, before the
+    first one ends, the part counted so far (``complete: false``). Without checkpoints the pass
+    runs to its end in the request."""
+    budget = items_per_request if items_per_request is not None else deps.stats_items_per_request
+    name = STATS_CHECKPOINT.format(tenant_id=tenant_id)
+    state = (deps.checkpoints.load(name) if deps.checkpoints is not None else None) or {}
+    run = state.get("pass") or _new_pass(deps.clock.now())
+    if _advance(deps, tenant_id, run, budget if deps.checkpoints is not None else None):
+        state = {"done": {k: run[k] for k in ("started_at", "experiences", "trajectories", "histogram")}}
+    else:
+        state["pass"] = run
+    if deps.checkpoints is not None:
+        deps.checkpoints.save(name, state)
+    shown, complete = (state["done"], True) if "done" in state else (run, False)
     return {
-        "experiences": {s.value: 0 for s in ExperienceStatus} | deps.experiences.count_by_status(tenant_id),
-        "trajectories": {s.value: 0 for s in TrajectoryStatus} | deps.trajectories.count_by_status(tenant_id),
-        "freshness_histogram": [
-            {"bucket": f"{i / HISTOGRAM_BUCKETS:.1f}-{(i + 1) / HISTOGRAM_BUCKETS:.1f}", "count": n}
-            for i, n in enumerate(histogram)
-        ],
+        "experiences": {s.value: 0 for s in ExperienceStatus} | shown["experiences"],
+        "trajectories": {s.value: 0 for s in TrajectoryStatus} | shown["trajectories"],
+        "freshness_histogram": [{"bucket": _bucket(i), "count": n} for i, n in enumerate(shown["histogram"])],
         "decay": {"half_life_days": deps.decay.half_life_days, "archive_below": deps.decay.archive_below,
                   "min_age_days": deps.decay.min_age_days},
+        "as_of": shown["started_at"],
+        "complete": complete,
     }

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull
+from chalicelib.domain.errors import Conflict, InvalidInput, NotFound, TrajectoryFull
 from chalicelib.domain.models import Event, Trajectory, TrajectoryStatus
 
 from .conftest import T0
@@ -446,3 +446,31 @@ def test_the_purge_deletes_the_expired_events_only_and_at_most_the_limit_per_cal
     assert trajectory_store.get("t1", "old").event_count == 5  # the trajectory stays, as it was
     assert trajectory_store.purge_expired_events(EXPIRY + timedelta(days=1), 100) == 5
     assert len(trajectory_store.events("t1", "kept")) == 5
+
+
+def test_statuses_are_counted_a_page_at_a_time_each_trajectory_once(trajectory_store):
+    for i in range(7):
+        trajectory_store.create(traj(f"tr{i}"))
+    for i in (1, 4, 5):
+        trajectory_store.finalize("t1", f"tr{i}", "success", None, T0)
+    trajectory_store.create(traj("tr9", tenant_id="t2"))
+    total: dict[str, int] = {}
+    cursor, pages = None, 0
+    while True:
+        counts, cursor = trajectory_store.statuses_page("t1", 3, cursor)
+        assert sum(counts.values()) <= 3
+        for status, n in counts.items():
+            total[status] = total.get(status, 0) + n
+        pages += 1
+        if cursor is None:
+            break
+    assert total == {"open": 4, "finalized": 3} == trajectory_store.count_by_status("t1") and pages == 3
+    assert trajectory_store.statuses_page("t1", 7) == ({"open": 4, "finalized": 3}, None)  # a full last page: no cursor
+    assert trajectory_store.statuses_page("t-none", 3) == ({}, None)
+
+
+@pytest.mark.parametrize("forged", ["junk", "W10", "WzFd", "eyJhIjoxfQ"])
+def test_a_statuses_cursor_the_store_did_not_make_is_invalid_input(trajectory_store, forged):
+    trajectory_store.create(traj("tr1"))
+    with pytest.raises(InvalidInput):
+        trajectory_store.statuses_page("t1", 2, forged)

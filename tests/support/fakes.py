@@ -289,6 +289,13 @@ class InMemoryTrajectoryStore:
         with self._lock:
             return _count_by_status(t for (tid, _), t in self._trajs.items() if tid == tenant_id)
 
+    def statuses_page(self, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[dict[str, int], str | None]:
+        after = decode_parts(cursor, (str,))[0] if cursor else ""
+        with self._lock:
+            rest = sorted((t for (tid, i), t in self._trajs.items() if tid == tenant_id and i > after), key=lambda t: t.trajectory_id)
+            counts = _count_by_status(rest[:limit])
+        return counts, encode_cursor([rest[limit - 1].trajectory_id]) if len(rest) > limit else None
+
 
 class InMemoryExperienceStore:
     def __init__(self) -> None:

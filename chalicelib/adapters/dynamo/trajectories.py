@@ -23,6 +23,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.adapters.codec import event_from_doc, to_doc, trajectory_from_doc
+from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, StoreUnavailable, boundary, cancellation_codes, failed_condition, written_if
 from chalicelib.adapters.dynamo.items import (
     ITEM_DOC_BUDGET,
@@ -38,7 +39,7 @@ from chalicelib.adapters.dynamo.items import (
 )
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.anomaly import seq_windows
-from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull, expired_message
+from chalicelib.domain.errors import Conflict, InvalidInput, NotFound, TrajectoryFull, expired_message
 from chalicelib.domain.models import Event, ReviewSummary, Trajectory, TrajectoryStatus
 from chalicelib.ports import AppendResult, TrajectorySummary, tools_that_worked
 
@@ -338,6 +339,20 @@ class DynamoTrajectoryStore:
                 if len(out) >= limit:
                     break
             return out
+
+    def statuses_page(self, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[dict[str, int], str | None]:
+        T = self.Traj
+        after = decode_parts(cursor, (str,))[0] if cursor else None
+        if after is not None and not after:
+            raise InvalidInput("invalid cursor")
+        with boundary("statuses_page"):
+            # the tenant's partition in id order, Limit bounding what the one query reads
+            found = list(T.query(tenant_id, T.trajectory_id > after if after else None, limit=limit + 1, page_size=limit + 1,
+                                 attributes_to_get=["tenant_id", "trajectory_id", "status"]))
+        counts: dict[str, int] = {}
+        for item in found[:limit]:
+            counts[item.status] = counts.get(item.status, 0) + 1
+        return counts, encode_cursor([found[limit - 1].trajectory_id]) if len(found) > limit else None
 
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         with boundary("count_by_status"):

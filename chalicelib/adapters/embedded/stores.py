@@ -356,6 +356,17 @@ class SqliteTrajectoryStore:
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         return _count_by_status(self.db, "trajectories", tenant_id)
 
+    def statuses_page(self, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[dict[str, int], str | None]:
+        after = decode_parts(cursor, (str,))[0] if cursor else ""
+        rows = self.db.read().execute(
+            "SELECT trajectory_id, status FROM trajectories WHERE tenant_id=? AND trajectory_id > ? ORDER BY trajectory_id LIMIT ?",
+            (tenant_id, after, limit + 1),
+        ).fetchall()
+        counts: dict[str, int] = {}
+        for r in rows[:limit]:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        return counts, encode_cursor([rows[limit - 1]["trajectory_id"]]) if len(rows) > limit else None
+
 
 _CANDIDATE_PATHS = ("experience_id", "status", "agent_id", "user_id", "tools", "tags", "task_type", "intent", "anchors",
                     "freshness", "renewed_at", "utility", "confidence", "advice", "fingerprint", "situation", "lesson")

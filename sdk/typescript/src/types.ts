@@ -76,6 +76,10 @@ export interface Stats {
   trajectories: Record<string, number>;
   freshness_histogram: { bucket: string; count: number }[];
   decay?: { half_life_days: number; archive_below: number; min_age_days: number } | null;
+  /** When the pass that counted these started (a large tenant is counted over several requests). */
+  as_of?: string | null;
+  /** False while the first pass over a large tenant is under way: the counts cover part of it. */
+  complete?: boolean;
 }
 
 // --- trajectories ------------------------------------------------------------------------------

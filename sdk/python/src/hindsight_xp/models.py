@@ -332,6 +332,8 @@ class Stats:
     experiences: dict[str, int]
     trajectories: dict[str, int]
     freshness_histogram: tuple[tuple[str, int], ...]
+    as_of: datetime | None = None  # when the pass that counted these started
+    complete: bool = True  # False while the first pass over a large tenant is under way: ask again
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Stats:
@@ -339,6 +341,8 @@ class Stats:
             experiences=dict(data.get("experiences") or {}),
             trajectories=dict(data.get("trajectories") or {}),
             freshness_histogram=tuple((b["bucket"], int(b["count"])) for b in data.get("freshness_histogram") or ()),
+            as_of=parse_time(data.get("as_of")),
+            complete=bool(data.get("complete", True)),
         )
 
 
