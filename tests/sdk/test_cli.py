@@ -64,6 +64,10 @@ def test_the_sdk_follows_the_tenant_listings_cursor(server: HindsightServer) -> 
         assert admin.list_tenants_page(limit=1).tenants[0].event_retention_days == 30
         assert admin.set_retention(every[0], None).event_retention_days is None
     assert len(json.loads(hindsight(server, "tenants", "list", "--json").stdout)) == len(every)
+    set_ = json.loads(hindsight(server, "tenants", "retention", every[0], "7", "--json").stdout)
+    assert set_ == {"tenant_id": every[0], "event_retention_days": 7}
+    assert json.loads(hindsight(server, "tenants", "list", "--json").stdout)[0]["event_retention_days"] == 7
+    assert "default" in hindsight(server, "tenants", "retention", every[0], "default").stdout
 
 
 def test_rotating_a_key_revokes_the_old_one_unless_kept(server: HindsightServer) -> None:
