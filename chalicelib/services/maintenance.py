@@ -237,23 +237,13 @@ def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
 HISTOGRAM_BUCKETS = 10
 
 
-def agents(deps: Deps, tenant_id: str, page_size: int = 500) -> tuple[dict[str, int], int]:
+def agents(deps: Deps, tenant_id: str, items_per_request: int | None = None) -> tuple[dict[str, int], int]:
     """The agents the tenant's active lessons belong to, with how many each has (most first, then
-    by name), and how many active lessons are shared with every agent: who a recall can name."""
-    by_agent: dict[str, int] = {}
-    shared = 0
-    cursor = None
-    while True:
-        page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
-        for exp in page.items:
-            if exp.agent_id is None:
-                shared += 1
-            else:
-                by_agent[exp.agent_id] = by_agent.get(exp.agent_id, 0) + 1
-        if page.cursor is None:
-            break
-        cursor = page.cursor
-    return dict(sorted(by_agent.items(), key=lambda kv: (-kv[1], kv[0]))), shared
+    by name), and how many active lessons are shared with every agent: who a recall can name.
+    Counted by the stats job (``tenant_stats``): what a request reads does not grow with the tenant."""
+    shown, _ = _stats_pass(deps, tenant_id, items_per_request)
+    by_agent: dict[str, int] = shown["agents"]
+    return dict(sorted(by_agent.items(), key=lambda kv: (-kv[1], kv[0]))), shown["shared"]
 
 
 STATS_PAGE = 500  # items one read of the stats job takes at most
@@ -266,7 +256,7 @@ def _bucket(i: int) -> str:
 
 def _new_pass(now: datetime) -> dict:
     return {"started_at": now.isoformat(), "phase": "experiences", "cursor": None, "experiences": {}, "trajectories": {},
-            "histogram": [0] * HISTOGRAM_BUCKETS}
+            "histogram": [0] * HISTOGRAM_BUCKETS, "agents": {}, "shared": 0}
 
 
 def _add(counts: dict[str, int], more: dict[str, int]) -> None:
@@ -289,6 +279,10 @@ def _advance(deps: Deps, tenant_id: str, run: dict, budget: int | None) -> bool:
                 if exp.status is ExperienceStatus.ACTIVE:
                     f = current_freshness(exp, now, deps.decay.half_life_days)
                     run["histogram"][min(HISTOGRAM_BUCKETS - 1, int(f * HISTOGRAM_BUCKETS))] += 1
+                    if exp.agent_id is None:
+                        run["shared"] += 1
+                    else:
+                        _add(run["agents"], {exp.agent_id: 1})
             read += max(1, len(page.items))
             run["cursor"] = page.cursor
             if page.cursor is None:
@@ -303,6 +297,23 @@ def _advance(deps: Deps, tenant_id: str, run: dict, budget: int | None) -> bool:
     return False
 
 
+def _stats_pass(deps: Deps, tenant_id: str, items_per_request: int | None = None) -> tuple[dict, bool]:
+    """Take the tenant's stats pass on by one request's budget; returns what to show (the pass
+    that ended now, else the last complete one, else the part counted so far) and whether it is
+    a complete pass."""
+    budget = items_per_request if items_per_request is not None else deps.stats_items_per_request
+    name = STATS_CHECKPOINT.format(tenant_id=tenant_id)
+    state = (deps.checkpoints.load(name) if deps.checkpoints is not None else None) or {}
+    run = state.get("pass") or _new_pass(deps.clock.now())
+    if _advance(deps, tenant_id, run, budget if deps.checkpoints is not None else None):
+        state = {"done": {k: run[k] for k in ("started_at", "experiences", "trajectories", "histogram", "agents", "shared")}}
+    else:
+        state["pass"] = run
+    if deps.checkpoints is not None:
+        deps.checkpoints.save(name, state)
+    return (state["done"], True) if "done" in state else (run, False)
+
+
 def tenant_stats(deps: Deps, tenant_id: str, items_per_request: int | None = None) -> dict:
     """Counts by status and a histogram of the freshness of active lessons, as a bounded job.
 
@@ -312,18 +323,8 @@ def tenant_stats(deps: Deps, tenant_id: str, items_per_request: int | None = Non
     that ends in the request is answered (a tenant within the budget is counted afresh by every
     request); otherwise the last complete pass is (``as_of``: when it started), or, before the
     first one ends, the part counted so far (``complete: false``). Without checkpoints the pass
-    runs to its end in the request."""
-    budget = items_per_request if items_per_request is not None else deps.stats_items_per_request
-    name = STATS_CHECKPOINT.format(tenant_id=tenant_id)
-    state = (deps.checkpoints.load(name) if deps.checkpoints is not None else None) or {}
-    run = state.get("pass") or _new_pass(deps.clock.now())
-    if _advance(deps, tenant_id, run, budget if deps.checkpoints is not None else None):
-        state = {"done": {k: run[k] for k in ("started_at", "experiences", "trajectories", "histogram")}}
-    else:
-        state["pass"] = run
-    if deps.checkpoints is not None:
-        deps.checkpoints.save(name, state)
-    shown, complete = (state["done"], True) if "done" in state else (run, False)
+    runs to its end in the request. ``GET /v1/agents`` reads the same pass (``agents``)."""
+    shown, complete = _stats_pass(deps, tenant_id, items_per_request)
     return {
         "experiences": {s.value: 0 for s in ExperienceStatus} | shown["experiences"],
         "trajectories": {s.value: 0 for s in TrajectoryStatus} | shown["trajectories"],

@@ -9,7 +9,7 @@ import pytest
 
 from chalicelib.domain.models import ExperienceStatus
 from chalicelib.services import ingest
-from chalicelib.services.maintenance import tenant_stats
+from chalicelib.services.maintenance import agents, tenant_stats
 from tests.support.builders import experience
 from tests.support.fakes import FakeClock, fake_deps
 
@@ -42,7 +42,7 @@ def tenant_of(size: int, clock: FakeClock):
     statuses = [ExperienceStatus.ACTIVE, ExperienceStatus.ACTIVE, ExperienceStatus.ARCHIVED, ExperienceStatus.FORGOTTEN]
     for i in range(size):
         deps.experiences.put(replace(experience(), tenant_id="t1", experience_id=f"e{i:05d}", status=statuses[i % 4],
-                                     created_at=clock.now() - timedelta(days=i % 40)))
+                                     created_at=clock.now() - timedelta(days=i % 40), agent_id=f"agent-{i % 3}" if i % 5 else None))
     for i in range(size // 4):
         ingest.start_trajectory(deps, "t1", "agent", "goal", trajectory_id=f"tr{i:05d}")
     deps.experiences, deps.trajectories = Counting(deps.experiences), Counting(deps.trajectories)
@@ -94,3 +94,18 @@ def test_a_tenant_within_the_budget_is_counted_afresh_by_every_request():
     assert first["complete"] is True and first["experiences"]["active"] == 20
     deps.experiences.put(replace(experience(), tenant_id="t1", experience_id="new", status=ExperienceStatus.ACTIVE))
     assert tenant_stats(deps, "t1")["experiences"]["active"] == 21
+
+
+@pytest.mark.parametrize("size", [1_000, 4_000])
+def test_the_agents_listing_reads_the_same_whatever_the_tenants_size_and_then_counts_exactly(size):
+    clock = FakeClock()
+    deps = tenant_of(size, clock)
+    agents(deps, "t1")
+    calls, items, whole_tenant_counts = reads(deps)
+    assert items <= BUDGET and calls <= 2 and whole_tenant_counts == 0
+    for _ in range(100):  # the pass goes on a budget a request
+        by_agent, shared = agents(deps, "t1")
+    active = [i for i in range(size) if i % 4 in (0, 1)]
+    expected = {f"agent-{k}": sum(1 for i in active if i % 5 and i % 3 == k) for k in range(3)}
+    assert by_agent == dict(sorted(expected.items(), key=lambda kv: (-kv[1], kv[0])))
+    assert shared == sum(1 for i in active if not i % 5)
