@@ -98,11 +98,13 @@ def create_tenant(body: s.TenantIn) -> s.TenantOut:
     return s.TenantOut(tenant_id=tenant.tenant_id, name=tenant.name, api_key=key)
 
 
-@api.route("GET", "/v1/tenants", "List tenants", response=s.TenantList, auth="admin")
-def list_tenants() -> s.TenantList:
+@api.route("GET", "/v1/tenants", "List tenants, oldest first, a page at a time", query=s.TenantsQuery, response=s.TenantList,
+           auth="admin")
+def list_tenants(query: s.TenantsQuery) -> s.TenantList:
     from chalicelib.services import tenants
 
-    return s.TenantList(tenants=[out.tenant_summary(t) for t in tenants.list_tenants(get_deps())])
+    page = tenants.list_tenants(get_deps(), query.limit, query.cursor)
+    return s.TenantList(tenants=[out.tenant_summary(t) for t in page.items], cursor=page.cursor)
 
 
 @api.route("POST", "/v1/tenants/{tenant_id}/keys", "Issue a new API key (and revoke the old ones)",
@@ -158,6 +160,14 @@ def tenant_deletion(tenant_id: str) -> tj.TenantDeletionOut:
 
     return tj.deletion_out(tenant_jobs.deletion_status(get_deps(), tenant_id))
 
+@api.route("POST", "/v1/tenants/{tenant_id}/retention",
+           "Set how long the events of the trajectories a tenant starts from now on are kept (null: the default)",
+           body=s.RetentionIn, response=s.TenantSummary, auth="admin", errors=(404,))
+def set_retention(tenant_id: str, body: s.RetentionIn) -> s.TenantSummary:
+    from chalicelib.services import tenants
+
+    return out.tenant_summary(tenants.set_event_retention(get_deps(), tenant_id, body.event_retention_days))
+
 
 @api.route("POST", "/v1/trajectories", "Start recording a task; a repeated trajectory_id answers 200 with the existing one",
            body=s.TrajectoryIn, response=s.TrajectoryOut, status=201, repeat_status=200)
@@ -165,7 +175,8 @@ def start_trajectory(tenant_id: str, body: s.TrajectoryIn) -> s.TrajectoryOut | 
     from chalicelib.services import ingest
 
     traj, created = ingest.start_trajectory(get_deps(), tenant_id, **body.model_dump())
-    return out.trajectory_out(traj) if created else Repeat(out.trajectory_out(traj))
+    now = get_deps().clock.now()
+    return out.trajectory_out(traj, now) if created else Repeat(out.trajectory_out(traj, now))
 
 
 @api.route("GET", "/v1/trajectories/{trajectory_id}", "A trajectory and its review",
@@ -173,7 +184,8 @@ def start_trajectory(tenant_id: str, body: s.TrajectoryIn) -> s.TrajectoryOut | 
 def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
     from chalicelib.services import ingest
 
-    return out.trajectory_out(ingest.get_trajectory(get_deps(), tenant_id, trajectory_id))
+    deps = get_deps()
+    return out.trajectory_out(ingest.get_trajectory(deps, tenant_id, trajectory_id), deps.clock.now())
 
 
 @api.route("GET", "/v1/trajectories/{trajectory_id}/events",
@@ -182,8 +194,8 @@ def get_trajectory(trajectory_id: str, tenant_id: str) -> s.TrajectoryOut:
 def trajectory_events(trajectory_id: str, tenant_id: str, query: s.EventsQuery) -> s.TrajectoryEventsOut:
     from chalicelib.services import ingest
 
-    events, attribution, cursor = ingest.trajectory_graph(get_deps(), tenant_id, trajectory_id, query.limit, query.cursor)
-    return out.trajectory_events_out(trajectory_id, events, attribution, cursor)
+    page = ingest.trajectory_graph(get_deps(), tenant_id, trajectory_id, query.limit, query.cursor)
+    return out.trajectory_events_out(trajectory_id, page.events, page.attribution, page.cursor, page.expired)
 
 
 # json.dumps writes at most this many characters per byte of the JSON text it parsed (a DEL byte or
@@ -245,7 +257,8 @@ def append_events(trajectory_id: str, tenant_id: str, body: s.EventsIn) -> s.Eve
 def finalize(trajectory_id: str, tenant_id: str, body: s.FinalizeIn) -> s.TrajectoryOut:
     from chalicelib.services import ingest
 
-    return out.trajectory_out(ingest.finalize(get_deps(), tenant_id, trajectory_id, body.outcome, body.feedback))
+    deps = get_deps()
+    return out.trajectory_out(ingest.finalize(deps, tenant_id, trajectory_id, body.outcome, body.feedback), deps.clock.now())
 
 
 @api.route("POST", "/v1/otlp/v1/traces", "OTLP/HTTP traces in (protobuf or JSON, gzip): each trace becomes a trajectory",
@@ -373,7 +386,8 @@ def decay(body: s.DecayIn) -> s.DecayOut:
 
     report = maintenance.run_decay(get_deps(), body.as_of, tenant_id=body.tenant_id, dry_run=body.dry_run)
     return s.DecayOut(decayed=report.decayed, archived=report.archived, archived_ids=list(report.archived_ids), dry_run=report.dry_run,
-                      examined=report.examined, written=report.written, conflicts=report.conflicts)
+                      examined=report.examined, written=report.written, conflicts=report.conflicts,
+                      events_purged=report.events_purged)
 
 
 @api.route("GET", "/v1/maintenance/failed-reviews", "Reviews given up on after their last attempt, with the reason",

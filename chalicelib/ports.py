@@ -23,6 +23,12 @@ class Clock(Protocol):
         """The current time, timezone-aware UTC."""
 
 
+@dataclass(frozen=True)
+class TenantPage:
+    items: list[Tenant]
+    cursor: str | None
+
+
 class TenantStore(Protocol):
     def create_tenant(self, tenant: Tenant, key_hash: str) -> None:
         """Store a tenant and the hash of its first API key.
@@ -42,8 +48,22 @@ class TenantStore(Protocol):
     def revoke_keys(self, tenant_id: str, keep: str | None = None) -> int:
         """Revoke every key of the tenant except ``keep``; returns how many were revoked."""
 
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        """The tenant, with its ``event_retention_days``. Raises NotFound."""
+
+    def set_event_retention(self, tenant_id: str, days: int | None) -> Tenant:
+        """Set (None: clear, back to the deployment's default) the days the tenant's trajectories
+        started from now on keep their events; returns the tenant as stored. Raises NotFound."""
+
     def list_tenants(self) -> list[Tenant]:
-        """Every tenant, oldest first."""
+        """Every tenant, oldest first: for tools and tests over a handful; the API lists tenants a
+        page at a time (``list_tenants_page``)."""
+
+    def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
+        """At most ``limit`` tenants, oldest first (then by id), following the page ``cursor``
+        came with (None: from the first); the page's ``cursor`` is None after the last page.
+        Reads that page only, whatever the number of tenants. A cursor the store did not make
+        raises InvalidInput."""
 
 
 class Meter(Protocol):
@@ -143,11 +163,24 @@ class TrajectoryStore(Protocol):
         """Append a local review's summary to ``review["local"]`` and add its experience ids,
         atomically, leaving the status as it is. Raises NotFound."""
 
+    def purge_expired_events(self, now: datetime, limit: int) -> int:
+        """Delete at most ``limit`` events of trajectories whose ``events_expire_at`` is at or
+        before ``now``; returns how many were deleted (0: none left to delete now). The
+        trajectories stay. A store whose database expires items by itself (DynamoDB's TTL on each
+        event's ``expires``) may answer 0 and leave it the work; readers go by
+        ``Trajectory.events_expired``, never by what a store still holds."""
+
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         """(tenant_id, trajectory_id) of finalized trajectories: the outbox swept at start-up."""
 
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         """How many trajectories of the tenant are in each status (absent statuses omitted)."""
+
+    def statuses_page(self, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[dict[str, int], str | None]:
+        """How many of the tenant's next ``limit`` trajectories (by id, after ``cursor``; None: from
+        the first) are in each status, and the next page's cursor (None after the last). Reads
+        that page only: a count of a tenant of any size is a pass of bounded pages (the stats
+        job). A cursor the store did not make raises InvalidInput."""
 
 
 @dataclass(frozen=True)

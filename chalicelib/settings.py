@@ -108,6 +108,12 @@ class Settings(BaseModel):
     max_local_reviews_per_trajectory: int = Field(default=5, ge=0)
     # the most events one trajectory holds: the append that would pass it answers 409
     max_events_per_trajectory: int = Field(default=10_000, ge=1)
+    # days a trajectory's events are kept (from its start; a tenant may have its own, set by the
+    # admin); 0: kept for good. Lessons never expire (docs/decisions/0403-event-retention.md)
+    event_retention_days: int = Field(default=90, ge=0, le=3650)
+    # lessons and trajectories one GET /v1/stats reads at most: a larger tenant's counts come from
+    # a pass spread over several requests (services.maintenance.tenant_stats)
+    stats_items_per_request: int = Field(default=1000, ge=10)
     # an OpenTelemetry trace whose root span never arrives is finalized this long after its last
     # batch (POST /v1/otlp/v1/traces); 0: never, it stays open
     otlp_idle_seconds: float = Field(default=900.0, ge=0)

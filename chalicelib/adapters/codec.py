@@ -101,7 +101,7 @@ def _from_doc(
 
 def trajectory_from_doc(doc: dict[str, Any]) -> Trajectory:
     return _from_doc(
-        Trajectory, doc, ("created_at", "updated_at", "finalized_at"), {"status": TrajectoryStatus}
+        Trajectory, doc, ("created_at", "updated_at", "finalized_at", "events_expire_at"), {"status": TrajectoryStatus}
     )
 
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 from . import schemas as s
 
 if TYPE_CHECKING:  # the domain types only annotate: importing the app loads no domain module
+    from datetime import datetime
+
     from ..domain.attribution import Attribution
     from ..domain.call_rule import Argument, CallRule
     from ..domain.models import Event, Experience, Hit, Tenant, Trajectory
@@ -49,8 +51,10 @@ def experience_written(exp: Experience, correction_of: list[str]) -> s.Experienc
     return s.ExperienceWritten.model_validate({**experience_out(exp).model_dump(), "correction_of": correction_of})
 
 
-def trajectory_out(traj: Trajectory) -> s.TrajectoryOut:
-    return s.TrajectoryOut.model_validate({**_fields(traj), "status": traj.status.value})
+def trajectory_out(traj: Trajectory, now: datetime | None = None) -> s.TrajectoryOut:
+    """``now``: when its events' expiry is judged (None: not expired)."""
+    return s.TrajectoryOut.model_validate({**_fields(traj), "status": traj.status.value,
+                                           "events_expired": now is not None and traj.events_expired(now)})
 
 
 def hit_out(hit: Hit) -> s.HitOut:
@@ -63,14 +67,16 @@ def failed_review_out(job: DeadJob) -> s.FailedReviewOut:
 
 
 def tenant_summary(tenant: Tenant) -> s.TenantSummary:
-    return s.TenantSummary(tenant_id=tenant.tenant_id, name=tenant.name, created_at=tenant.created_at)
+    return s.TenantSummary(tenant_id=tenant.tenant_id, name=tenant.name, created_at=tenant.created_at,
+                           event_retention_days=tenant.event_retention_days)
 
 
 def trajectory_events_out(
-    trajectory_id: str, events: list[Event], attribution: Attribution, cursor: str | None = None
+    trajectory_id: str, events: list[Event], attribution: Attribution, cursor: str | None = None, expired: bool = False
 ) -> s.TrajectoryEventsOut:
     return s.TrajectoryEventsOut.model_validate({
         "trajectory_id": trajectory_id,
+        "events_expired": expired,
         "events": [
             {**asdict(e), "parent": attribution.parent.get(e.event_id), "label": attribution.labels.get(e.event_id),
              "contribution": round(attribution.contribution.get(e.event_id, 0.0), 4)}

@@ -85,10 +85,25 @@ class TenantSummary(Model):
     tenant_id: str
     name: str
     created_at: datetime
+    event_retention_days: int | None = Field(
+        default=None, description="Days its trajectories keep their events (0: for good); null: the deployment's default")
+
+
+class RetentionIn(Strict):
+    event_retention_days: Annotated[int, Field(strict=True, ge=0, le=3650)] | None = Field(
+        description="Days the events of the trajectories it starts from now on are kept (0: for good); null: the deployment's"
+                    " default. Trajectories, their reviews and lessons are kept whatever it says")
 
 
 class TenantList(Model):
-    tenants: list[TenantSummary]
+    tenants: list[TenantSummary] = Field(description="A page of tenants, oldest first")
+    cursor: str | None = Field(default=None, description="The next page's cursor; null after the last page")
+
+
+class TenantsQuery(Strict):
+    limit: Annotated[int, Field(ge=1, le=1000)] = Field(default=100, description="Tenants of the page")
+    cursor: Annotated[str, Field(max_length=1000)] | None = Field(
+        default=None, description="The cursor of the previous page's answer; one the server did not issue answers 422")
 
 
 class KeyRotateIn(Strict):
@@ -286,6 +301,9 @@ class TrajectoryOut(Model):
     outcome: str | None = None
     experience_ids: list[str] = []
     review: dict[str, Any] | None = None
+    events_expire_at: datetime | None = Field(default=None, description="When its events expire (event retention); null: kept")
+    events_expired: bool = Field(default=False, description="Its events expired: the trajectory, its review and lessons stay,"
+                                                            " its events page is empty")
     created_at: datetime
     updated_at: datetime
 
@@ -320,6 +338,7 @@ class TrajectoryEventsOut(Model):
     events: list[EventOut]
     contrasts: list[ContrastOut] = Field(description="Each decision point of the page where one choice failed and another worked")
     cursor: str | None = Field(default=None, description="The next page's cursor; null after the last page")
+    events_expired: bool = Field(default=False, description="Its events expired (event retention): none are listed")
 
 
 class EventsQuery(Strict):
@@ -560,6 +579,8 @@ class DecayOut(Model):
     examined: int = Field(description="Active lessons read")
     written: int = Field(description="Lessons written: one conditional write per archive, nothing else")
     conflicts: int = Field(description="Archives not made because the lesson changed since it was read (the next decay decides again)")
+    events_purged: int = Field(default=0, description="Events past their retention deleted (embedded backend; DynamoDB's TTL"
+                                                      " deletes them on aws: 0)")
 
 
 class ReindexIn(Strict):
@@ -619,6 +640,10 @@ class StatsOut(Model):
     trajectories: dict[str, int]
     freshness_histogram: list[HistogramBucket]
     decay: DecayPolicyOut | None = Field(default=None, description="The policy freshness and archiving follow")
+    as_of: datetime | None = Field(default=None, description="When the pass that counted these started (a tenant counted"
+                                                             " over several requests answers its last complete pass)")
+    complete: bool = Field(default=True, description="False while the first pass over a large tenant is under way: the"
+                                                      " counts cover part of it; ask again")
 
 
 class AgentOut(Model):

@@ -9,7 +9,7 @@ export async function adminPage(el, _arg, alive) {
     add(el, section('Sign in with the admin key', signInForm('admin', () => { clear(el); adminPage(el, _arg, alive); })));
     return;
   }
-  const [tenants, failed] = await Promise.all([call('GET', '/v1/tenants', { admin: true }), call('GET', '/v1/maintenance/failed-reviews', { admin: true })]);
+  const [tenants, failed] = await Promise.all([call('GET', '/v1/tenants?limit=1000', { admin: true }), call('GET', '/v1/maintenance/failed-reviews', { admin: true })]);
   if (!alive()) return;
   const names = new Map(tenants.tenants.map((t) => [t.tenant_id, t.name]));
   const status = h('div', { class: 'status', id: 'admin-status' });
@@ -26,7 +26,7 @@ export async function adminPage(el, _arg, alive) {
     act(() => call('POST', '/v1/maintenance/decay', { admin: true, body }), (r) => `Decay: ${r.decayed} lesson(s) decayed, ${r.archived} archived.`);
   });
   add(el, status,
-    section(`Tenants (${tenants.tenants.length})`, h('table', { class: 'lessons', id: 'tenants' },
+    section(`Tenants (${tenants.tenants.length}${tenants.cursor ? ', the oldest first; more with the CLI' : ''})`, h('table', { class: 'lessons', id: 'tenants' },
       h('thead', null, h('tr', null, h('th', null, 'Name'), h('th', null, 'Tenant id'), h('th', null, 'Created'))),
       h('tbody', null, tenants.tenants.map((t) => h('tr', null, h('td', null, t.name), h('td', null, h('code', null, t.tenant_id)), h('td', null, when(t.created_at))))))),
     section(`Failed reviews (${failed.failed.length})`,

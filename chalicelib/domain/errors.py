@@ -90,3 +90,8 @@ class Unavailable(HindsightError):
 
     code = "unavailable"
     retry_after = 1
+
+
+def expired_message(trajectory_id: str, expired_at: object) -> str:
+    """Why an append to a trajectory whose events expired is refused (Conflict)."""
+    return f"trajectory {trajectory_id}: its events expired at {expired_at} (event retention); it takes no more events"

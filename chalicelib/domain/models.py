@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from functools import cached_property
 from typing import Any, Iterable
@@ -76,6 +76,14 @@ class Tenant:
     tenant_id: str
     name: str
     created_at: datetime
+    # days a trajectory's events are kept, for trajectories started from now on; None: the
+    # deployment's default (``Settings.event_retention_days``); 0: kept for good
+    event_retention_days: int | None = None
+
+
+def events_expire_at(created_at: datetime, retention_days: int) -> datetime | None:
+    """When the events of a trajectory started at ``created_at`` expire (None: never, for 0 days)."""
+    return created_at + timedelta(days=retention_days) if retention_days > 0 else None
 
 
 @dataclass
@@ -99,6 +107,13 @@ class Trajectory:
     experience_ids: list[str] = field(default_factory=list)
     review: dict[str, Any] | None = None
     finalized_at: datetime | None = None
+    # when its events expire (all of them at once, fixed when it starts: the tenant's retention
+    # then); None: kept. The trajectory itself, its review and the lessons it taught stay.
+    events_expire_at: datetime | None = None
+
+    def events_expired(self, now: datetime) -> bool:
+        """Whether its events are past their retention (read as gone, whatever a store still holds)."""
+        return self.events_expire_at is not None and self.events_expire_at <= now
 
 
 @dataclass(frozen=True)

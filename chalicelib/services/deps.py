@@ -96,6 +96,8 @@ class Deps:
     tenant_data: TenantData | None = None
     exports: ExportStore | None = None  # where tenant exports are written; None: no export
     otlp_idle_seconds: float = 900.0  # a trace without its root is finalized this long after its last batch; 0: never
+    stats_items_per_request: int = 1000  # lessons and trajectories one stats request reads at most (the stats job)
+    event_retention_days: int = 0  # a trajectory's events are kept this long unless its tenant says otherwise; 0: for good
 
     @property
     def late_on(self) -> bool:
@@ -162,4 +164,6 @@ def policies(settings: Settings) -> dict[str, Any]:
         recall_ttl_days=settings.recall_ttl_days,
         advise_candidates=settings.advise_candidates,
         otlp_idle_seconds=settings.otlp_idle_seconds,
+        event_retention_days=settings.event_retention_days,
+        stats_items_per_request=settings.stats_items_per_request,
     )

@@ -4,13 +4,14 @@ from __future__ import annotations
 import base64
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 from ..domain.anomaly import CONTEXT, detect, may_complete_anomaly
 from ..domain.attribution import Attribution, attribute
-from ..domain.errors import Conflict, InvalidInput, TrajectoryFull
-from ..domain.models import FULL_REVIEW, Event, Trajectory, TrajectoryStatus
+from ..domain.errors import Conflict, InvalidInput, NotFound, TrajectoryFull
+from ..domain.models import FULL_REVIEW, Event, Trajectory, TrajectoryStatus, events_expire_at
 from ..ports import AppendResult
 from .deps import Deps
 
@@ -29,7 +30,8 @@ def start_trajectory(
     tags: Sequence[str] = (),
     metadata: Mapping[str, Any] | None = None,
 ) -> tuple[Trajectory, bool]:
-    """Idempotent on the client-chosen id: a repeat returns the stored trajectory and False."""
+    """Idempotent on the client-chosen id: a repeat returns the stored trajectory and False. Its
+    events expire after the tenant's retention (``retention_days``), fixed now."""
     now = deps.clock.now()
     traj = Trajectory(
         tenant_id=tenant_id,
@@ -44,8 +46,19 @@ def start_trajectory(
         metadata=dict(metadata or {}),
         created_at=now,
         updated_at=now,
+        events_expire_at=events_expire_at(now, retention_days(deps, tenant_id)),
     )
     return deps.trajectories.create(traj)
+
+
+def retention_days(deps: Deps, tenant_id: str) -> int:
+    """The days a trajectory the tenant starts now keeps its events: the tenant's own retention,
+    else the deployment's (0: kept for good)."""
+    try:
+        own = deps.tenants.get_tenant(tenant_id).event_retention_days
+    except NotFound:  # a tenant the store does not list (tests, imports): the default
+        own = None
+    return deps.event_retention_days if own is None else own
 
 
 def append_events(
@@ -140,17 +153,28 @@ def _after(cursor: str) -> int:
     return int(match.group(1))
 
 
+@dataclass(frozen=True)
+class EventsPage:
+    events: list[Event]
+    attribution: Attribution
+    cursor: str | None  # the next page's; None after the last
+    expired: bool = False  # the trajectory's events expired: none are read
+
+
 def trajectory_graph(
     deps: Deps, tenant_id: str, trajectory_id: str, limit: int = EVENTS_PAGE, cursor: str | None = None
-) -> tuple[list[Event], Attribution, str | None]:
+) -> EventsPage:
     """A page of its events in arrival order, the ``limit`` after ``cursor`` (from the first
     without one), their attribution (the same the deterministic reviewer computes, over the page's
     events: recomputed from them, so it needs nothing stored beside them), and the cursor of the
-    next page (None after the last). Reads that page only."""
-    deps.trajectories.get(tenant_id, trajectory_id)  # NotFound for an unknown or another tenant's id
+    next page (None after the last). Reads that page only. A trajectory whose events expired
+    (``Trajectory.events_expired``) has none, whatever a store still holds."""
+    traj = deps.trajectories.get(tenant_id, trajectory_id)  # NotFound for an unknown or another tenant's id
     after = 0 if cursor is None else _after(cursor)
+    if traj.events_expired(deps.clock.now()):
+        return EventsPage([], attribute([]), None, expired=True)
     limit = max(1, min(limit, EVENTS_PAGE_MAX))
     events = deps.trajectories.events_page(tenant_id, trajectory_id, after, limit + 1)  # one more: is there a next page?
     more = len(events) > limit
     events = events[:limit]
-    return events, attribute(events), _events_cursor(events[-1].seq) if more else None
+    return EventsPage(events, attribute(events), _events_cursor(events[-1].seq) if more else None)

@@ -84,6 +84,8 @@ def _first_example_kept(deps: Deps, exp: Experience, keep: Collection[str]) -> E
     shows which literals recur, its one task example is written again keeping them."""
     try:
         first = deps.trajectories.get(exp.tenant_id, exp.sources[0])
+        if first.events_expired(deps.clock.now()):
+            return exp  # its events are gone (retention): the example it was written with stays
         events = deps.trajectories.events(exp.tenant_id, first.trajectory_id)
     except (NotFound, IndexError):
         return exp
@@ -269,9 +271,10 @@ def prepare_review(
     traj = deps.trajectories.get(tenant_id, trajectory_id)
     if not kind.is_full:
         return _draft_locally(deps, traj, kind, triggers)
-    events = deps.trajectories.events(tenant_id, trajectory_id)
     if traj.status is TrajectoryStatus.REVIEWED:
         return traj
+    # past its retention its events read as gone, whatever the store still holds (TTL runs late)
+    events = [] if traj.events_expired(deps.clock.now()) else deps.trajectories.events(tenant_id, trajectory_id)
     local = ReviewSummary.local_reviews(traj)
     # a small clean success is not worth a review, but the lessons it was served still earn credit
     credit = credit_trajectory(deps, traj, events) or None
@@ -290,6 +293,8 @@ def prepare_review(
 def _draft_locally(deps: Deps, traj: Trajectory, kind: ReviewKind, triggers: Sequence[str]) -> Trajectory | DraftedReview:
     """Reads only the windows of the triggers (``anomaly.WINDOW`` events before each)."""
     wanted = list(dict.fromkeys([kind.trigger or "", *triggers]))
+    if traj.events_expired(deps.clock.now()):
+        return traj  # its events are gone (retention): nothing to review
     events = deps.trajectories.events_around(traj.tenant_id, traj.trajectory_id, wanted, WINDOW)
     if not any(e.event_id == kind.trigger for e in events):
         return traj

@@ -23,6 +23,7 @@ class DecayReport:
     written: int = 0  # lessons written: one conditional write per archive, nothing else
     conflicts: int = 0  # archives not made: the lesson changed since it was read (left to the next pass)
     complete: bool = True  # False: the time budget ran out; the checkpoint says where to go on
+    events_purged: int = 0  # events past their retention deleted (stores whose database expires them: 0)
 
 
 MAX_LISTED = 1000
@@ -43,9 +44,29 @@ class _Tally:
     conflicts: int = 0
     listed: list[str] = field(default_factory=list)
 
-    def report(self, dry_run: bool = False, complete: bool = True) -> DecayReport:
+    def report(self, dry_run: bool = False, complete: bool = True, purged: int = 0) -> DecayReport:
         return DecayReport(self.decayed, self.archived, tuple(self.listed), dry_run, self.examined, self.written,
-                           self.conflicts, complete)
+                           self.conflicts, complete, purged)
+
+
+PURGE_BATCH = 500  # events one purge call deletes at most (one SQLite write transaction)
+PURGE_MAX_BATCHES = 200  # batches one decay run purges at most (100,000 events); the next run goes on
+
+
+def purge_expired_events(deps: Deps, now: datetime, remaining_seconds: Callable[[], float] | None = None,
+                         reserve_seconds: float = 0.0, max_batches: int = PURGE_MAX_BATCHES) -> int:
+    """Delete the events past their retention, ``PURGE_BATCH`` at a time, until none is left, or
+    ``max_batches`` were deleted, or ``remaining_seconds`` falls to ``reserve_seconds``. A store
+    whose database expires them itself (DynamoDB's TTL) answers 0 at once. Returns how many."""
+    total = 0
+    for _ in range(max_batches):
+        if remaining_seconds is not None and remaining_seconds() <= reserve_seconds:
+            break
+        done = deps.trajectories.purge_expired_events(now, PURGE_BATCH)
+        total += done
+        if done < PURGE_BATCH:
+            break
+    return total
 
 
 def _archive(deps: Deps, read: Experience, now: datetime) -> bool:
@@ -120,9 +141,12 @@ def run_decay(
             page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
         _decay_page(deps, page.items, now, tally, dry_run)
         if page.cursor is None:
-            if deps.recalls is not None and not dry_run:
-                deps.recalls.purge_expired(deps.clock.now())  # not as_of: a decay "as of" later must not drop live ids
-            return tally.report(dry_run)
+            purged = 0
+            if not dry_run:
+                if deps.recalls is not None:
+                    deps.recalls.purge_expired(deps.clock.now())  # not as_of: a decay "as of" later must not drop live ids
+                purged = purge_expired_events(deps, deps.clock.now())  # nor events
+            return tally.report(dry_run, purged=purged)
         cursor = page.cursor
 
 
@@ -177,7 +201,8 @@ def run_decay_pass(
         deps.checkpoints.save(DECAY_CHECKPOINT, state)
     if complete and deps.recalls is not None:
         deps.recalls.purge_expired(deps.clock.now())
-    return tally.report(complete=complete)
+    purged = purge_expired_events(deps, deps.clock.now(), remaining_seconds, reserve_seconds)
+    return tally.report(complete=complete, purged=purged)
 
 
 # --- the fanned-out pass: one message per tenant, each tenant's work with its own checkpoint ------
@@ -349,45 +374,100 @@ def reindex_tenant(deps: Deps, tenant_id: str, page_size: int = 500) -> int:
 HISTOGRAM_BUCKETS = 10
 
 
-def agents(deps: Deps, tenant_id: str, page_size: int = 500) -> tuple[dict[str, int], int]:
+def agents(deps: Deps, tenant_id: str, items_per_request: int | None = None) -> tuple[dict[str, int], int]:
     """The agents the tenant's active lessons belong to, with how many each has (most first, then
-    by name), and how many active lessons are shared with every agent: who a recall can name."""
-    by_agent: dict[str, int] = {}
-    shared = 0
-    cursor = None
-    while True:
-        page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
-        for exp in page.items:
-            if exp.agent_id is None:
-                shared += 1
-            else:
-                by_agent[exp.agent_id] = by_agent.get(exp.agent_id, 0) + 1
-        if page.cursor is None:
-            break
-        cursor = page.cursor
-    return dict(sorted(by_agent.items(), key=lambda kv: (-kv[1], kv[0]))), shared
+    by name), and how many active lessons are shared with every agent: who a recall can name.
+    Counted by the stats job (``tenant_stats``): what a request reads does not grow with the tenant."""
+    shown, _ = _stats_pass(deps, tenant_id, items_per_request)
+    by_agent: dict[str, int] = shown["agents"]
+    return dict(sorted(by_agent.items(), key=lambda kv: (-kv[1], kv[0]))), shown["shared"]
 
 
-def tenant_stats(deps: Deps, tenant_id: str, page_size: int = 500) -> dict:
-    """Counts by status and a histogram of the freshness of active lessons, as a read shows it."""
-    now = deps.clock.now()
-    histogram = [0] * HISTOGRAM_BUCKETS
-    cursor = None
-    while True:
-        page = deps.experiences.list(tenant_id, status=ExperienceStatus.ACTIVE, limit=page_size, cursor=cursor)
-        for exp in page.items:
-            f = current_freshness(exp, now, deps.decay.half_life_days)
-            histogram[min(HISTOGRAM_BUCKETS - 1, int(f * HISTOGRAM_BUCKETS))] += 1
-        if page.cursor is None:
-            break
-        cursor = page.cursor
+STATS_PAGE = 500  # items one read of the stats job takes at most
+STATS_CHECKPOINT = "stats:{tenant_id}"
+
+
+def _bucket(i: int) -> str:
+    return f"{i / HISTOGRAM_BUCKETS:.1f}-{(i + 1) / HISTOGRAM_BUCKETS:.1f}"
+
+
+def _new_pass(now: datetime) -> dict:
+    return {"started_at": now.isoformat(), "phase": "experiences", "cursor": None, "experiences": {}, "trajectories": {},
+            "histogram": [0] * HISTOGRAM_BUCKETS, "agents": {}, "shared": 0}
+
+
+def _add(counts: dict[str, int], more: dict[str, int]) -> None:
+    for status, n in more.items():
+        counts[status] = counts.get(status, 0) + n
+
+
+def _advance(deps: Deps, tenant_id: str, run: dict, budget: int | None) -> bool:
+    """Take the stats pass ``run`` on by pages until ``budget`` items were read (None: to its
+    end): the tenant's lessons (all statuses, newest first), then its trajectories. Returns
+    whether the pass is complete."""
+    read = 0
+    while budget is None or read < budget:
+        size = STATS_PAGE if budget is None else max(1, min(STATS_PAGE, budget - read))
+        if run["phase"] == "experiences":
+            page = deps.experiences.list(tenant_id, limit=size, cursor=run["cursor"])
+            now = deps.clock.now()
+            for exp in page.items:
+                _add(run["experiences"], {exp.status.value: 1})
+                if exp.status is ExperienceStatus.ACTIVE:
+                    f = current_freshness(exp, now, deps.decay.half_life_days)
+                    run["histogram"][min(HISTOGRAM_BUCKETS - 1, int(f * HISTOGRAM_BUCKETS))] += 1
+                    if exp.agent_id is None:
+                        run["shared"] += 1
+                    else:
+                        _add(run["agents"], {exp.agent_id: 1})
+            read += max(1, len(page.items))
+            run["cursor"] = page.cursor
+            if page.cursor is None:
+                run["phase"] = "trajectories"
+        else:
+            counts, cursor = deps.trajectories.statuses_page(tenant_id, size, run["cursor"])
+            _add(run["trajectories"], counts)
+            read += max(1, sum(counts.values()))
+            run["cursor"] = cursor
+            if cursor is None:
+                return True
+    return False
+
+
+def _stats_pass(deps: Deps, tenant_id: str, items_per_request: int | None = None) -> tuple[dict, bool]:
+    """Take the tenant's stats pass on by one request's budget; returns what to show (the pass
+    that ended now, else the last complete one, else the part counted so far) and whether it is
+    a complete pass."""
+    budget = items_per_request if items_per_request is not None else deps.stats_items_per_request
+    name = STATS_CHECKPOINT.format(tenant_id=tenant_id)
+    state = (deps.checkpoints.load(name) if deps.checkpoints is not None else None) or {}
+    run = state.get("pass") or _new_pass(deps.clock.now())
+    if _advance(deps, tenant_id, run, budget if deps.checkpoints is not None else None):
+        state = {"done": {k: run[k] for k in ("started_at", "experiences", "trajectories", "histogram", "agents", "shared")}}
+    else:
+        state["pass"] = run
+    if deps.checkpoints is not None:
+        deps.checkpoints.save(name, state)
+    return (state["done"], True) if "done" in state else (run, False)
+
+
+def tenant_stats(deps: Deps, tenant_id: str, items_per_request: int | None = None) -> dict:
+    """Counts by status and a histogram of the freshness of active lessons, as a bounded job.
+
+    A request reads its checkpoint and takes the tenant's stats pass on by at most
+    ``items_per_request`` lessons and trajectories (``deps.stats_items_per_request``), in pages,
+    then saves where it stopped: what one request reads does not grow with the tenant. A pass
+    that ends in the request is answered (a tenant within the budget is counted afresh by every
+    request); otherwise the last complete pass is (``as_of``: when it started), or, before the
+    first one ends, the part counted so far (``complete: false``). Without checkpoints the pass
+    runs to its end in the request. ``GET /v1/agents`` reads the same pass (``agents``)."""
+    shown, complete = _stats_pass(deps, tenant_id, items_per_request)
     return {
-        "experiences": {s.value: 0 for s in ExperienceStatus} | deps.experiences.count_by_status(tenant_id),
-        "trajectories": {s.value: 0 for s in TrajectoryStatus} | deps.trajectories.count_by_status(tenant_id),
-        "freshness_histogram": [
-            {"bucket": f"{i / HISTOGRAM_BUCKETS:.1f}-{(i + 1) / HISTOGRAM_BUCKETS:.1f}", "count": n}
-            for i, n in enumerate(histogram)
-        ],
+        "experiences": {s.value: 0 for s in ExperienceStatus} | shown["experiences"],
+        "trajectories": {s.value: 0 for s in TrajectoryStatus} | shown["trajectories"],
+        "freshness_histogram": [{"bucket": _bucket(i), "count": n} for i, n in enumerate(shown["histogram"])],
         "decay": {"half_life_days": deps.decay.half_life_days, "archive_below": deps.decay.archive_below,
                   "min_age_days": deps.decay.min_age_days},
+        "as_of": shown["started_at"],
+        "complete": complete,
     }

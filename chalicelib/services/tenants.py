@@ -10,6 +10,7 @@ from ..domain.errors import InvalidInput, NotFound, RateLimited, Unauthorized
 from ..domain.models import Tenant
 from ..domain.ratelimit import retry_after_seconds
 from ..domain.tenant_names import name_key
+from ..ports import TenantPage
 from .deps import Deps
 
 KEY_PREFIX = "hs_"
@@ -33,8 +34,18 @@ def create_tenant(deps: Deps, name: str) -> tuple[Tenant, str]:
     return tenant, key
 
 
-def list_tenants(deps: Deps) -> list[Tenant]:
-    return deps.tenants.list_tenants()
+def list_tenants(deps: Deps, limit: int = 100, cursor: str | None = None) -> TenantPage:
+    """A page of tenants, oldest first; ``cursor``: the previous page's (InvalidInput if forged)."""
+    return deps.tenants.list_tenants_page(limit, cursor)
+
+
+def set_event_retention(deps: Deps, tenant_id: str, days: int | None) -> Tenant:
+    """The days the events of the trajectories the tenant starts from now on are kept (0: for
+    good; None: the deployment's default). Trajectories started before keep the expiry they
+    started with. Raises NotFound."""
+    if days is not None and days < 0:
+        raise InvalidInput("event_retention_days must be 0 or more")
+    return deps.tenants.set_event_retention(tenant_id, days)
 
 
 def rotate_key(deps: Deps, tenant_id: str, revoke_old: bool = True) -> str:

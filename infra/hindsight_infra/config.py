@@ -80,7 +80,7 @@ class StageConfig:
     environment: dict[str, str] = field(default_factory=dict)  # further HINDSIGHT_* settings
     # a managed domain's index: primary shards and replicas when the custom resource creates it
     # (HINDSIGHT_OPENSEARCH_SHARDS / _REPLICAS of the functions); fixed at creation, another shard
-    # count needs a new index and a reindex (docs/decisions/0401). Serverless places shards itself
+    # count needs a new index and a reindex (docs/decisions/0402). Serverless places shards itself
     opensearch_shards: int = 1
     opensearch_replicas: int | None = None
     # the decay worker's most concurrent invocations (its SQS event source mapping's

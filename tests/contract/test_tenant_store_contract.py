@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
+from chalicelib.domain.errors import Conflict, InvalidInput, NotFound, TenantNameTaken
 from chalicelib.domain.models import Tenant
 
 from .conftest import T0
@@ -183,3 +183,64 @@ def test_a_rotation_is_seen_at_once_by_another_instance(durable_backend):
     first.revoke_keys("t1", keep="hash-new")
     assert other.tenant_for_key("hash-old") is None
     assert other.tenant_for_key("hash-new") == "t1"
+
+
+def test_tenants_are_listed_a_page_at_a_time_oldest_first_each_once(tenant_store):
+    # created out of order, two at the same instant (the id breaks the tie)
+    for i, minutes in enumerate([3, 0, 1, 1, 2, 4, 0]):
+        tenant_store.create_tenant(Tenant(f"t{i}", f"name {i}", T0 + timedelta(minutes=minutes)), f"hash-{i}")
+    every = [t.tenant_id for t in tenant_store.list_tenants()]
+    pages, cursor = [], None
+    while True:
+        page = tenant_store.list_tenants_page(3, cursor)
+        assert len(page.items) <= 3
+        pages.append([t.tenant_id for t in page.items])
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert sum(pages, []) == every == ["t1", "t6", "t2", "t3", "t4", "t0", "t5"]
+    assert tenant_store.list_tenants_page(3, cursor=None).items[0].name == "name 1"
+
+
+def test_a_last_page_that_is_full_has_no_cursor(tenant_store):
+    for i in range(4):
+        tenant_store.create_tenant(Tenant(f"t{i}", f"name {i}", T0 + timedelta(minutes=i)), f"hash-{i}")
+    first = tenant_store.list_tenants_page(2)
+    second = tenant_store.list_tenants_page(2, first.cursor)
+    assert [t.tenant_id for t in second.items] == ["t2", "t3"] and second.cursor is None
+    assert tenant_store.list_tenants_page(10).cursor is None
+
+
+def test_an_empty_deployment_lists_an_empty_page(tenant_store):
+    page = tenant_store.list_tenants_page(5)
+    assert page.items == [] and page.cursor is None
+
+
+@pytest.mark.parametrize("forged", ["junk", "W10", "WyJ4IiwxXQ", "eyJhIjoxfQ", "WzEsMiwzXQ"])
+def test_a_tenant_cursor_the_store_did_not_make_is_invalid_input(tenant_store, forged):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    with pytest.raises(InvalidInput):
+        tenant_store.list_tenants_page(2, forged)
+
+
+def test_a_tenants_event_retention_is_set_read_listed_and_cleared(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    tenant_store.create_tenant(Tenant("t2", "other", T0 + timedelta(minutes=1)), "hash-2")
+    assert tenant_store.get_tenant("t1").event_retention_days is None  # the deployment's default
+    assert tenant_store.set_event_retention("t1", 7).event_retention_days == 7
+    assert tenant_store.get_tenant("t1").event_retention_days == 7
+    assert tenant_store.get_tenant("t2").event_retention_days is None
+    assert [t.event_retention_days for t in tenant_store.list_tenants_page(10).items] == [7, None]
+    assert tenant_store.set_event_retention("t1", 0).event_retention_days == 0  # kept for good
+    assert tenant_store.set_event_retention("t1", None).event_retention_days is None
+    assert tenant_store.get_tenant("t1") == tenant("t1")
+
+
+def test_an_unknown_tenant_has_no_retention_to_read_or_set(tenant_store):
+    tenant_store.create_tenant(tenant("t1"), "hash-1")
+    with pytest.raises(NotFound):
+        tenant_store.get_tenant("t-nobody")
+    with pytest.raises(NotFound):
+        tenant_store.set_event_retention("t-nobody", 3)
+    assert [t.tenant_id for t in tenant_store.list_tenants()] == ["t1"]

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull
+from chalicelib.domain.errors import Conflict, InvalidInput, NotFound, TrajectoryFull
 from chalicelib.domain.models import Event, Trajectory, TrajectoryStatus
 
 from .conftest import T0
@@ -400,3 +400,77 @@ def test_a_page_of_events_holds_the_limit_after_the_seq_and_reads_no_other(traje
     assert [e.event_id for e in trajectory_store.events_page("t1", "tr1", 20, 10)] == [f"e{i}" for i in range(21, 26)]
     assert trajectory_store.events_page("t1", "tr1", 25, 10) == []
     assert trajectory_store.events_page("t1", "nope", 0, 10) == [] and trajectory_store.events_page("t2", "tr1", 0, 10) == []
+
+
+EXPIRY = T0 + timedelta(days=30)
+
+
+def test_a_trajectorys_event_expiry_is_kept(trajectory_store):
+    trajectory_store.create(traj("tr1", events_expire_at=EXPIRY))
+    trajectory_store.create(traj("tr2"))
+    assert trajectory_store.get("t1", "tr1").events_expire_at == EXPIRY
+    assert trajectory_store.get("t1", "tr2").events_expire_at is None
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], T0)
+    trajectory_store.finalize("t1", "tr1", "success", None, T0)
+    assert trajectory_store.get("t1", "tr1").events_expire_at == EXPIRY
+
+
+def test_an_append_after_the_events_expired_is_a_conflict_that_stores_nothing(trajectory_store):
+    trajectory_store.create(traj("tr1", events_expire_at=EXPIRY))
+    trajectory_store.append_events("t1", "tr1", [ev("e1")], EXPIRY - timedelta(seconds=1))
+    with pytest.raises(Conflict, match="expired"):
+        trajectory_store.append_events("t1", "tr1", [ev("e2")], EXPIRY)
+    assert trajectory_store.get("t1", "tr1").event_count == 1
+
+
+def test_the_purge_deletes_the_expired_events_only_and_at_most_the_limit_per_call(backend, trajectory_store):
+    """A store that leaves the deletion to its database's TTL (DynamoDB) answers 0 and keeps them
+    until the TTL runs (its events carry the expiry: tests/adapters/dynamo/test_event_ttl.py)."""
+    trajectory_store.create(traj("old", events_expire_at=EXPIRY))
+    trajectory_store.create(traj("later", events_expire_at=EXPIRY + timedelta(days=1)))
+    trajectory_store.create(traj("kept"))
+    trajectory_store.create(traj("other", tenant_id="t2", events_expire_at=EXPIRY - timedelta(days=1)))
+    for trajectory_id, tenant_id in (("old", "t1"), ("later", "t1"), ("kept", "t1"), ("other", "t2")):
+        trajectory_store.append_events(tenant_id, trajectory_id, [ev(f"{trajectory_id}-{i}", i) for i in range(5)], T0)
+    assert trajectory_store.purge_expired_events(EXPIRY - timedelta(days=2), 100) == 0  # nothing expired yet
+    if backend.name == "dynamo":
+        assert trajectory_store.purge_expired_events(EXPIRY, 3) == 0
+        return
+    counts = []
+    while done := trajectory_store.purge_expired_events(EXPIRY, 3):
+        assert done <= 3
+        counts.append(done)
+    assert sum(counts) == 10 and len(counts) >= 4  # 'other' and 'old', three at a time at most
+    assert trajectory_store.events("t1", "old") == [] and trajectory_store.events("t2", "other") == []
+    assert len(trajectory_store.events("t1", "later")) == 5 and len(trajectory_store.events("t1", "kept")) == 5
+    assert trajectory_store.get("t1", "old").event_count == 5  # the trajectory stays, as it was
+    assert trajectory_store.purge_expired_events(EXPIRY + timedelta(days=1), 100) == 5
+    assert len(trajectory_store.events("t1", "kept")) == 5
+
+
+def test_statuses_are_counted_a_page_at_a_time_each_trajectory_once(trajectory_store):
+    for i in range(7):
+        trajectory_store.create(traj(f"tr{i}"))
+    for i in (1, 4, 5):
+        trajectory_store.finalize("t1", f"tr{i}", "success", None, T0)
+    trajectory_store.create(traj("tr9", tenant_id="t2"))
+    total: dict[str, int] = {}
+    cursor, pages = None, 0
+    while True:
+        counts, cursor = trajectory_store.statuses_page("t1", 3, cursor)
+        assert sum(counts.values()) <= 3
+        for status, n in counts.items():
+            total[status] = total.get(status, 0) + n
+        pages += 1
+        if cursor is None:
+            break
+    assert total == {"open": 4, "finalized": 3} == trajectory_store.count_by_status("t1") and pages == 3
+    assert trajectory_store.statuses_page("t1", 7) == ({"open": 4, "finalized": 3}, None)  # a full last page: no cursor
+    assert trajectory_store.statuses_page("t-none", 3) == ({}, None)
+
+
+@pytest.mark.parametrize("forged", ["junk", "W10", "WzFd", "eyJhIjoxfQ"])
+def test_a_statuses_cursor_the_store_did_not_make_is_invalid_input(trajectory_store, forged):
+    trajectory_store.create(traj("tr1"))
+    with pytest.raises(InvalidInput):
+        trajectory_store.statuses_page("t1", 2, forged)

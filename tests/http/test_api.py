@@ -284,13 +284,15 @@ def test_decay_is_admin_only_and_archives_stale_lessons(api):
     assert soon["archived"] == 0
     year = datetime.now(timezone.utc) + timedelta(days=365)
     later = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": year.isoformat()}).json_body
-    assert later == {"decayed": 1, "archived": 1, "archived_ids": ids, "dry_run": False, "examined": 1, "written": 1, "conflicts": 0}
+    assert later == {"decayed": 1, "archived": 1, "archived_ids": ids, "dry_run": False, "examined": 1, "written": 1, "conflicts": 0,
+                     "events_purged": 0}
     exp = api.call("GET", f"/v1/experiences/{ids[0]}", key).json_body
     assert exp["status"] == "archived" and exp["freshness"] < 0.01
     assert api.call("POST", "/v1/recall", key, {"query": "Will it rain tomorrow?", "agent_id": "agent-1"}).json_body["hits"] == []
     # epoch milliseconds are accepted too, and a second run finds nothing left to archive
     again = api.call("POST", "/v1/maintenance/decay", "admin-test-key", {"as_of": int(year.timestamp() * 1000)}).json_body
-    assert again == {"decayed": 0, "archived": 0, "archived_ids": [], "dry_run": False, "examined": 0, "written": 0, "conflicts": 0}
+    assert again == {"decayed": 0, "archived": 0, "archived_ids": [], "dry_run": False, "examined": 0, "written": 0, "conflicts": 0,
+                     "events_purged": 0}
 
 
 def test_decay_is_bounded_in_time_rehearsed_by_a_dry_run_and_scoped_to_a_tenant(api):
@@ -330,6 +332,26 @@ def test_the_admin_lists_tenants_and_rotates_keys(api):
     assert api.call("GET", "/v1/experiences", new).status_code == 200
     assert api.call("GET", "/v1/experiences", kept).status_code == 200
     assert api.call("POST", "/v1/tenants/t_nobody/keys", "admin-test-key", {}).status_code == 404
+
+
+def test_the_admin_lists_tenants_a_page_at_a_time_and_a_forged_cursor_is_422(api):
+    names = [f"tenant-{i}" for i in range(5)]
+    for name in names:
+        api.tenant(name)
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = api.call("GET", "/v1/tenants?limit=2" + (f"&cursor={cursor}" if cursor else ""), "admin-test-key").json_body
+        assert len(page["tenants"]) <= 2
+        seen += [t["name"] for t in page["tenants"]]
+        pages += 1
+        cursor = page["cursor"]
+        if cursor is None:
+            break
+    assert seen == names and pages == 3
+    assert api.call("GET", "/v1/tenants", "admin-test-key").json_body["cursor"] is None
+    forged = api.call("GET", "/v1/tenants?cursor=WyJ4IiwxXQ", "admin-test-key")
+    assert forged.status_code == 422 and forged.json_body["error"]["message"] == "invalid cursor"
+    assert api.call("GET", "/v1/tenants?limit=0", "admin-test-key").status_code == 422
 
 
 def test_stats_count_by_status_with_a_freshness_histogram(api):

@@ -47,7 +47,7 @@ def test_a_trajectory_without_events_has_an_empty_timeline(api):
     key = api.tenant()
     assert start(api, key).status_code == 201
     assert api.call("GET", "/v1/trajectories/tr1/events", key).json_body == {"trajectory_id": "tr1", "events": [], "contrasts": [],
-                                                                                   "cursor": None}
+                                                                                   "cursor": None, "events_expired": False}
 
 
 def test_unknown_or_another_tenants_trajectory_answers_404_and_no_key_401(api):

@@ -194,6 +194,17 @@ def test_the_rate_limit_table_expires_idle_buckets_with_the_models_ttl_attribute
     assert "StreamSpecification" not in props
 
 
+def test_the_events_table_expires_events_past_their_retention_and_lessons_never_expire(serverless):
+    from chalicelib.adapters.dynamo.models import EventItem
+
+    tables = tables_by_name(serverless)
+    events = tables[table_name(serverless, "events")]
+    assert events["TimeToLiveSpecification"] == {"AttributeName": EventItem._ttl_attribute().attr_name, "Enabled": True}
+    assert events["TimeToLiveSpecification"]["AttributeName"] == "expires"
+    for kept in ("experiences", "trajectories", "tenants"):  # lessons, trajectories and tenants have no TTL
+        assert "TimeToLiveSpecification" not in tables[table_name(serverless, kept)], kept
+
+
 def test_table_prefix_comes_from_the_stage(template):
     prefix = f"hindsight-{template.stage}-"
     assert all(name.startswith(prefix) for name in tables_by_name(template))

@@ -51,6 +51,25 @@ def test_tenants_list_shows_the_new_tenant(server: HindsightServer) -> None:
     assert "listed-co" in hindsight(server, "tenants", "list").stdout
 
 
+def test_the_sdk_follows_the_tenant_listings_cursor(server: HindsightServer) -> None:
+    for _ in range(3):
+        server.new_tenant()
+    with Hindsight(server.url, admin_key=server.admin_key, retry=FAST_RETRY) as admin:
+        first = admin.list_tenants_page(limit=2)
+        assert len(first.tenants) == 2 and first.cursor
+        every = [t.tenant_id for t in admin.list_tenants_page(limit=1000).tenants]
+        assert [t.tenant_id for t in admin.list_tenants(page_size=2)] == every
+        assert [t.tenant_id for t in admin.iter_tenants(page_size=1)] == every
+        assert admin.set_retention(every[0], 30).event_retention_days == 30
+        assert admin.list_tenants_page(limit=1).tenants[0].event_retention_days == 30
+        assert admin.set_retention(every[0], None).event_retention_days is None
+    assert len(json.loads(hindsight(server, "tenants", "list", "--json").stdout)) == len(every)
+    set_ = json.loads(hindsight(server, "tenants", "retention", every[0], "7", "--json").stdout)
+    assert set_ == {"tenant_id": every[0], "event_retention_days": 7}
+    assert json.loads(hindsight(server, "tenants", "list", "--json").stdout)[0]["event_retention_days"] == 7
+    assert "default" in hindsight(server, "tenants", "retention", every[0], "default").stdout
+
+
 def test_rotating_a_key_revokes_the_old_one_unless_kept(server: HindsightServer) -> None:
     needs(server, "POST", "/v1/tenants/{tenant_id}/keys")
     created = json.loads(hindsight(server, "tenants", "create", "rotating", "--json").stdout)

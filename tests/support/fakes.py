@@ -21,7 +21,7 @@ from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.adapters.embedders.hash import HashEmbedder
 from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.adapters.reviewers.rules import DeterministicReviewer
-from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
+from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull, expired_message
 from chalicelib.domain.tenant_names import same_name
 from chalicelib.domain.lexical import Bm25Params, idf, terms
 from chalicelib.domain.models import (
@@ -44,6 +44,7 @@ from chalicelib.ports import (
     IndexFilter,
     Page,
     ReviewJob,
+    TenantPage,
     TrajectorySummary,
     hybrid_by_parts,
     tools_that_worked,
@@ -123,9 +124,31 @@ class InMemoryTenantStore:
                     revoked += 1
             return revoked
 
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        with self._lock:
+            if tenant_id not in self._tenants:
+                raise NotFound("tenant not found")
+            return copy.deepcopy(self._tenants[tenant_id])
+
+    def set_event_retention(self, tenant_id: str, days: int | None) -> Tenant:
+        with self._lock:
+            if tenant_id not in self._tenants:
+                raise NotFound("tenant not found")
+            self._tenants[tenant_id].event_retention_days = days
+            return copy.deepcopy(self._tenants[tenant_id])
+
     def list_tenants(self) -> list[Tenant]:
         with self._lock:
             return [copy.deepcopy(t) for t in sorted(self._tenants.values(), key=lambda t: (t.created_at, t.tenant_id))]
+
+    def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
+        after = decode_parts(cursor, (int, str)) if cursor else None
+        with self._lock:
+            ordered = sorted(self._tenants.values(), key=lambda t: (_us(t.created_at), t.tenant_id))
+            rest = [t for t in ordered if after is None or (_us(t.created_at), t.tenant_id) > tuple(after)]
+            items = [copy.deepcopy(t) for t in rest[:limit]]
+        last = items[-1] if len(rest) > limit and items else None
+        return TenantPage(items, encode_cursor([_us(last.created_at), last.tenant_id]) if last is not None else None)
 
 
 def _count_by_status(items) -> dict[str, int]:
@@ -171,6 +194,8 @@ class InMemoryTrajectoryStore:
             traj = self._stored(tenant_id, trajectory_id)
             if traj.status is not TrajectoryStatus.OPEN:
                 raise Conflict(f"trajectory {trajectory_id} is {traj.status.value}; it takes no more events")
+            if traj.events_expired(now):
+                raise Conflict(expired_message(trajectory_id, traj.events_expire_at))
             stored, seen = self._events[key], self._event_ids[key]
             new = {e.event_id for e in events if e.event_id not in seen}
             if max_events is not None and len(stored) + len(new) > max_events:
@@ -244,6 +269,17 @@ class InMemoryTrajectoryStore:
             traj.updated_at = now
             return copy.deepcopy(traj)
 
+    def purge_expired_events(self, now: datetime, limit: int) -> int:
+        deleted = 0
+        with self._lock:
+            for key, traj in sorted(self._trajs.items(), key=lambda kv: (kv[1].events_expire_at or now, kv[0])):
+                if deleted >= limit or not traj.events_expired(now):
+                    continue
+                gone = self._events[key][: limit - deleted]
+                del self._events[key][: len(gone)]
+                deleted += len(gone)
+        return deleted
+
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         with self._lock:
             found = [key for key, t in self._trajs.items() if t.status is TrajectoryStatus.FINALIZED]
@@ -252,6 +288,13 @@ class InMemoryTrajectoryStore:
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         with self._lock:
             return _count_by_status(t for (tid, _), t in self._trajs.items() if tid == tenant_id)
+
+    def statuses_page(self, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[dict[str, int], str | None]:
+        after = decode_parts(cursor, (str,))[0] if cursor else ""
+        with self._lock:
+            rest = sorted((t for (tid, i), t in self._trajs.items() if tid == tenant_id and i > after), key=lambda t: t.trajectory_id)
+            counts = _count_by_status(rest[:limit])
+        return counts, encode_cursor([rest[limit - 1].trajectory_id]) if len(rest) > limit else None
 
 
 class InMemoryExperienceStore:

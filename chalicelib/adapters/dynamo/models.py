@@ -19,7 +19,9 @@ Tables, keys and the access pattern each one serves (``#`` joins key parts, ``<t
     GSI outbox      outbox_shard       outbox_sk=<ts>#<t>#<tr> finalized_unreviewed (sparse:
                                                               only while finalized)
   events        pk=<t>#<tr>            sk=seq#<12-digit seq>  events in arrival order
-                pk=<t>#<tr>            sk=evt#<event_id>      the idempotency marker of an event
+                pk=<t>#<tr>            sk=evt#<event_id>      the idempotency marker of an event; TTL on
+                                                              ``expires`` (the trajectory's events_expire_at)
+                                                              drops both
   experiences   tenant_id              experience_id          get / get_many / put
     GSI by_created  tenant_id          created_sk=<ts>#<id>   list newest first
     GSI by_status   tenant_status      created_sk             list by status, count_by_status
@@ -104,6 +106,7 @@ class TenantItem(Model):
     name = UnicodeAttribute(null=True)
     created_at = UnicodeAttribute(null=True)
     revoked = BooleanAttribute(null=True)
+    event_retention_days = NumberAttribute(null=True)  # on the tenant item: its own retention (none: the default)
     listing = UnicodeAttribute(null=True)
     created_sk = UnicodeAttribute(null=True)
     by_created = _index("Tenants", "by_created", "listing", "created_sk")
@@ -141,6 +144,9 @@ class EventItem(Model):
     event_id = UnicodeAttribute()
     seq = NumberAttribute()
     doc = UnicodeAttribute(null=True)  # JSON of the event (cut to fit, marked); None on markers
+    # the trajectory's events_expire_at, on events and markers alike: TTL deletes them (within
+    # days); readers go by the trajectory's expiry, not by what is still here
+    expires = TTLAttribute(null=True)
 
 
 # --- experiences --------------------------------------------------------------------------------

@@ -7,12 +7,14 @@ from datetime import datetime
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.adapters.cursors import encode_cursor
 from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, boundary, cancellation_codes, written_if
-from chalicelib.adapters.dynamo.items import time_key
+from chalicelib.adapters.dynamo.items import decode_key_cursor, time_key
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken
 from chalicelib.domain.models import Tenant
 from chalicelib.domain.tenant_names import name_key
+from chalicelib.ports import TenantPage
 
 TENANT_SK = "tenant"
 KEY_SK = "key"
@@ -32,6 +34,11 @@ def name_pk(name: str) -> str:
 
 
 NAME_SK = "name"
+
+
+def _tenant(item) -> Tenant:
+    days = item.event_retention_days
+    return Tenant(item.tenant_id, item.name or "", datetime.fromisoformat(item.created_at), int(days) if days is not None else None)
 
 
 class DynamoTenantStore:
@@ -127,7 +134,38 @@ class DynamoTenantStore:
                     revoked += 1
         return revoked
 
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        with boundary("get_tenant"):
+            try:
+                return _tenant(self.Item.get(tenant_pk(tenant_id), TENANT_SK, consistent_read=True))
+            except self.Item.DoesNotExist as exc:
+                raise NotFound("tenant not found") from exc
+
+    def set_event_retention(self, tenant_id: str, days: int | None) -> Tenant:
+        item, I = self.Item(tenant_pk(tenant_id), TENANT_SK), self.Item
+        action = I.event_retention_days.set(days) if days is not None else I.event_retention_days.remove()
+        with boundary("set_event_retention"):
+            if not written_if(lambda: item.update(actions=[action], condition=I.pk.exists())):
+                raise NotFound("tenant not found")
+        return self.get_tenant(tenant_id)
+
     def list_tenants(self) -> list[Tenant]:
         with boundary("list_tenants"):
             items = list(self.Item.by_created.query(LISTING))
-        return [Tenant(i.tenant_id, i.name or "", datetime.fromisoformat(i.created_at)) for i in items]
+        return [_tenant(i) for i in items]
+
+    def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
+        names = {"listing", "created_sk", "pk", "sk"}  # the index's key and the table's: a LastEvaluatedKey
+        start = None
+        if cursor:
+            key = decode_key_cursor(cursor, names, {"listing": LISTING, "sk": TENANT_SK})
+            start = {name: {"S": value} for name, value in key.items()}
+        with boundary("list_tenants"):
+            # one more than asked (a full last page then has no cursor); Limit bounds what one query reads
+            found = list(self.Item.by_created.query(LISTING, limit=limit + 1, page_size=limit + 1, last_evaluated_key=start))
+        items = found[:limit]
+        next_cursor = None
+        if len(found) > limit and items:
+            last = items[-1]
+            next_cursor = encode_cursor({name: getattr(last, name) for name in sorted(names)})
+        return TenantPage([_tenant(i) for i in items], next_cursor)

@@ -23,6 +23,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.adapters.codec import event_from_doc, to_doc, trajectory_from_doc
+from chalicelib.adapters.cursors import decode_parts, encode_cursor
 from chalicelib.adapters.dynamo.errors import CONDITION_FAILED, StoreUnavailable, boundary, cancellation_codes, failed_condition, written_if
 from chalicelib.adapters.dynamo.items import (
     ITEM_DOC_BUDGET,
@@ -38,7 +39,7 @@ from chalicelib.adapters.dynamo.items import (
 )
 from chalicelib.adapters.dynamo.models import DynamoTables
 from chalicelib.domain.anomaly import seq_windows
-from chalicelib.domain.errors import Conflict, NotFound, TrajectoryFull
+from chalicelib.domain.errors import Conflict, InvalidInput, NotFound, TrajectoryFull, expired_message
 from chalicelib.domain.models import Event, ReviewSummary, Trajectory, TrajectoryStatus
 from chalicelib.ports import AppendResult, TrajectorySummary, tools_that_worked
 
@@ -215,6 +216,9 @@ class DynamoTrajectoryStore:
         E, T = self.Event, self.Traj
         for attempt in range(MAX_ATTEMPTS):
             item = self._open_item(tenant_id, trajectory_id)
+            expires = _expiry(item)
+            if expires is not None and expires <= now:
+                raise Conflict(expired_message(trajectory_id, expires.isoformat()))
             stored = self._stored_ids(tenant_id, trajectory_id, [e.event_id for e, _ in chunk])
             new = [(e, doc) for e, doc in chunk if e.event_id not in stored]
             if not new:
@@ -227,7 +231,8 @@ class DynamoTrajectoryStore:
                     for offset, (event, doc) in enumerate(new, start=1):
                         seq = count + offset
                         doc = {**doc, "seq": seq}
-                        common: dict[str, Any] = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq)
+                        common: dict[str, Any] = dict(tenant_id=tenant_id, trajectory_id=trajectory_id, event_id=event.event_id, seq=seq,
+                                                      expires=expires)
                         tx.save(E(pk, seq_sk(seq), doc=dumps(doc), **common), condition=E.pk.does_not_exist())
                         tx.save(E(pk, marker_sk(event.event_id), **common), condition=E.pk.does_not_exist())
                     actions: list[Action] = [T.event_count.set(count + len(new)), T.updated_at.set(now.isoformat()), T.rev.add(1)]
@@ -322,6 +327,9 @@ class DynamoTrajectoryStore:
                 _backoff(attempt)
         raise StoreUnavailable(f"local review of {trajectory_id}: too much contention")
 
+    def purge_expired_events(self, now: datetime, limit: int) -> int:
+        return 0  # TTL on each event's ``expires`` deletes them, at no charge
+
     def finalized_unreviewed(self, limit: int = 1000) -> list[tuple[str, str]]:
         with boundary("finalized_unreviewed"):
             out: list[tuple[str, str]] = []
@@ -332,10 +340,30 @@ class DynamoTrajectoryStore:
                     break
             return out
 
+    def statuses_page(self, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[dict[str, int], str | None]:
+        T = self.Traj
+        after = decode_parts(cursor, (str,))[0] if cursor else None
+        if after is not None and not after:
+            raise InvalidInput("invalid cursor")
+        with boundary("statuses_page"):
+            # the tenant's partition in id order, Limit bounding what the one query reads
+            found = list(T.query(tenant_id, T.trajectory_id > after if after else None, limit=limit + 1, page_size=limit + 1,
+                                 attributes_to_get=["tenant_id", "trajectory_id", "status"]))
+        counts: dict[str, int] = {}
+        for item in found[:limit]:
+            counts[item.status] = counts.get(item.status, 0) + 1
+        return counts, encode_cursor([found[limit - 1].trajectory_id]) if len(found) > limit else None
+
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         with boundary("count_by_status"):
             counts = {s.value: self.Traj.by_status.count(compose(tenant_id, s.value)) for s in TrajectoryStatus}
         return {status: n for status, n in counts.items() if n}
+
+
+def _expiry(item: Any) -> datetime | None:
+    """The trajectory item's ``events_expire_at`` (kept in its doc, fixed at creation)."""
+    value = json.loads(item.doc).get("events_expire_at")
+    return datetime.fromisoformat(value) if value else None
 
 
 def _event_doc(event: Event) -> dict[str, Any]:

@@ -31,7 +31,8 @@ from chalicelib.domain.errors import Unavailable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tenants (
-    tenant_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_us INTEGER NOT NULL, name_key TEXT);
+    tenant_id TEXT PRIMARY KEY, name TEXT NOT NULL, created_us INTEGER NOT NULL, name_key TEXT,
+    event_retention_days INTEGER);
 CREATE INDEX IF NOT EXISTS tenants_name_key ON tenants(name_key);
 CREATE TABLE IF NOT EXISTS api_keys (
     key_hash TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, created_us INTEGER NOT NULL,
@@ -40,8 +41,9 @@ CREATE INDEX IF NOT EXISTS api_keys_tenant ON api_keys(tenant_id);
 CREATE TABLE IF NOT EXISTS trajectories (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, status TEXT NOT NULL,
     event_count INTEGER NOT NULL DEFAULT 0, doc TEXT NOT NULL, updated_us INTEGER NOT NULL,
-    tools_ok TEXT, PRIMARY KEY (tenant_id, trajectory_id));
+    tools_ok TEXT, purge_after_us INTEGER, PRIMARY KEY (tenant_id, trajectory_id));
 CREATE INDEX IF NOT EXISTS trajectories_status ON trajectories(status);
+CREATE INDEX IF NOT EXISTS trajectories_purge ON trajectories(purge_after_us) WHERE purge_after_us IS NOT NULL;
 CREATE TABLE IF NOT EXISTS events (
     tenant_id TEXT NOT NULL, trajectory_id TEXT NOT NULL, seq INTEGER NOT NULL,
     event_id TEXT NOT NULL, doc TEXT NOT NULL,
@@ -183,7 +185,8 @@ class SqliteDatabase:
         """Columns added after a table was first created (CREATE TABLE IF NOT EXISTS skips them)."""
         added = {("experiences", "situation_key"): "TEXT", ("experiences", "ranking"): "TEXT",
                  ("experiences", "rev"): "INTEGER NOT NULL DEFAULT 0", ("recalls", "trajectory_id"): "TEXT", ("review_jobs", "triggers"): "TEXT",
-                 ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT", ("tenants", "name_key"): "TEXT"}
+                 ("vectors", "terms"): "TEXT", ("trajectories", "tools_ok"): "TEXT", ("tenants", "name_key"): "TEXT",
+                 ("tenants", "event_retention_days"): "INTEGER", ("trajectories", "purge_after_us"): "INTEGER"}
         for (table, column), kind in added.items():
             cols = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             if cols and column not in cols:

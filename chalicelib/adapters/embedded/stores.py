@@ -14,10 +14,16 @@ from chalicelib.adapters.embedded.db import SqliteDatabase, dumps, fast_dumps, f
 from chalicelib.adapters.embedded.event_tails import EventTails
 from chalicelib.adapters.fair_claim import in_turns
 from chalicelib.domain.anomaly import CONTEXT, seq_windows
-from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull
+from chalicelib.domain.errors import Conflict, NotFound, TenantNameTaken, TrajectoryFull, expired_message
 from chalicelib.domain.models import Candidate, Event, Experience, ExperienceStatus, ReviewSummary, Tenant, Trajectory, TrajectoryStatus
 from chalicelib.domain.tenant_names import name_key
-from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob, TrajectorySummary, tools_that_worked
+from chalicelib.ports import MAX_TRIGGERS, AppendResult, DeadJob, Page, ReviewJob, TenantPage, TrajectorySummary, tools_that_worked
+
+_TENANT_COLUMNS = "tenant_id, name, created_us, event_retention_days"
+
+
+def _tenant(row: sqlite3.Row) -> Tenant:
+    return Tenant(row["tenant_id"], row["name"], from_us(row["created_us"]), row["event_retention_days"])
 
 
 class SqliteTenantStore:
@@ -74,9 +80,33 @@ class SqliteTenantStore:
             )
             return cur.rowcount
 
+    def get_tenant(self, tenant_id: str) -> Tenant:
+        row = self.db.read().execute(f"SELECT {_TENANT_COLUMNS} FROM tenants WHERE tenant_id=?", (tenant_id,)).fetchone()
+        if row is None:
+            raise NotFound("tenant not found")
+        return _tenant(row)
+
+    def set_event_retention(self, tenant_id: str, days: int | None) -> Tenant:
+        with self.db.write() as conn:
+            if conn.execute("UPDATE tenants SET event_retention_days=? WHERE tenant_id=?", (days, tenant_id)).rowcount == 0:
+                raise NotFound("tenant not found")
+            return _tenant(conn.execute(f"SELECT {_TENANT_COLUMNS} FROM tenants WHERE tenant_id=?", (tenant_id,)).fetchone())
+
     def list_tenants(self) -> list[Tenant]:
-        rows = self.db.read().execute("SELECT tenant_id, name, created_us FROM tenants ORDER BY created_us, tenant_id")
-        return [Tenant(r["tenant_id"], r["name"], from_us(r["created_us"])) for r in rows]
+        rows = self.db.read().execute(f"SELECT {_TENANT_COLUMNS} FROM tenants ORDER BY created_us, tenant_id")
+        return [_tenant(r) for r in rows]
+
+    def list_tenants_page(self, limit: int, cursor: str | None = None) -> TenantPage:
+        where, args = "", []
+        if cursor:
+            created_us, last_id = decode_parts(cursor, (int, str))
+            where, args = " WHERE created_us > ? OR (created_us = ? AND tenant_id > ?)", [created_us, created_us, last_id]
+        rows = self.db.read().execute(
+            f"SELECT {_TENANT_COLUMNS} FROM tenants{where} ORDER BY created_us, tenant_id LIMIT ?", (*args, limit + 1)
+        ).fetchall()
+        items = [_tenant(r) for r in rows[:limit]]
+        last = rows[limit - 1] if len(rows) > limit else None
+        return TenantPage(items, encode_cursor([last["created_us"], last["tenant_id"]]) if last is not None else None)
 
 
 def _count_by_status(db: SqliteDatabase, table: str, tenant_id: str) -> dict[str, int]:
@@ -142,9 +172,10 @@ class SqliteTrajectoryStore:
 
         def insert(conn: sqlite3.Connection) -> tuple[Trajectory, bool]:
             cur = conn.execute(
-                "INSERT OR IGNORE INTO trajectories(tenant_id, trajectory_id, status, event_count, doc, updated_us)"
-                " VALUES (?,?,?,?,?,?)",
-                (traj.tenant_id, traj.trajectory_id, traj.status.value, 0, doc, to_us(traj.updated_at)),
+                "INSERT OR IGNORE INTO trajectories(tenant_id, trajectory_id, status, event_count, doc, updated_us, purge_after_us)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (traj.tenant_id, traj.trajectory_id, traj.status.value, 0, doc, to_us(traj.updated_at),
+                 to_us(traj.events_expire_at) if traj.events_expire_at is not None else None),
             )
             if cur.rowcount == 1:
                 return traj, True
@@ -162,9 +193,12 @@ class SqliteTrajectoryStore:
         docs = [(event.event_id, _event_doc(event)) for event in events]
 
         def append(conn: sqlite3.Connection) -> tuple[AppendResult, int, list[int]]:
-            row = self._head(conn, tenant_id, trajectory_id, "status, event_count, tools_ok")  # the doc is not parsed
+            row = self._head(conn, tenant_id, trajectory_id,  # the doc is not parsed
+                             "status, event_count, tools_ok, json_extract(doc, '$.events_expire_at') AS expire_at")
             if row["status"] != TrajectoryStatus.OPEN.value:
                 raise Conflict(f"trajectory {trajectory_id} is {row['status']}; it takes no more events")
+            if row["expire_at"] is not None and datetime.fromisoformat(row["expire_at"]) <= now:
+                raise Conflict(expired_message(trajectory_id, row["expire_at"]))
             count_before = row["event_count"]
             # the first of each new id, in batch order: an id stored before, or earlier in the batch, is a duplicate
             seen = _stored_ids(conn, tenant_id, trajectory_id, [event_id for event_id, _ in docs])
@@ -295,8 +329,43 @@ class SqliteTrajectoryStore:
         ).fetchall()
         return [(r["tenant_id"], r["trajectory_id"]) for r in rows]
 
+    def purge_expired_events(self, now: datetime, limit: int) -> int:
+        """Trajectories past their expiry, the oldest expiry first, each emptied of its events
+        (a statement of at most ``limit`` rows at a time) and then taken off the purge index."""
+        deleted = 0
+        while deleted < limit:
+            with self.db.write() as conn:
+                row = conn.execute(
+                    "SELECT tenant_id, trajectory_id FROM trajectories WHERE purge_after_us IS NOT NULL AND purge_after_us <= ?"
+                    " ORDER BY purge_after_us LIMIT 1", (to_us(now),)
+                ).fetchone()
+                if row is None:
+                    break
+                key = (row["tenant_id"], row["trajectory_id"])
+                room = limit - deleted
+                gone = conn.execute(
+                    "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE tenant_id=? AND trajectory_id=? LIMIT ?)",
+                    (*key, room),
+                ).rowcount
+                deleted += gone
+                if gone < room:  # fewer than there was room for: none left
+                    conn.execute("UPDATE trajectories SET purge_after_us=NULL WHERE tenant_id=? AND trajectory_id=?", key)
+            self.tails.forget(key)
+        return deleted
+
     def count_by_status(self, tenant_id: str) -> dict[str, int]:
         return _count_by_status(self.db, "trajectories", tenant_id)
+
+    def statuses_page(self, tenant_id: str, limit: int, cursor: str | None = None) -> tuple[dict[str, int], str | None]:
+        after = decode_parts(cursor, (str,))[0] if cursor else ""
+        rows = self.db.read().execute(
+            "SELECT trajectory_id, status FROM trajectories WHERE tenant_id=? AND trajectory_id > ? ORDER BY trajectory_id LIMIT ?",
+            (tenant_id, after, limit + 1),
+        ).fetchall()
+        counts: dict[str, int] = {}
+        for r in rows[:limit]:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        return counts, encode_cursor([rows[limit - 1]["trajectory_id"]]) if len(rows) > limit else None
 
 
 _CANDIDATE_PATHS = ("experience_id", "status", "agent_id", "user_id", "tools", "tags", "task_type", "intent", "anchors",

@@ -54,7 +54,7 @@ class IndexSpec:
     (lucene explores k candidates).
     ``shards``/``replicas``: None leaves the cluster default (settings ``opensearch_shards``,
     ``opensearch_replicas``). A shard count is fixed when the index is created: another one needs a
-    new index and a reindex (docs/decisions/0401-shards-and-tenant-routing.md).
+    new index and a reindex (docs/decisions/0402-shards-and-tenant-routing.md).
     ``routing``: every request about a tenant's documents carries ``routing=<tenant_id>``
     (``routing``): a tenant's documents live on one shard, which its searches alone visit, and the
     index refuses a write without it (``_routing.required``). On one shard it changes nothing; an

@@ -37,6 +37,8 @@ import type {
   TenantCreated,
   TenantDeletion,
   TenantExport,
+
+  TenantPage,
   Time,
   Trajectory,
   TrajectoryEvent,
@@ -150,10 +152,29 @@ export class Hindsight {
     return this.request({ method: "POST", path: "/v1/tenants", json: { name }, auth: "admin", idempotent: false });
   }
 
-  /** GET /v1/tenants. */
-  async listTenants(): Promise<Tenant[]> {
-    const out = await this.request<{ tenants?: Tenant[] }>({ method: "GET", path: "/v1/tenants", auth: "admin" });
-    return out.tenants ?? [];
+  /** GET /v1/tenants, every page: all the tenants, oldest first (see `iterTenants` to hold one page at a time). */
+  async listTenants(options: { page_size?: number } = {}): Promise<Tenant[]> {
+    const tenants: Tenant[] = [];
+    for await (const tenant of this.iterTenants(options)) tenants.push(tenant);
+    return tenants;
+  }
+
+  /** GET /v1/tenants: one page of tenants, oldest first; pass its `cursor` back for the next. */
+  listTenantsPage(options: { limit?: number; cursor?: string | null } = {}): Promise<TenantPage> {
+    return this.request({
+      method: "GET", path: "/v1/tenants", query: { limit: options.limit ?? 100, cursor: options.cursor ?? undefined },
+      auth: "admin",
+    });
+  }
+
+  /** Every tenant, oldest first, page after page (the service's cursor). */
+  async *iterTenants(options: { page_size?: number } = {}): AsyncGenerator<Tenant> {
+    let cursor: string | null = null;
+    do {
+      const page: TenantPage = await this.listTenantsPage({ limit: options.page_size ?? 100, cursor });
+      yield* page.tenants;
+      cursor = page.cursor;
+    } while (cursor);
   }
 
   /** POST /v1/tenants/{id}/keys: a new key; the old ones are revoked unless `revoke_old: false`. */
@@ -161,6 +182,15 @@ export class Hindsight {
     return this.request({
       method: "POST", path: `/v1/tenants/${seg(tenantId)}/keys`, json: { revoke_old: options.revoke_old ?? true },
       auth: "admin", idempotent: false,
+    });
+  }
+
+  /** POST /v1/tenants/{id}/retention: the days the events of the trajectories the tenant starts
+   * from now on are kept (0: for good; null: the deployment's default). Lessons never expire. */
+  setRetention(tenantId: string, eventRetentionDays: number | null): Promise<Tenant> {
+    return this.request({
+      method: "POST", path: `/v1/tenants/${seg(tenantId)}/retention`, json: { event_retention_days: eventRetentionDays },
+      auth: "admin",
     });
   }
 

@@ -32,6 +32,14 @@ export interface Tenant {
   tenant_id: string;
   name: string;
   created_at: string;
+  /** Days its trajectories keep their events (0: for good); null: the deployment's default. */
+  event_retention_days?: number | null;
+}
+
+export interface TenantPage {
+  tenants: Tenant[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  cursor: string | null;
 }
 
 export interface KeyRotated {
@@ -68,6 +76,10 @@ export interface Stats {
   trajectories: Record<string, number>;
   freshness_histogram: { bucket: string; count: number }[];
   decay?: { half_life_days: number; archive_below: number; min_age_days: number } | null;
+  /** When the pass that counted these started (a large tenant is counted over several requests). */
+  as_of?: string | null;
+  /** False while the first pass over a large tenant is under way: the counts cover part of it. */
+  complete?: boolean;
 }
 
 // --- trajectories ------------------------------------------------------------------------------

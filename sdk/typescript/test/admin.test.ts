@@ -17,6 +17,8 @@ const ROUTES: Record<string, keyof Hindsight> = {
   "GET /v1/tenants/{tenant_id}/exports/{export_id}/data": "getTenantExportPart",
   "DELETE /v1/tenants/{tenant_id}": "deleteTenant",
   "GET /v1/tenants/{tenant_id}/deletion": "getTenantDeletion",
+
+  "POST /v1/tenants/{tenant_id}/retention": "setRetention",
   "POST /v1/trajectories": "startTrajectory",
   "GET /v1/trajectories/{trajectory_id}": "getTrajectory",
   "GET /v1/trajectories/{trajectory_id}/events": "getTrajectoryEvents",
@@ -65,8 +67,11 @@ test("an admin creates a tenant whose key works, lists it, and a rotated key rev
   const tenant = admin.withApiKey(created.api_key);
   assert.equal((await tenant.stats()).experiences["active"] ?? 0, 0);
 
-  const listed = await admin.listTenants();
+  const listed = await admin.listTenants({ page_size: 1 }); // one tenant a page: the cursor is followed
   assert.deepEqual(listed.filter((t) => t.tenant_id === created.tenant_id).map((t) => t.name), [name]);
+
+  assert.equal((await admin.setRetention(created.tenant_id, 7)).event_retention_days, 7);
+  assert.equal((await admin.setRetention(created.tenant_id, null)).event_retention_days ?? null, null);
 
   const rotated = await admin.rotateKey(created.tenant_id);
   assert.equal(rotated.tenant_id, created.tenant_id);
@@ -151,4 +156,18 @@ test("an admin exports a tenant as JSON Lines, then deletes it: its key is refus
   const finished = await until(() => admin.getTenantDeletion(created.tenant_id), (d) => d.state === "done");
   assert.ok((finished.deleted["items"] ?? 0) > 0);
   assert.ok(!(await admin.listTenants()).some((t) => t.tenant_id === created.tenant_id));
+});
+
+test("the tenant listing comes a page at a time, each tenant once", async () => {
+  const admin = adminClient();
+  await newTenant("ts-page");
+  await newTenant("ts-page");
+  const first = await admin.listTenantsPage({ limit: 1 });
+  assert.equal(first.tenants.length, 1);
+  assert.ok(first.cursor, "a page of one, of two tenants or more, names the next");
+  const ids: string[] = [];
+  for await (const tenant of admin.iterTenants({ page_size: 1 })) ids.push(tenant.tenant_id);
+  assert.equal(new Set(ids).size, ids.length);
+  assert.deepEqual(ids, (await admin.listTenantsPage({ limit: 1000 })).tenants.map((t) => t.tenant_id));
+  assert.equal(ids[0], first.tenants[0]!.tenant_id);
 });

@@ -28,10 +28,10 @@ from .models import (
     Stats,
     Tenant,
     TenantCreated,
+    TenantPage,
     Trajectory,
     parse_failed_reviews,
     parse_redriven,
-    parse_tenants,
 )
 
 MAX_EVENTS_PER_CALL = 100
@@ -70,8 +70,9 @@ def create_tenant(name: str) -> Call[TenantCreated]:
     return Call("POST", "/v1/tenants", TenantCreated.from_json, json={"name": name}, auth="admin", idempotent=False)
 
 
-def list_tenants() -> Call[list[Tenant]]:
-    return Call("GET", "/v1/tenants", parse_tenants, auth="admin")
+def list_tenants_page(limit: int = 100, cursor: str | None = None) -> Call[TenantPage]:
+    """One page of tenants, oldest first (admin); the page's ``cursor`` names the next."""
+    return Call("GET", "/v1/tenants", TenantPage.from_json, params={"limit": limit, "cursor": cursor}, auth="admin")
 
 
 def rotate_key(tenant_id: str, *, revoke_old: bool = True) -> Call[KeyRotated]:
@@ -111,6 +112,12 @@ def delete_tenant(tenant_id: str) -> Call[dict[str, Any]]:
 def get_tenant_deletion(tenant_id: str) -> Call[dict[str, Any]]:
     """A tenant deletion's progress (admin)."""
     return Call("GET", f"/v1/tenants/{_seg(tenant_id)}/deletion", dict, auth="admin")
+
+def set_retention(tenant_id: str, event_retention_days: int | None) -> Call[Tenant]:
+    """The days the events of the trajectories the tenant starts from now on are kept (admin; 0:
+    for good; None: the deployment's default). Lessons never expire."""
+    return Call("POST", f"/v1/tenants/{_seg(tenant_id)}/retention", Tenant.from_json,
+                json={"event_retention_days": event_retention_days}, auth="admin")  # fmt: skip
 
 
 def decay(

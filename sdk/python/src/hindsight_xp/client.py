@@ -18,7 +18,7 @@ from ._core import Call, Credentials
 from ._retry import RetryPolicy
 from ._transport import AsyncTransport, SyncTransport
 from .config import Config
-from .models import Experience, ExperienceStatus, Trajectory
+from .models import Experience, ExperienceStatus, Tenant, Trajectory
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -58,13 +58,15 @@ class _Endpoints:
     openapi = endpoint(_calls.openapi)
     # tenants and maintenance (admin key)
     create_tenant = endpoint(_calls.create_tenant)
-    list_tenants = endpoint(_calls.list_tenants)
+    list_tenants_page = endpoint(_calls.list_tenants_page)
     rotate_key = endpoint(_calls.rotate_key)
     start_tenant_export = endpoint(_calls.start_tenant_export)
     get_tenant_export = endpoint(_calls.get_tenant_export)
     get_tenant_export_part = endpoint(_calls.get_tenant_export_part)
     delete_tenant = endpoint(_calls.delete_tenant)
     get_tenant_deletion = endpoint(_calls.get_tenant_deletion)
+
+    set_retention = endpoint(_calls.set_retention)
     decay = endpoint(_calls.decay)
     failed_reviews = endpoint(_calls.failed_reviews)
     redrive = endpoint(_calls.redrive)
@@ -113,6 +115,20 @@ class Hindsight(_Endpoints):
     def with_api_key(self, api_key: str) -> Hindsight:
         """The same client (same connection pool) acting for another tenant."""
         return Hindsight(self.config.url, api_key, admin_key=self.config.admin_key, retry=self.retry, http_client=self._http)
+
+    def iter_tenants(self, *, page_size: int = 100) -> Iterator[Tenant]:
+        """Every tenant, oldest first, page after page (the service's cursor; admin key)."""
+        cursor: str | None = None
+        while True:
+            page = self.list_tenants_page(limit=page_size, cursor=cursor)
+            yield from page.tenants
+            if not page.cursor:
+                return
+            cursor = page.cursor
+
+    def list_tenants(self, *, page_size: int = 100) -> list[Tenant]:
+        """Every tenant, oldest first (all the pages; admin key)."""
+        return list(self.iter_tenants(page_size=page_size))
 
     def iter_experiences(self, *, agent_id: str | None = None, status: ExperienceStatus | None = None,
                          page_size: int = 200) -> Iterator[Experience]:  # fmt: skip
@@ -165,6 +181,17 @@ class AsyncHindsight(_Endpoints):
         """The same client (same connection pool) acting for another tenant."""
         return AsyncHindsight(self.config.url, api_key, admin_key=self.config.admin_key, retry=self.retry,
                               http_client=self._http)  # fmt: skip
+
+    async def list_tenants(self, *, page_size: int = 100) -> list[Tenant]:
+        """Every tenant, oldest first (all the pages; admin key)."""
+        tenants: list[Tenant] = []
+        cursor: str | None = None
+        while True:
+            page = await self.list_tenants_page(limit=page_size, cursor=cursor)
+            tenants += page.tenants
+            if not page.cursor:
+                return tenants
+            cursor = page.cursor
 
     async def aclose(self) -> None:
         if self._owns_http:

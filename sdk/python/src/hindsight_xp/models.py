@@ -58,14 +58,26 @@ class Tenant:
     tenant_id: str
     name: str
     created_at: datetime | None
+    event_retention_days: int | None = None  # its trajectories keep their events this long (0: for good); None: the default
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Tenant:
-        return cls(tenant_id=data["tenant_id"], name=data.get("name", ""), created_at=parse_time(data.get("created_at")))
+        return cls(tenant_id=data["tenant_id"], name=data.get("name", ""), created_at=parse_time(data.get("created_at")),
+                   event_retention_days=data.get("event_retention_days"))
 
 
 def parse_tenants(data: dict[str, Any]) -> list[Tenant]:
     return [Tenant.from_json(t) for t in data.get("tenants", [])]
+
+
+@dataclass(frozen=True)
+class TenantPage:
+    tenants: tuple[Tenant, ...]
+    cursor: str | None  # pass it back for the next page; None on the last
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TenantPage:
+        return cls(tenants=tuple(parse_tenants(data)), cursor=data.get("cursor"))
 
 
 @dataclass(frozen=True)
@@ -320,6 +332,8 @@ class Stats:
     experiences: dict[str, int]
     trajectories: dict[str, int]
     freshness_histogram: tuple[tuple[str, int], ...]
+    as_of: datetime | None = None  # when the pass that counted these started
+    complete: bool = True  # False while the first pass over a large tenant is under way: ask again
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Stats:
@@ -327,6 +341,8 @@ class Stats:
             experiences=dict(data.get("experiences") or {}),
             trajectories=dict(data.get("trajectories") or {}),
             freshness_histogram=tuple((b["bucket"], int(b["count"])) for b in data.get("freshness_histogram") or ()),
+            as_of=parse_time(data.get("as_of")),
+            complete=bool(data.get("complete", True)),
         )
 
 

@@ -34,13 +34,34 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
         tenants = hs.list_tenants()
     if as_json:
         out().print_json(json.dumps([{"tenant_id": t.tenant_id, "name": t.name,
-                                        "created_at": t.created_at.isoformat() if t.created_at else None}
+                                        "created_at": t.created_at.isoformat() if t.created_at else None,
+                                        "event_retention_days": t.event_retention_days}
                                        for t in tenants]))  # fmt: skip
         return
-    table = Table("tenant_id", "name", "created_at", title=f"{len(tenants)} tenants")
+    table = Table("tenant_id", "name", "created_at", "event retention", title=f"{len(tenants)} tenants")
     for t in tenants:
-        table.add_row(t.tenant_id, t.name, t.created_at.isoformat(timespec="seconds") if t.created_at else "")
+        table.add_row(t.tenant_id, t.name, t.created_at.isoformat(timespec="seconds") if t.created_at else "",
+                      "default" if t.event_retention_days is None else f"{t.event_retention_days} d")
     out().print(table)
+
+
+@app.command("retention")
+@handles_errors
+def retention(
+    ctx: typer.Context,
+    tenant_id: str = typer.Argument(..., help="The tenant."),
+    days: str = typer.Argument(..., help="Days its new trajectories keep their events; 0: for good; 'default': the deployment's."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Set how long the events of the trajectories a tenant starts from now on are kept (lessons never expire)."""
+    value = None if days == "default" else int(days)
+    with client(ctx) as hs:
+        tenant = hs.set_retention(tenant_id, value)
+    if as_json:
+        out().print_json(json.dumps({"tenant_id": tenant.tenant_id, "event_retention_days": tenant.event_retention_days}))
+        return
+    shown = "the deployment's default" if tenant.event_retention_days is None else f"{tenant.event_retention_days} days"
+    out().print(f"{tenant.tenant_id}: events kept {shown}" if tenant.event_retention_days != 0 else f"{tenant.tenant_id}: events kept for good")
 
 
 @app.command("rotate-key")
