@@ -36,6 +36,7 @@ from ..domain.models import (
 from ..domain.review import Review
 from ..domain.vectors import rebased
 from ..ports import IndexFilter
+from .contrast import contrast_drafts, remember_success
 from .credit import credit_trajectory
 from .deps import Deps
 from .indexing import Embedded, embed_texts, experience_vector, index_still_active
@@ -276,6 +277,7 @@ def prepare_review(
     # a small clean success is not worth a review, but the lessons it was served still earn credit
     credit = credit_trajectory(deps, traj, events) or None
     events = without_recalls(events)
+    remember_success(deps, traj, events)  # even a run too small to review shows the way its task takes
     qualifies, why = qualifies_for_full_review(events, traj.outcome, deps.review_min_events)
     if not qualifies:
         summary = ReviewSummary(kind=kind.scope, skipped=why, local=local, credit=credit)
@@ -284,7 +286,18 @@ def prepare_review(
         )
     review = deps.reviewer.review(traj, events, kind.scope)
     _meter_llm(deps, traj.tenant_id, review)
+    _contrast_across_runs(deps, traj, events, review)
     return DraftedReview(traj, kind, review, lesson_texts(traj, review, deps.clock.now()), local=local, credit=credit)
+
+
+def _contrast_across_runs(deps: Deps, traj: Trajectory, events: list[Event], review: Review) -> None:
+    """A failed run without any tool error: the lesson of where it left the way that successful
+    runs of similar tasks in its scope took (``services.contrast``), beside the reviewer's."""
+    drafts, found = contrast_drafts(deps, traj, events)
+    if found:
+        review.extra["across_runs"] = found
+    known = {d.fingerprint for d in review.lessons}
+    review.lessons.extend(d for d in drafts if d.fingerprint not in known)
 
 
 def _draft_locally(deps: Deps, traj: Trajectory, kind: ReviewKind, triggers: Sequence[str]) -> Trajectory | DraftedReview:
