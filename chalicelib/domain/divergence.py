@@ -18,7 +18,9 @@ calls of one tool taken as one step (look-alike tasks read one order or two):
   neither run called the other's;
 * ``extra``: the failed run called a tool the successful run never called, before the step where
   they meet again;
-* ``argument``: the same steps, and an argument of a different kind in one call.
+* ``argument``: the same steps, and an argument of a different kind in one call (a shape is the
+  marks a value holds, ``#`` or ``@`` or ``$``, not its letters and digits: other users' emails
+  and orders are the same kind).
 
 A divergence becomes a lesson only when at least ``MIN_SUPPORT`` successful runs show it and no
 successful run contradicts it (did what the failed run did there: called the tool without any of
@@ -88,7 +90,7 @@ def _scalars(value: Any) -> list[str]:
 
 
 def _shape(value: Any) -> str:
-    """A value's shape, without the value: character classes (``#W1234`` -> ``#A9``)."""
+    """A value's shape, without the value: its marks (``#W1234`` -> ``#a``, ``$12.5`` -> ``$a``)."""
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
@@ -101,7 +103,7 @@ def _shape(value: Any) -> str:
     text = str(value).strip()
     if is_kind_word(text):
         return code(text)
-    shape = re.sub(r"[a-z]+", "a", re.sub(r"\d+", "9", re.sub(r"[_.\-]", "", text.lower())))
+    shape = re.sub(r"[a-z0-9]+", "a", re.sub(r"[_.\-]", "", text.lower()))  # the marks it holds, not its letters
     return f"a value shaped {code(shape[:24])}"
 
 

@@ -52,25 +52,29 @@ def remember_success(deps: Deps, traj: Trajectory, events: Sequence[Event]) -> b
     return True
 
 
-def similar_successes(deps: Deps, traj: Trajectory, runs: Sequence[RunCalls]) -> list[RunCalls]:
+def similar_successes(deps: Deps, traj: Trajectory, runs: Sequence[RunCalls],
+                      vectors: dict[str, Any] | None = None) -> list[RunCalls]:
     """The remembered runs whose task is like the failed run's, closest first."""
     runs = [r for r in runs if r.run_id != traj.trajectory_id and r.goal]
     if not runs or not traj.goal:
         return []
-    vectors = embed_texts(deps, [traj.goal, *(r.goal for r in runs)], Embedded())
+    vectors = embed_texts(deps, [traj.goal, *(r.goal for r in runs)], Embedded() if vectors is None else vectors)
     mine = vectors[traj.goal]
     scored = [(rebased(float(mine @ vectors[r.goal]), deps.similarity_floor), r) for r in runs]
     close = sorted(((s, r) for s, r in scored if s >= SIMILAR_GOAL), key=lambda x: -x[0])
     return [r for _, r in close[:MAX_COMPARED]]
 
 
-def contrast_drafts(deps: Deps, traj: Trajectory, events: Sequence[Event]) -> tuple[list[LessonDraft], dict[str, Any]]:
+def contrast_drafts(deps: Deps, traj: Trajectory, events: Sequence[Event],
+                    vectors: dict[str, Any] | None = None) -> tuple[list[LessonDraft], dict[str, Any]]:
     """The lesson of a failed run without any tool error, from the successful runs of similar
-    tasks in its scope, and what the comparison found (for the review's summary)."""
+    tasks in its scope, and what the comparison found (for the review's summary). ``vectors``:
+    goals already embedded (a worker's cache: the remembered goals recur from one review to the
+    next)."""
     if deps.checkpoints is None or not worth_contrasting(traj.outcome, events):
         return [], {}
     runs = [r for r in (RunCalls.from_record(x) for x in _remembered(deps, traj)) if r is not None]
-    similar = similar_successes(deps, traj, runs)
+    similar = similar_successes(deps, traj, runs, vectors)
     found = contrast_across_runs(run_calls(traj.trajectory_id, traj.goal, events), similar)
     summary: dict[str, Any] = {"remembered": len(runs), "similar": len(similar)}
     if found is None:

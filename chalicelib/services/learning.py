@@ -262,11 +262,13 @@ class DraftedReview:
 
 
 def prepare_review(
-    deps: Deps, tenant_id: str, trajectory_id: str, kind: ReviewKind, triggers: Sequence[str] = ()
+    deps: Deps, tenant_id: str, trajectory_id: str, kind: ReviewKind, triggers: Sequence[str] = (),
+    vectors: dict[str, Any] | None = None,
 ) -> Trajectory | DraftedReview:
     """Everything of a review up to its drafted lessons: the reviewer's verdict. Returns the
     trajectory when there is nothing left to store (already reviewed, not worth a review: recorded
-    here, or a local review whose trigger is gone). Raises NotFound for an unknown trajectory."""
+    here, or a local review whose trigger is gone). Raises NotFound for an unknown trajectory.
+    ``vectors``: texts already embedded (a worker's cache), for the goals a contrast compares."""
     traj = deps.trajectories.get(tenant_id, trajectory_id)
     if not kind.is_full:
         return _draft_locally(deps, traj, kind, triggers)
@@ -286,14 +288,15 @@ def prepare_review(
         )
     review = deps.reviewer.review(traj, events, kind.scope)
     _meter_llm(deps, traj.tenant_id, review)
-    _contrast_across_runs(deps, traj, events, review)
+    _contrast_across_runs(deps, traj, events, review, vectors)
     return DraftedReview(traj, kind, review, lesson_texts(traj, review, deps.clock.now()), local=local, credit=credit)
 
 
-def _contrast_across_runs(deps: Deps, traj: Trajectory, events: list[Event], review: Review) -> None:
+def _contrast_across_runs(deps: Deps, traj: Trajectory, events: list[Event], review: Review,
+                          vectors: dict[str, Any] | None) -> None:
     """A failed run without any tool error: the lesson of where it left the way that successful
     runs of similar tasks in its scope took (``services.contrast``), beside the reviewer's."""
-    drafts, found = contrast_drafts(deps, traj, events)
+    drafts, found = contrast_drafts(deps, traj, events, vectors)
     if found:
         review.extra["across_runs"] = found
     known = {d.fingerprint for d in review.lessons}
