@@ -327,7 +327,7 @@ def contrast_lesson(traj: Trajectory, events: Sequence[Event], c: Contrast) -> L
         p = code(d.param or "?")
         words = f"set {p} {d.worked}" if d.worked in (REQUEST, RESULT) else f"set {p} to {d.worked}"
         rule = CallRule(RuleKind.ARGUMENTS, d.tool, (Argument(ArgumentKind.NAMED, d.param or "?", words=words),))
-        situation = f" The run called {code(d.tool)} with {p} {_kind_phrase(d.failed)}; successful runs set it {_kind_phrase(d.worked)}."
+        situation = f" The run called {code(d.tool)} and set {p} {_kind_phrase(d.failed)}; successful runs set it {_kind_phrase(d.worked)}."
         lesson = f"In this kind of task {code(d.tool)} needs {p} {_kind_phrase(d.worked)}, not {_kind_phrase(d.failed)}."
         advice = f"{rule_words(rule)}, not {_kind_phrase(d.failed)}: {worked} did; {failed.lower()}."
         tools = (d.tool,)

@@ -23,7 +23,7 @@ from .deps import Deps
 from .indexing import Embedded, embed_texts
 
 REMEMBERED = 64  # successful runs kept per scope
-SIMILAR_GOAL = 0.8  # rebased cosine of two goals for their tasks to be alike
+SIMILAR_GOAL = 0.5  # rebased cosine of two goals for their tasks to be alike (MiniLM: the same task 1.0, one of its kind 0.5-0.9)
 MAX_COMPARED = 12  # successful runs a failed run is compared with
 
 

@@ -48,34 +48,47 @@ def test_a_failed_run_with_two_similar_successes_learns_the_skipped_lookup(deps,
     assert "ok1@example.com" not in advice and "#W100" not in advice
 
 
-def test_one_similar_success_teaches_nothing(deps, clock):
+def test_one_similar_success_teaches_nothing_two_do(deps, clock):
     record(deps, clock, "ok1", "success")
-    failed = record(deps, clock, "bad", "failure", find=False)
-    assert _contrast_lessons(deps, "t1", failed) == []
+    assert _contrast_lessons(deps, "t1", record(deps, clock, "bad1", "failure", find=False)) == []
+    record(deps, clock, "ok2", "success")
+    assert len(_contrast_lessons(deps, "t1", record(deps, clock, "bad2", "failure", find=False))) == 1
 
 
-def test_another_tenants_successes_are_never_compared(deps, clock):
+def test_another_tenants_runs_neither_support_nor_veto(deps, clock):
     record(deps, clock, "ok1", "success", tenant="t2")
     record(deps, clock, "ok2", "success", tenant="t2")
-    failed = record(deps, clock, "bad", "failure", find=False)
+    failed = record(deps, clock, "bad1", "failure", find=False)
     assert _contrast_lessons(deps, "t1", failed) == []
-    assert "across_runs" not in failed.review or failed.review["across_runs"]["remembered"] == 0
-    assert deps.checkpoints.load(register_name(failed)) is None
+    assert failed.review["across_runs"]["remembered"] == 0
+    # two successes of its own support it; another tenant's run that skipped the lookup vetoes nothing
+    record(deps, clock, "ok3", "success")
+    record(deps, clock, "ok4", "success")
+    record(deps, clock, "ok5", "success", tenant="t2", find=False)
+    failed = record(deps, clock, "bad2", "failure", find=False)
+    assert failed.review["across_runs"]["supporting"] == ["ok3", "ok4"]
+    assert len(_contrast_lessons(deps, "t1", failed)) == 1
+    assert "ok1" not in str(deps.checkpoints.load(register_name(failed)))
 
 
-def test_another_agents_successes_are_never_compared(deps, clock):
+def test_another_agents_runs_neither_support_nor_veto(deps, clock):
     record(deps, clock, "ok1", "success", agent="a2")
     record(deps, clock, "ok2", "success", agent="a2")
-    failed = record(deps, clock, "bad", "failure", find=False)
-    assert _contrast_lessons(deps, "t1", failed) == []
+    assert _contrast_lessons(deps, "t1", record(deps, clock, "bad1", "failure", find=False)) == []
+    record(deps, clock, "ok3", "success")
+    record(deps, clock, "ok4", "success")
+    record(deps, clock, "ok5", "success", agent="a2", find=False)
+    assert len(_contrast_lessons(deps, "t1", record(deps, clock, "bad2", "failure", find=False))) == 1
 
 
 def test_a_successful_run_that_skipped_the_lookup_too_vetoes_the_lesson(deps, clock):
     record(deps, clock, "ok1", "success")
     record(deps, clock, "ok2", "success")
+    assert len(_contrast_lessons(deps, "t1", record(deps, clock, "bad1", "failure", find=False))) == 1
     record(deps, clock, "ok3", "success", find=False)
-    failed = record(deps, clock, "bad", "failure", find=False)
+    failed = record(deps, clock, "bad2", "failure", find=False)
     assert _contrast_lessons(deps, "t1", failed) == []
+    assert "divergence" not in failed.review["across_runs"]
 
 
 def test_a_failed_run_with_a_tool_error_is_not_contrasted(deps, clock):
@@ -91,3 +104,5 @@ def test_a_failed_run_with_a_tool_error_is_not_contrasted(deps, clock):
         pass
     failed = ingest.get_trajectory(deps, "t1", "bad")
     assert "across_runs" not in failed.review
+    # the same runs teach the contrast to a failed run that shows no error
+    assert len(_contrast_lessons(deps, "t1", record(deps, clock, "quiet", "failure", find=False))) == 1
