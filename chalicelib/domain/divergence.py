@@ -253,10 +253,16 @@ def contradicts(run: RunCalls, failed: RunCalls, c: Contrast) -> bool:
     return any(s.tool == d.tool and s.kinds.get(d.param or "", ABSENT) == d.failed for s in run.steps)
 
 
-def contrast_across_runs(failed: RunCalls, successes: Sequence[RunCalls], min_support: int = MIN_SUPPORT) -> Contrast | None:
-    """The first divergence of ``failed`` that at least ``min_support`` of ``successes`` show and
-    none of them contradicts; the best supported when several do; None otherwise."""
+def contrast_across_runs(failed: RunCalls, successes: Sequence[RunCalls], min_support: int = MIN_SUPPORT,
+                         known: Sequence[RunCalls] = ()) -> Contrast | None:
+    """The first divergence of ``failed`` that at least ``min_support`` of ``successes`` (runs of
+    similar tasks) show and none of them contradicts; the best supported when several do; None
+    otherwise. ``known``: every successful run of the scope, similar or not: what is said of a
+    tool (a call to make before it, an argument's kind, a call not to make) holds of every task,
+    so any of them that did what the failed run did contradicts it; which tool a task takes is the
+    similar tasks' alone to say."""
     others = [s for s in successes if s.run_id != failed.run_id and s.steps]
+    anyone = [s for s in known if s.run_id != failed.run_id and s.steps]
     by_key: dict[tuple[Any, ...], list[tuple[RunCalls, Divergence]]] = {}
     for s in others:
         d = first_divergence(failed, s)
@@ -270,7 +276,8 @@ def contrast_across_runs(failed: RunCalls, successes: Sequence[RunCalls], min_su
         alternatives = tuple(dict.fromkeys(d.tool for _, d in found)) if first.kind == "skipped" else ()
         c = Contrast(Divergence(first.kind, first.tool, first.other, first.before, first.param, first.worked, first.failed),
                      alternatives, tuple(s.run_id for s, _ in found), len(others))
-        if not any(contradicts(s, failed, c) for s in others):
+        judges = others if first.kind == "tool" else [*others, *anyone]
+        if not any(contradicts(s, failed, c) for s in judges):
             return c
     return None
 
@@ -299,7 +306,8 @@ def contrast_lesson(traj: Trajectory, events: Sequence[Event], c: Contrast) -> L
             rule = CallRule(RuleKind.CALL_FIRST, later[-1], other_tool=firsts[0], alternatives=tuple(firsts[1:]))
             where = f"before {_listed(later)}"
             situation = f" The run called {_listed(later)} without calling {either} first."
-            advice = f"{rule_words(rule)}, and before {_listed(later)}: {worked} did; {failed.lower()}."
+            also = f", and before {_listed(later[:-1])}" if len(later) > 1 else ""
+            advice = f"{rule_words(rule)}{also}: {worked} did; {failed.lower()}."
         else:
             rule = None
             where = "to finish the task"

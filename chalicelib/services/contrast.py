@@ -75,7 +75,7 @@ def contrast_drafts(deps: Deps, traj: Trajectory, events: Sequence[Event],
         return [], {}
     runs = [r for r in (RunCalls.from_record(x) for x in _remembered(deps, traj)) if r is not None]
     similar = similar_successes(deps, traj, runs, vectors)
-    found = contrast_across_runs(run_calls(traj.trajectory_id, traj.goal, events), similar)
+    found = contrast_across_runs(run_calls(traj.trajectory_id, traj.goal, events), similar, known=runs)
     summary: dict[str, Any] = {"remembered": len(runs), "similar": len(similar)}
     if found is None:
         return [], summary
