@@ -128,3 +128,12 @@ def test_a_run_is_remembered_without_its_values():
     record = run.as_record()
     assert "#W100" not in str(record["steps"]) and "s@example.com" not in str(record["steps"])
     assert type(run).from_record(record) == run
+
+
+def test_any_successful_run_of_the_scope_vetoes_what_is_said_of_a_tool():
+    failed = cancel_run("f", goal(), find=False)
+    similar = [cancel_run("s1", goal("#W200"), order="#W200"), cancel_run("s2", goal("#W300"), order="#W300")]
+    # a task of another kind (not among the similar ones) that cancelled without finding the user
+    elsewhere = cancel_run("o1", "Cancel everything pending for the account", find=False, order="#W500")
+    assert contrast_across_runs(failed, similar, known=[*similar, elsewhere]) is None
+    assert contrast_across_runs(failed, similar, known=similar) is not None
