@@ -223,6 +223,7 @@ def examples(calls: Sequence[m.CallRecord], seen, known, n: int = 12) -> list[di
 COLUMNS = (  # key, header
     ("warned_before_error", "warned"), ("warned_any_before_error", "any"), ("names_error", "names"),
     ("fix_speaks", "fix"), ("false_warnings", "false"), ("precision", "prec"), ("recall_hit@3", "hit@3"),
+    ("recall_hit@3_error", "h3 err"), ("recall_hit@3_decision", "h3 dec"),
 )
 TARGETS = {"warned_before_error": (">=", 0.9), "fix_speaks": (">=", 0.8), "false_warnings": ("<=", 0.25),
            "precision": (">=", 0.75), "recall_hit@3": (">=", 0.6)}
@@ -252,7 +253,9 @@ def print_table(res: dict[str, Any], p=print) -> None:
     p("template; any: with any warning; names: warnings before failing calls whose message cites the error; fix: relevant")
     p("warnings whose fix names what the error is about; false: working calls of tools that failed in training that")
     p("were warned; prec: warned calls that failed; hit@3: failed runs whose start recall had the error or decision in")
-    p("its top 3. Targets: " + ", ".join(f"{k} {op} {v}" for k, (op, v) in TARGETS.items()) + ".")
+    p("its top 3 (h3 err: of the runs with a tool error, about that error; h3 dec: of the runs that failed without any")
+    p("tool error, about the decision where they left the way of the successful runs). Targets: "
+      + ", ".join(f"{k} {op} {v}" for k, (op, v) in TARGETS.items()) + ".")
 
 
 def to_json(res: dict[str, Any]) -> str:

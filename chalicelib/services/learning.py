@@ -36,6 +36,7 @@ from ..domain.models import (
 from ..domain.review import Review
 from ..domain.vectors import rebased
 from ..ports import IndexFilter
+from .contrast import contrast_drafts, remember_success
 from .credit import credit_trajectory
 from .deps import Deps
 from .indexing import Embedded, embed_texts, experience_vector, index_still_active
@@ -263,11 +264,13 @@ class DraftedReview:
 
 
 def prepare_review(
-    deps: Deps, tenant_id: str, trajectory_id: str, kind: ReviewKind, triggers: Sequence[str] = ()
+    deps: Deps, tenant_id: str, trajectory_id: str, kind: ReviewKind, triggers: Sequence[str] = (),
+    vectors: dict[str, Any] | None = None,
 ) -> Trajectory | DraftedReview:
     """Everything of a review up to its drafted lessons: the reviewer's verdict. Returns the
     trajectory when there is nothing left to store (already reviewed, not worth a review: recorded
-    here, or a local review whose trigger is gone). Raises NotFound for an unknown trajectory."""
+    here, or a local review whose trigger is gone). Raises NotFound for an unknown trajectory.
+    ``vectors``: texts already embedded (a worker's cache), for the goals a contrast compares."""
     traj = deps.trajectories.get(tenant_id, trajectory_id)
     if not kind.is_full:
         return _draft_locally(deps, traj, kind, triggers)
@@ -279,6 +282,7 @@ def prepare_review(
     # a small clean success is not worth a review, but the lessons it was served still earn credit
     credit = credit_trajectory(deps, traj, events) or None
     events = without_recalls(events)
+    remember_success(deps, traj, events)  # even a run too small to review shows the way its task takes
     qualifies, why = qualifies_for_full_review(events, traj.outcome, deps.review_min_events)
     if not qualifies:
         summary = ReviewSummary(kind=kind.scope, skipped=why, local=local, credit=credit)
@@ -287,7 +291,19 @@ def prepare_review(
         )
     review = deps.reviewer.review(traj, events, kind.scope)
     _meter_llm(deps, traj.tenant_id, review)
+    _contrast_across_runs(deps, traj, events, review, vectors)
     return DraftedReview(traj, kind, review, lesson_texts(traj, review, deps.clock.now()), local=local, credit=credit)
+
+
+def _contrast_across_runs(deps: Deps, traj: Trajectory, events: list[Event], review: Review,
+                          vectors: dict[str, Any] | None) -> None:
+    """A failed run without any tool error: the lesson of where it left the way that successful
+    runs of similar tasks in its scope took (``services.contrast``), beside the reviewer's."""
+    drafts, found = contrast_drafts(deps, traj, events, vectors)
+    if found:
+        review.extra["across_runs"] = found
+    known = {d.fingerprint for d in review.lessons}
+    review.lessons.extend(d for d in drafts if d.fingerprint not in known)
 
 
 def _draft_locally(deps: Deps, traj: Trajectory, kind: ReviewKind, triggers: Sequence[str]) -> Trajectory | DraftedReview:

@@ -112,7 +112,7 @@ def _run_batch(deps: Deps, jobs: list[ReviewJob], known: dict, until: datetime) 
             continue
         seen.add(key)
         started = time.perf_counter()
-        step = _attempt(deps, job, lambda kind: prepare_review(deps, job.tenant_id, job.trajectory_id, kind, job.triggers))
+        step = _attempt(deps, job, lambda kind: prepare_review(deps, job.tenant_id, job.trajectory_id, kind, job.triggers, known))
         if isinstance(step, DraftedReview):
             drafted.append((job, step, started))
         elif step is not None:
@@ -154,7 +154,7 @@ def _run(deps: Deps, job: ReviewJob, vectors: dict) -> None:
     started = time.perf_counter()
 
     def review(kind: ReviewKind) -> Trajectory:
-        step = prepare_review(deps, job.tenant_id, job.trajectory_id, kind, job.triggers)
+        step = prepare_review(deps, job.tenant_id, job.trajectory_id, kind, job.triggers, vectors)
         return step if isinstance(step, Trajectory) else step.finish(deps, vectors)
 
     traj = _attempt(deps, job, review)
