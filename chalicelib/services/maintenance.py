@@ -212,6 +212,7 @@ TENANT_CHECKPOINT = "decay/{tenant_id}"
 # a tenant's next message is delayed by this much: the checkpoint naming its step is saved by then,
 # and the tenants queued behind it go first
 CONTINUE_DELAY_SECONDS = 10
+FAN_OUT_BATCH = 100  # tenants the decay schedule sends between two saves of the pass's checkpoint
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ def fan_out_decay_pass(
     *,
     interval: timedelta = timedelta(hours=1),
     reserve_seconds: float = 20.0,
-    batch: int = 100,
+    batch: int | None = None,
 ) -> FanOutReport:
     """The decay schedule with a queue: a pass starts ``interval`` after the last began and sends
     each tenant one message ``{"tenant_id", "pass", "step": 0}`` (``decay_tenant`` does the work,
@@ -250,8 +251,9 @@ def fan_out_decay_pass(
     pending = sorted(t.tenant_id for t in deps.tenants.list_tenants() if after is None or t.tenant_id > after)
     sent, complete = 0, not pending
     state["runs"] = state.get("runs", 0) + 1
+    size = batch or FAN_OUT_BATCH
     while pending and remaining_seconds() > reserve_seconds:
-        chunk, pending = pending[:batch], pending[batch:]
+        chunk, pending = pending[:size], pending[size:]
         deps.decay_queue.send([{"tenant_id": t, "pass": pass_id, "step": 0} for t in chunk])
         sent += len(chunk)
         state.update(after=chunk[-1], enqueued=state.get("enqueued", 0) + len(chunk))

@@ -25,9 +25,9 @@ from tests.support.dynamo import CREDENTIALS, REGION, dynamo_tables, moto_endpoi
 from tests.support.fakes import FakeClock, InMemoryVectorIndex, fake_deps
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
-TENANTS = 200
+TENANTS, FAN_OUT_BATCH = 60, 30  # two schedule runs of one batch each (the cloud's batch is 100)
 BIG = "tenant-big"
-BIG_SIZE, SMALL_SIZE, PAGE = 150, 1, 10
+BIG_SIZE, SMALL_SIZE, PAGE = 75, 1, 5
 
 
 class Invocation:
@@ -57,7 +57,8 @@ def world(request, monkeypatch):
     from chalicelib.adapters.dynamo.checkpoints import DynamoCheckpoints
     from chalicelib.adapters.dynamo.stores import DynamoExperienceStore, DynamoTenantStore
 
-    monkeypatch.setattr(maintenance, "CONTINUE_DELAY_SECONDS", 0)  # the local queue's delay would only slow the test
+    monkeypatch.setattr(maintenance, "CONTINUE_DELAY_SECONDS", 0)
+    monkeypatch.setattr(maintenance, "FAN_OUT_BATCH", FAN_OUT_BATCH)  # the local queue's delay would only slow the test
     tables = dynamo_tables()
     for group in ("tenants", "experiences", "checkpoints"):
         tables.create(group)
@@ -111,14 +112,14 @@ def statuses(deps, tenant: str) -> dict[str, int]:
     return deps.experiences.count_by_status(tenant)
 
 
-@pytest.mark.slow  # ~500 items seeded on moto
-def test_a_pass_over_200_tenants_decays_each_once_and_a_big_tenant_spans_invocations(world):
+@pytest.mark.slow  # ~200 items seeded on moto
+def test_a_pass_over_many_tenants_decays_each_once_and_a_big_tenant_spans_invocations(world):
     deps, sqs, url, sizes = world
-    # the schedule: a first run sends one batch of 100 tenants before its time runs short, the next the rest
+    # the schedule: a first run sends one batch of tenants before its time runs short, the next the rest
     first = lambda_handlers.decay(Invocation(start=100, step=79))
-    assert first == {"enqueued": 100, "complete": 0}
+    assert first == {"enqueued": FAN_OUT_BATCH, "complete": 0}
     again = lambda_handlers.decay(Invocation(start=100, step=79))
-    assert again == {"enqueued": 100, "complete": 1}
+    assert again == {"enqueued": TENANTS - FAN_OUT_BATCH, "complete": 1}
     assert lambda_handlers.decay(Invocation()) == {"enqueued": 0, "complete": 1}  # the pass is all sent: none before its interval
     # a scheduler run repeated sends a batch again: those duplicates must be dropped
     state = deps.checkpoints.load(maintenance.DECAY_CHECKPOINT)
