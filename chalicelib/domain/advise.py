@@ -99,11 +99,12 @@ def _keys(arg: Argument, params: Mapping[str, Any]) -> str | None | bool:
     return f"`{arg.name}` lacks {', '.join(f'`{k}`' for k in missing)}" if missing else False
 
 
-def _scalars(value: Any) -> list[str]:
+def scalars(value: Any) -> list[str]:
+    """Every scalar inside a value, as text (nested mappings and lists flattened)."""
     if isinstance(value, Mapping):
-        return [s for v in value.values() for s in _scalars(v)]
+        return [s for v in value.values() for s in scalars(v)]
     if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _scalars(v)]
+        return [s for v in value for s in scalars(v)]
     return [] if value is None or isinstance(value, bool) else [str(value)]
 
 
@@ -111,7 +112,7 @@ def _returned(tool: str, sit: Situation) -> set[str] | None:
     """The values what ``tool`` returned in the known events hold; None when none of its results is
     known (it was never called, or only before the events read)."""
     results = [e.content.get("result") for e in sit.recent if e.tool == tool and e.succeeded]
-    return {v.lower() for r in results for v in _scalars(r)} if results else None
+    return {v.lower() for r in results for v in scalars(r)} if results else None
 
 
 def _from_result(arg: Argument, tool: str, sit: Situation) -> str | None | bool:
@@ -119,8 +120,8 @@ def _from_result(arg: Argument, tool: str, sit: Situation) -> str | None | bool:
     rule names the tool that returned them in the run it was learned from; a value another call
     returned (a payment method from the user's profile, not the order) is as good."""
     source = arg.other or "?"
-    values = [v for v in _scalars(sit.params[arg.name])]
-    every = {v.lower() for e in sit.recent if e.is_tool_call and e.succeeded for v in _scalars(e.content.get("result"))}
+    values = [v for v in scalars(sit.params[arg.name])]
+    every = {v.lower() for e in sit.recent if e.is_tool_call and e.succeeded for v in scalars(e.content.get("result"))}
     missing = [v for v in values if v.lower() not in every]
     if not missing:
         return False

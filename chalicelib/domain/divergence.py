@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from .advise import scalars
 from .call_rule import Argument, ArgumentKind, CallRule, RuleKind, rule_words
 from .escape import never_a_fix
 from .generalize import is_kind_word
@@ -81,14 +82,6 @@ class RunCalls:
         return tuple(s.tool for s in self.steps)
 
 
-def _scalars(value: Any) -> list[str]:
-    if isinstance(value, Mapping):
-        return [s for v in value.values() for s in _scalars(v)]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _scalars(v)]
-    return [] if value is None or isinstance(value, bool) else [str(value)]
-
-
 def _shape(value: Any) -> str:
     """A value's shape, without the value: its marks (``#W1234`` -> ``#a``, ``$12.5`` -> ``$a``)."""
     if isinstance(value, bool):
@@ -110,7 +103,7 @@ def _shape(value: Any) -> str:
 def argument_kind(value: Any, goal: str, returned: Iterable[str]) -> str:
     """Where an argument's value came from, in words a lesson can hold: the request's own words,
     what an earlier call returned, or else its shape."""
-    values = [v for v in _scalars(value) if v.strip()]
+    values = [v for v in scalars(value) if v.strip()]
     if not values:
         return _shape(value)
     lowered = goal.lower()
@@ -133,7 +126,7 @@ def run_calls(run_id: str, goal: str, events: Sequence[Event]) -> RunCalls:
             params = e.content.get("params")
             params = params if isinstance(params, dict) else {}
             steps.append(Step(e.tool, {str(k): argument_kind(v, goal, returned) for k, v in sorted(params.items())}))
-            returned.update(v.lower() for v in _scalars(e.content.get("result")))
+            returned.update(v.lower() for v in scalars(e.content.get("result")))
     return RunCalls(run_id, goal, tuple(steps[:MAX_STEPS]))
 
 
