@@ -271,6 +271,9 @@ class Checkpoints(Protocol):
     def save(self, name: str, state: dict) -> None:
         """Replace the state kept under ``name`` (a JSON object)."""
 
+    def delete(self, name: str) -> None:
+        """Forget the state kept under ``name`` (nothing happens when there is none)."""
+
 
 class TenantData(Protocol):
     """What deleting and exporting a whole tenant needs of the stores, beside their own ports:

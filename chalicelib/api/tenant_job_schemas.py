@@ -37,7 +37,7 @@ class TenantDeletionOut(Model):
     not_before: datetime = Field(description="The purge starts then: once the authorizer's cache of the revoked keys has run out")
     finished_at: datetime | None = None
     keys_revoked: int = Field(description="Keys revoked when the deletion was asked for")
-    deleted: dict[str, int] = Field(description="What was deleted so far: index entries, export parts, stored items")
+    deleted: dict[str, int] = Field(description="What was deleted so far: index entries, export parts, stored items, checkpoints")
     runs: int
 
 

@@ -32,6 +32,19 @@ def register_name(traj: Trajectory) -> str:
     return f"successful-runs/{traj.tenant_id}/{scope}"
 
 
+def scopes_name(tenant_id: str) -> str:
+    """The checkpoint that lists the names of a tenant's registers (``register_name``), for its deletion."""
+    return f"successful-runs/{tenant_id}"
+
+
+def tenant_checkpoints(deps: Deps, tenant_id: str) -> list[str]:
+    """The names of the tenant's registers of successful runs, and of the list of them."""
+    if deps.checkpoints is None:
+        return []
+    listed = (deps.checkpoints.load(scopes_name(tenant_id)) or {}).get("names")
+    return [*(n for n in listed or [] if isinstance(n, str)), scopes_name(tenant_id)]
+
+
 def _remembered(deps: Deps, traj: Trajectory) -> list[dict[str, Any]]:
     if deps.checkpoints is None:
         return []
@@ -47,7 +60,12 @@ def remember_success(deps: Deps, traj: Trajectory, events: Sequence[Event]) -> b
     run = run_calls(traj.trajectory_id, traj.goal, events)
     if not run.steps:
         return False
-    runs = [r for r in _remembered(deps, traj) if r.get("id") != traj.trajectory_id] + [run.as_record()]
+    remembered = _remembered(deps, traj)
+    if not remembered:  # the scope's first: listed, so that the tenant's deletion finds its register
+        listed = deps.checkpoints.load(scopes_name(traj.tenant_id)) or {"names": []}
+        if register_name(traj) not in listed["names"]:
+            deps.checkpoints.save(scopes_name(traj.tenant_id), {"names": [*listed["names"], register_name(traj)]})
+    runs = [r for r in remembered if r.get("id") != traj.trajectory_id] + [run.as_record()]
     deps.checkpoints.save(register_name(traj), {"runs": runs[-REMEMBERED:]})
     return True
 

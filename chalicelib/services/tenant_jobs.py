@@ -14,7 +14,9 @@ harmless (a part is written again under the same name; a purge deletes what is l
 * **Deletion**: the tenant's keys are revoked when it is asked for (no request of the tenant is
   served after it, beyond the authorizer's cache: the purge starts once that has run out, so a
   write let through by it is purged too), then the index's entries of the tenant, its exports, and
-  every item of it in every table are deleted, the tenant's record last (``TenantData.purge``).
+  every item of it in every table are deleted, the tenant's record last (``TenantData.purge``),
+  then the checkpoints kept of it beside the stores (the successful runs its failed runs are
+  compared with, its decay and stats progress).
   Its name can be taken again once the deletion is done. What is kept: this job's record
   (the tenant id, when, and how many items went), for the operator.
 """
@@ -29,6 +31,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from ..domain.errors import Conflict, InvalidInput, NotFound
+from . import contrast, maintenance
 from .deps import Deps
 
 REGISTRY = "tenant-jobs"
@@ -145,7 +148,16 @@ def _deletion_step(deps: Deps, state: dict, page: int) -> bool:
     # a review that was running when the purge began may have indexed a lesson since: look again
     late = deps.index.purge_tenant(tenant_id, page)
     deleted["index_entries"] += late
-    return late == 0
+    if late:
+        return False
+    # last, what maintenance and the reviews kept of the tenant beside its stores: the successful
+    # runs a failed one is compared with (their goals), its decay and stats progress
+    names = [*contrast.tenant_checkpoints(deps, tenant_id), maintenance.TENANT_CHECKPOINT.format(tenant_id=tenant_id),
+             maintenance.STATS_CHECKPOINT.format(tenant_id=tenant_id)]
+    for name in names:
+        _checkpoints(deps).delete(name)
+    deleted["checkpoints"] = deleted.get("checkpoints", 0) + len(names)
+    return True
 
 
 # --- export --------------------------------------------------------------------------------------

@@ -154,3 +154,36 @@ def test_a_job_whose_listing_was_lost_is_listed_again_when_its_status_is_read():
     tenant_jobs.export_status(deps, a, state["job_id"])
     tenant_jobs.run_pending(deps, forever)
     assert tenant_jobs.export_status(deps, a, state["job_id"])["state"] == "done"
+
+
+def test_a_deletion_forgets_what_the_reviews_and_maintenance_kept_of_the_tenant():
+    """Beside the stores: the successful runs a failed run is compared with (their goals are the
+    tenant's words), and the tenant's decay and stats progress."""
+    from chalicelib.services import contrast, maintenance
+
+    deps = fake_deps(clock=FakeClock())
+    a, _ = seeded(deps, "alpha", trajectories=0)
+    b, _ = seeded(deps, "beta", trajectories=0)
+    registers: dict[str, list[str]] = {a: [], b: []}
+    for tid, agent in ((a, "bot"), (a, "helper"), (b, "bot")):
+        ingest.start_trajectory(deps, tid, trajectory_id=f"ok-{agent}", agent_id=agent, goal=f"cancel the order of {tid}")
+        ingest.append_events(deps, tid, f"ok-{agent}", [{"event_id": "1", "type": "tool_call", "content": {
+            "tool": "get_order_details", "params": {"order_id": "#W1"}, "status": "ok", "result": "pending"}}])
+        ingest.finalize(deps, tid, f"ok-{agent}", "success", None)
+        traj = ingest.get_trajectory(deps, tid, f"ok-{agent}")
+        assert contrast.remember_success(deps, traj, deps.trajectories.events(tid, f"ok-{agent}"))
+        registers[tid].append(contrast.register_name(traj))
+    for tid in (a, b):
+        deps.checkpoints.save(maintenance.TENANT_CHECKPOINT.format(tenant_id=tid), {"pass": "p", "done": True})
+        deps.checkpoints.save(maintenance.STATS_CHECKPOINT.format(tenant_id=tid), {"as_of": "x"})
+    kept = {name: deps.checkpoints.load(name) for name in registers[a]}
+    assert len(kept) == 2 and all(kept.values())  # a register per agent
+
+    tenant_jobs.start_deletion(deps, a)
+    tenant_jobs.run_pending(deps, forever)
+
+    assert tenant_jobs.deletion_status(deps, a)["state"] == "done"
+    for name in [*kept, maintenance.TENANT_CHECKPOINT.format(tenant_id=a), maintenance.STATS_CHECKPOINT.format(tenant_id=a)]:
+        assert deps.checkpoints.load(name) is None, name
+    assert all(deps.checkpoints.load(n) for n in registers[b])
+    assert deps.checkpoints.load(maintenance.STATS_CHECKPOINT.format(tenant_id=b)) == {"as_of": "x"}

@@ -779,6 +779,9 @@ class InMemoryCheckpoints:
     def save(self, name: str, state: dict) -> None:
         self._states[name] = json.dumps(state)
 
+    def delete(self, name: str) -> None:
+        self._states.pop(name, None)
+
 
 class InMemoryTenantData:
     """``ports.TenantData`` over the in-memory stores it is given (any may be None: nothing of it)."""

@@ -22,3 +22,7 @@ class DynamoCheckpoints:
     def save(self, name: str, state: dict) -> None:
         with boundary("save checkpoint"):
             self.Item(name, doc=dumps(state)).save()
+
+    def delete(self, name: str) -> None:
+        with boundary("delete checkpoint"):
+            self.Item(name).delete()

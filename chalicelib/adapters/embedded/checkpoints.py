@@ -17,3 +17,7 @@ class SqliteCheckpoints:
     def save(self, name: str, state: dict) -> None:
         with self.db.write() as conn:
             conn.execute("INSERT OR REPLACE INTO checkpoints(name, doc) VALUES (?,?)", (name, dumps(state)))
+
+    def delete(self, name: str) -> None:
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM checkpoints WHERE name=?", (name,))
