@@ -232,11 +232,11 @@ def fan_out_decay_pass(
 ) -> FanOutReport:
     """The decay schedule with a queue: a pass starts ``interval`` after the last began and sends
     each tenant one message ``{"tenant_id", "pass", "step": 0}`` (``decay_tenant`` does the work,
-    in the decay worker). Tenants are taken in id order after the checkpoint's last one, ``batch``
-    at a time while ``remaining_seconds`` is above ``reserve_seconds``; the checkpoint is saved
-    after every batch, so a run cut short sends at most one batch twice (a tenant's second step-0
-    message is dropped by its checkpoint). The recall ids that expired are purged once a pass is
-    all enqueued."""
+    in the decay worker). Tenants are read a page of ``batch`` at a time from the listing's cursor
+    kept in the checkpoint (no run reads the whole listing) while ``remaining_seconds`` is above
+    ``reserve_seconds``; the checkpoint is saved after every page, so a run cut short sends at most
+    one page twice (a tenant's second step-0 message is dropped by its checkpoint). The recall ids
+    that expired are purged once a pass is all enqueued."""
     assert deps.checkpoints is not None and deps.decay_queue is not None
     state = deps.checkpoints.load(DECAY_CHECKPOINT) or {}
     now = deps.clock.now()
@@ -244,26 +244,25 @@ def fan_out_decay_pass(
         started = state.get("started_at")
         if started is not None and now - datetime.fromisoformat(started) < interval:
             return FanOutReport(0, True)
-        state = {"started_at": now.isoformat(), "after": None, "done": False, "runs": 0, "enqueued": 0}
+        state = {"started_at": now.isoformat(), "cursor": None, "done": False, "runs": 0, "enqueued": 0}
     pass_id = state["started_at"]
-    after = state.get("after")
-    # the tenants' listing is one query of small items; what is bounded is what a run sends
-    pending = sorted(t.tenant_id for t in deps.tenants.list_tenants() if after is None or t.tenant_id > after)
-    sent, complete = 0, not pending
+    sent, complete, pages = 0, False, 0
     state["runs"] = state.get("runs", 0) + 1
-    size = batch or FAN_OUT_BATCH
-    while pending and remaining_seconds() > reserve_seconds:
-        chunk, pending = pending[:size], pending[size:]
-        deps.decay_queue.send([{"tenant_id": t, "pass": pass_id, "step": 0} for t in chunk])
+    while remaining_seconds() > reserve_seconds:  # a page of the tenants' listing, then its messages
+        pages += 1
+        page = deps.tenants.list_tenants_page(batch or FAN_OUT_BATCH, state.get("cursor"))
+        chunk = [t.tenant_id for t in page.items]
+        if chunk:
+            deps.decay_queue.send([{"tenant_id": t, "pass": pass_id, "step": 0} for t in chunk])
         sent += len(chunk)
-        state.update(after=chunk[-1], enqueued=state.get("enqueued", 0) + len(chunk))
-        complete = not pending
+        complete = page.cursor is None
+        state.update(cursor=page.cursor, enqueued=state.get("enqueued", 0) + len(chunk))
         if complete:
             state.update(done=True, finished_at=deps.clock.now().isoformat())
         deps.checkpoints.save(DECAY_CHECKPOINT, state)
-    if not sent:
         if complete:
-            state.update(done=True, finished_at=deps.clock.now().isoformat())
+            break
+    if not pages:  # no time for a page: the run is counted all the same
         deps.checkpoints.save(DECAY_CHECKPOINT, state)
     if complete and deps.recalls is not None:
         deps.recalls.purge_expired(deps.clock.now())

@@ -32,7 +32,9 @@ APP_TABLES = ("tenants", "trajectories", "events", "experiences", "review-jobs",
 # the job queue. Not the tenants (a key is never looked up) nor the rate limits (no request is admitted)
 REVIEW_TABLES = ("trajectories", "events", "experiences", "review-jobs", "recalls")
 
-# The tenant jobs' checkpoints and the list of those under way (services.tenant_jobs)
+# Checkpoints (ports.Checkpoints in the maintenance table): the tenant jobs' and the list of those
+# under way (services.tenant_jobs), the successful runs a review compares a failed one with
+# (services.contrast)
 CHECKPOINT_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem")
 # What a tenant export and deletion do to the exports bucket: write the parts, read them, delete a
 # deleted tenant's
@@ -71,13 +73,15 @@ FUNCTIONS: dict[str, Access] = {
                           openai_secret=True, exports=("s3:GetObject",)),
     # a key's hash to its tenant: one GetItem, nothing else
     "api_key_authorizer": Access("the API key authorizer", {"tenants": ("dynamodb:GetItem",)}),
-    "review_worker": Access("the review-jobs stream's worker", _all(REVIEW_TABLES), "documents", openai_secret=True,
-                            review_stream=True),
-    "review_sweeper": Access("the review sweeper (lost jobs, due retries)", _all(REVIEW_TABLES), "documents",
-                             openai_secret=True),
+    # reviews: the review tables, and the register of a scope's successful runs (a checkpoint)
+    "review_worker": Access("the review-jobs stream's worker", _all(REVIEW_TABLES) | {"maintenance": CHECKPOINT_ACTIONS},
+                            "documents", openai_secret=True, review_stream=True),
+    "review_sweeper": Access("the review sweeper (lost jobs, due retries)",
+                             _all(REVIEW_TABLES) | {"maintenance": CHECKPOINT_ACTIONS}, "documents", openai_secret=True),
     # a tenant's export (reads its partitions of every table, writes the parts) and deletion (deletes
     # every item of it in every table, its index documents and its exports)
-    "tenant_jobs": Access("tenant exports and deletions", _all(APP_TABLES) | {"maintenance": CHECKPOINT_ACTIONS},
+    "tenant_jobs": Access("tenant exports and deletions",
+                          _all(APP_TABLES) | {"maintenance": (*CHECKPOINT_ACTIONS, "dynamodb:DeleteItem")},
                           "documents", on_failure=True, exports=EXPORT_ACTIONS),
     # the decay pass fanned out: the tenants (one query of their listing), the pass's checkpoint,
     # one message per tenant to the decay queue

@@ -396,8 +396,10 @@ def test_dynamodb_access_is_on_the_stacks_tables_only(translated):
     for role in ("ApiHandlerRole", "ReviewWorkerRole", "ReviewSweeperRole", "DecayScheduleRole", "ApiKeyAuthorizerRole"):
         granted = actions_on(role_statements(translated, role))
         assert "dynamodb:Scan" not in granted and "dynamodb:CreateTable" not in granted and "dynamodb:DeleteTable" not in granted
+    # the review worker: the review tables, the idempotency records, and the checkpoints (a scope's
+    # successful runs, which a failed run is compared with)
     assert worker["dynamodb:PutItem"] == {f"{{{t}Table.Arn}}" for t in review_tables} | {
-        f"{{{t}Table.Arn}}/index/*" for t in review_tables} | {"{IdempotencyTable.Arn}"}
+        f"{{{t}Table.Arn}}/index/*" for t in review_tables} | {"{IdempotencyTable.Arn}"} | checkpoints
     assert "{IdempotencyTable.Arn}" not in api["dynamodb:PutItem"]
     stream = {"{ReviewJobsTable.Arn}/stream/*"}
     for action in ("dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:DescribeStream", "dynamodb:ListStreams"):
