@@ -20,8 +20,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.opensearch]
 
 # the idempotency record (2), one claim (turns of 4 shards, the tenant's queue, the lease and the
 # tenant's turn), the trajectory and its events, the lesson's retired copy, fingerprint and
-# situation lookups, its write, the review, the job's completion
-MAX_DYNAMODB_REQUESTS = 19
+# situation lookups, its write, the review, the job's completion (19); a successful run is kept in
+# its scope's register of successful runs (a read and a write), and the scope's first is listed for
+# the tenant's deletion (a read and a write)
+MAX_DYNAMODB_REQUESTS = 23
 
 
 def test_one_review_job_costs_one_claim_and_a_bounded_number_of_round_trips(monkeypatch):
@@ -52,6 +54,8 @@ def test_one_review_job_costs_one_claim_and_a_bounded_number_of_round_trips(monk
         assert not [c for c in calls if c[0] == "Query" and c[2] in deps.queue.tables.shards]
         assert len(calls) <= MAX_DYNAMODB_REQUESTS, Counter(c[0] for c in calls)
         ops = Counter(c[0] for c in calls)
-        assert ops["PutItem"] + ops["TransactWriteItems"] == 2, ops  # the idempotency record and the lesson (conditional on its revision)
+        # the idempotency record, the lesson (conditional on its revision), the scope's register of
+        # successful runs and, the scope's first, its listing
+        assert ops["PutItem"] + ops["TransactWriteItems"] == 4, ops
         # the index checked in one request on first use, the near-duplicate search, the lesson's write
         assert opensearch.count == 3

@@ -34,7 +34,8 @@ def items_naming(prefix: str, text: str) -> dict[str, int]:
     """Items of every table of the stack with ``text`` in any attribute (a full scan)."""
     ddb = boto3.client("dynamodb", endpoint_url=moto_endpoint(), region_name="us-east-1")
     found = {}
-    for name in ddb.list_tables()["TableNames"]:
+    # every page of the listing: the suite's moto server holds the tables of many stacks (100 a page)
+    for name in (n for page in ddb.get_paginator("list_tables").paginate() for n in page["TableNames"]):
         if not name.startswith(prefix):
             continue
         pages = ddb.get_paginator("scan").paginate(TableName=name)

@@ -45,7 +45,8 @@ def exp(experience_id: str, tenant_id: str = "t1", **kw) -> Experience:
 
 def test_table_names_come_from_the_prefix(make_tables):
     tables = make_tables(prefix="hindsight-test-" + str(id(make_tables))[-6:] + "-")
-    names = set(boto3.client("dynamodb", endpoint_url=moto_endpoint(), region_name=REGION, **CREDENTIALS).list_tables()["TableNames"])
+    client = boto3.client("dynamodb", endpoint_url=moto_endpoint(), region_name=REGION, **CREDENTIALS)
+    names = {n for page in client.get_paginator("list_tables").paginate() for n in page["TableNames"]}  # 100 a page
     prefix = tables.config.prefix
     expected = {prefix + n for n in ("tenants", "trajectories", "events", "experiences", "review-jobs")}
     assert expected <= names
