@@ -39,7 +39,7 @@ pytestmark = pytest.mark.e2e
 
 ADMIN_KEY = "fuzz-admin-key"
 SEED = int(os.environ.get("HINDSIGHT_FUZZ_SEED", "20261129"))
-EXAMPLES = int(os.environ.get("HINDSIGHT_FUZZ_EXAMPLES", "30"))  # per operation and kind of input
+EXAMPLES = int(os.environ.get("HINDSIGHT_FUZZ_EXAMPLES", "15"))  # per operation and kind of input
 MIN_CASES = 1000
 CHECKS = [
     not_a_server_error,
